@@ -1,0 +1,1 @@
+"""The `hpcpredict` command line: one module per command group, each with `register(subparsers)`."""

@@ -1,0 +1,56 @@
+"""Pieces every CLI command shares: config, socket, printing an Estimate."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def config_of(args):
+    from hpcpredict.daemon.config import load_config
+
+    return load_config(args.config)
+
+
+def socket_of(args, config) -> str:
+    from hpcpredict.daemon.client import resolve_socket
+
+    return resolve_socket(args.socket, config)
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=2, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
+    """An Estimate as a person reads it."""
+    from hpcpredict.daemon.timefmt import human, human_range, slurm_time
+
+    lines = []
+    head = f"Predicted runtime: {human(estimate.runtime_s)}"
+    interval = estimate.interval
+    if interval.high_s > interval.low_s > 0:
+        cover = f" {interval.coverage:.0%} interval" if interval.coverage else " range of recent runs"
+        head += f"  ({human_range(interval.low_s, interval.high_s)},{cover})"
+    lines.append(head)
+    if requested_s:
+        lines.append(f"You requested:     {slurm_time(requested_s)}")
+    lines.append(f"Suggested --time:  {slurm_time(estimate.suggested_time_limit_s)}"
+                 f"   (P(run longer) about {estimate.risk:.0%})")
+    lines.append(f"Suggested --time-min: {slurm_time(estimate.suggested_time_min_s)}")
+    if estimate.HasField("comm_time_s"):
+        lines.append(f"Communication time: {human(estimate.comm_time_s)} (class {estimate.feature_class} features)")
+    if estimate.node_advice:
+        lines.append("Node-count advice:  nodes   runtime   node-hours  efficiency")
+        for row in estimate.node_advice:
+            mark = "  <- recommended" if row.recommended else ""
+            lines.append(f"                    {row.nodes:5d}  {human(row.runtime_s):>9}  {row.node_hours:10.1f}"
+                         f"  {row.efficiency:9.0%}{mark}")
+    model = f"{estimate.model_name} {estimate.model_version}".strip()
+    lines.append(f"Model: {model}{' (fallback: no trained model for this job)' if estimate.fallback else ''}"
+                 f"; application: {estimate.application or '?'}")
+    for text in estimate.explanation:
+        lines.append(f"  - {text}")
+    if estimate.prediction_id:
+        lines.append(f"Prediction id: {estimate.prediction_id}")
+    return lines

@@ -1,0 +1,55 @@
+"""`hpcpredict ingest TRACE`: load job history (SWF, sacct --json, sacct -P, sacct-like CSV)."""
+from __future__ import annotations
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("ingest", help="load job history into the store")
+    parser.add_argument("traces", nargs="+", metavar="TRACE")
+    parser.add_argument("--format", choices=("swf", "sacct-json", "sacct-parsable", "sacct-csv"),
+                        help="default: detected from the content")
+    parser.add_argument("--no-reload", action="store_true", help="do not ask a running daemon to reload")
+    parser.set_defaults(handler=_ingest)
+
+
+def _ingest(args) -> int:
+    import os
+
+    from rich.progress import Progress
+
+    from hpcpredict.daemon.cli.common import config_of, socket_of
+    from hpcpredict.daemon.history.traces import read_trace
+    from hpcpredict.daemon.store import open_store
+
+    config = config_of(args)
+    store = open_store(config)
+    total_added = 0
+    try:
+        with Progress(transient=True) as progress:
+            task = progress.add_task("ingesting", total=len(args.traces))
+            for path in args.traces:
+                records = read_trace(path, args.format)
+                source = f"{args.format or 'trace'}:{os.path.basename(path)}"
+                added, present = store.add_jobs(records, source)
+                total_added += added
+                progress.console.print(f"{path}: {added} jobs added, {present} already present")
+                progress.advance(task)
+    finally:
+        store.close()
+    if total_added and not args.no_reload:
+        _try_reload(socket_of(args, config))
+    return 0
+
+
+def _try_reload(socket_path: str) -> None:
+    import sys
+
+    from hpcpredict.daemon.client import admin_client
+    from hpcpredict.daemon.errors import HpcPredictError
+    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+    try:
+        with admin_client(socket_path) as client:
+            client.call("ReloadModels", pb.ReloadRequest())
+        print("daemon reloaded: the new history is in use", file=sys.stderr)
+    except HpcPredictError as error:
+        print(f"note: daemon not reloaded ({error}); run `hpcpredict reload` once it runs", file=sys.stderr)

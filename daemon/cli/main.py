@@ -1,0 +1,84 @@
+"""Entry point of the `hpcpredict` command.
+
+Each command group lives in its own module of this package and exposes
+``register(subparsers, common)``; the module is imported only to register its parser, and
+each command imports its heavy dependencies (numpy, scikit-learn, grpc) inside its handler so
+``hpcpredict --help`` stays fast. A handler returns the process exit code.
+
+Errors: any :class:`hpcpredict.daemon.errors.HpcPredictError` becomes one line
+``hpcpredict: <message>`` on stderr and exit code 1; Ctrl-C exits 130; a closed pipe is quiet.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+
+# Command modules, in the order `--help` lists them. Adding a command = adding a module here.
+COMMAND_MODULES = (
+    "serve",
+    "predict",
+    "ingest",
+    "train",
+    "reload",
+    "status",
+    "refresh",
+    "evaluate",
+    "topology",
+    "comm",
+    "scaling",
+    "suggest_runs",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hpcpredict",
+        description="Runtime, walltime and communication-time prediction for Slurm jobs.",
+    )
+    parser.add_argument("--socket", default=None,
+                        help="daemon Unix socket (default: from config / $HPCPREDICT_SOCKET)")
+    parser.add_argument("--config", default=None, help="TOML config file (default: embedded defaults)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"hpcpredict.daemon.cli.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"hpcpredict.daemon.cli.{name}":
+                raise
+            continue  # command group not built yet
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hpcpredict.daemon.errors import HpcPredictError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except HpcPredictError as error:
+        print(f"hpcpredict: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # Quiet on a closed pipe (`hpcpredict ... | head`), as ClusterShell does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""`hpcpredict predict JOB_SCRIPT [sbatch options]`: ask the daemon about one job."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "predict", help="predict a job script's runtime (asks the daemon)",
+        description="Predict the runtime of JOB_SCRIPT as if submitted with the given sbatch options, "
+                    "e.g. `hpcpredict predict job.sh -N 4 -t 2:00:00`.")
+    parser.add_argument("script", metavar="JOB_SCRIPT")
+    parser.add_argument("--json", action="store_true", help="print the Estimate as JSON")
+    parser.add_argument("--user", help="predict as this user (default: you)")
+    parser.add_argument("--app", help="application key (default: from the script's launch line)")
+    parser.add_argument("--risk", type=float, default=0.0, help="target P(job outlives the suggested limit)")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the daemon")
+    parser.add_argument("sbatch", nargs=argparse.REMAINDER, metavar="SBATCH_OPTIONS",
+                        help="sbatch-style options, e.g. -N 4 -t 2:00:00")
+    parser.set_defaults(handler=_predict)
+
+
+def build_request(script: bytes, sbatch_argv, *, user: str, app: str = "", risk: float = 0.0):
+    from hpcpredict.daemon.sbatch_options import parse_sbatch
+    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+    opts = parse_sbatch(script, sbatch_argv)
+    return pb.JobRequest(
+        job=pb.JobIdentity(user=user, account=opts.account, partition=opts.partition, job_name=opts.job_name,
+                           application=app, qos=opts.qos),
+        resources=pb.Resources(nodes=opts.nodes, ntasks=opts.ntasks, ntasks_per_node=opts.ntasks_per_node,
+                               cpus_per_task=opts.cpus_per_task, distribution=opts.distribution, gpus=opts.gpus),
+        time_limit_s=opts.time_limit_s, script=script, risk=risk), opts
+
+
+def _predict(args) -> int:
+    import getpass
+
+    from google.protobuf.json_format import MessageToDict
+
+    from hpcpredict.daemon.cli.common import config_of, estimate_lines, print_json, socket_of
+    from hpcpredict.daemon.client import DaemonClient
+    from hpcpredict.daemon.errors import HpcPredictError
+
+    try:
+        with open(args.script, "rb") as handle:
+            script = handle.read(4 << 20)
+    except OSError as error:
+        raise HpcPredictError(f"cannot read job script {args.script}: {error.strerror}") from error
+    sbatch = [a for a in args.sbatch if a != "--"]
+    request, opts = build_request(script, sbatch, user=args.user or getpass.getuser(), app=args.app or "",
+                                  risk=args.risk)
+    config = config_of(args)
+    with DaemonClient(socket_of(args, config), timeout=args.timeout) as client:
+        estimate = client.predict(request)
+    if args.json:
+        print_json(MessageToDict(estimate, preserving_proto_field_name=True, always_print_fields_with_no_presence=True))
+    else:
+        print("\n".join(estimate_lines(estimate, opts.time_limit_s)))
+    return 0

@@ -1,0 +1,27 @@
+"""`hpcpredict reload`: make the running daemon reload its models (admin)."""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("reload", help="make the daemon reload published models (admin)")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=_reload)
+
+
+def _reload(args) -> int:
+    from google.protobuf.json_format import MessageToDict
+
+    from hpcpredict.daemon.cli.common import config_of, print_json, socket_of
+    from hpcpredict.daemon.client import admin_client
+    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+    config = config_of(args)
+    with admin_client(socket_of(args, config)) as client:
+        reply = client.call("ReloadModels", pb.ReloadRequest())
+    if args.json:
+        print_json(MessageToDict(reply, preserving_proto_field_name=True))
+    else:
+        for model in reply.models:
+            print(f"serving {model.kind:9} {model.key:20} {model.version}")
+        for error in reply.errors:
+            print(f"refused: {error}")
+    return 1 if reply.errors else 0

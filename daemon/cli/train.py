@@ -1,0 +1,72 @@
+"""`hpcpredict train` and `hpcpredict publish`: make new model versions the daemon serves.
+
+``train`` fits the walltime model on the store's history and publishes it; models trained by
+other commands (``comm train``, runtime/scaling tooling) are published with ``publish``.
+Both ask a running daemon to reload unless ``--no-reload``.
+"""
+from __future__ import annotations
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("train", help="train the walltime model on stored history and publish it")
+    parser.add_argument("--no-reload", action="store_true", help="do not ask a running daemon to reload")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=_train)
+    publish = subparsers.add_parser("publish", help="publish a trained model folder as a new version")
+    publish.add_argument("kind", choices=("walltime", "runtime", "comm", "scaling", "topology"))
+    publish.add_argument("folder")
+    publish.add_argument("--key", default="_site", help="application or cluster the model is for")
+    publish.add_argument("--no-reload", action="store_true")
+    publish.set_defaults(handler=_publish)
+
+
+def train_and_publish(config, *, progress=None):
+    """Train the walltime model on every stored job and publish it; returns the Artifact."""
+    import tempfile
+    from pathlib import Path
+
+    from hpcpredict.daemon.errors import HpcPredictError
+    from hpcpredict.daemon.history import save_model, train_model
+    from hpcpredict.daemon.registry import ModelRegistry
+    from hpcpredict.daemon.store import open_store
+
+    store = open_store(config)
+    try:
+        records = list(store.iter_jobs())
+    finally:
+        store.close()
+    if not records:
+        raise HpcPredictError("the store has no job history: run `hpcpredict ingest TRACE` first")
+    model = train_model(records)
+    with tempfile.TemporaryDirectory() as tmp:
+        save_model(model, Path(tmp))
+        registry = ModelRegistry(config.models.dir)
+        return registry.publish("walltime", tmp, metadata={"jobs": len(records)}), len(records)
+
+
+def _train(args) -> int:
+    from hpcpredict.daemon.cli.common import config_of, print_json, socket_of
+    from hpcpredict.daemon.cli.ingest import _try_reload
+
+    config = config_of(args)
+    artifact, count = train_and_publish(config)
+    if args.json:
+        print_json({"kind": artifact.kind, "version": artifact.version, "jobs": count, "path": str(artifact.path)})
+    else:
+        print(f"trained walltime model on {count} jobs: version {artifact.version}")
+    if not args.no_reload:
+        _try_reload(socket_of(args, config))
+    return 0
+
+
+def _publish(args) -> int:
+    from hpcpredict.daemon.cli.common import config_of, socket_of
+    from hpcpredict.daemon.cli.ingest import _try_reload
+    from hpcpredict.daemon.registry import ModelRegistry
+
+    config = config_of(args)
+    artifact = ModelRegistry(config.models.dir).publish(args.kind, args.folder, key=args.key)
+    print(f"published {artifact.kind} model {artifact.key} version {artifact.version}")
+    if not args.no_reload:
+        _try_reload(socket_of(args, config))
+    return 0

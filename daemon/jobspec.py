@@ -1,0 +1,209 @@
+"""Requests in, plain validated job descriptions out.
+
+Everything that crosses the wire is checked here once, with limits from ``[limits]``; a bad
+field raises :class:`InvalidRequest` naming it (the servicer turns that into
+``INVALID_ARGUMENT``). Downstream code (models, features, policy) sees only :class:`JobSpec`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from hpcpredict.daemon.errors import InvalidRequest
+
+try:  # the application/input extractor (issue 6); the daemon works without it
+    from hpcpredict.daemon.runtime.inputs import extract_inputs as _extract_inputs
+except ImportError:  # pragma: no cover - only while that module is absent
+    _extract_inputs = None
+
+PATTERNS = frozenset({"benchmark", "halo3d", "halo4d", "lulesh1", "lulesh2", "lulesh3", "explicit"})
+DISTRIBUTIONS = ("block", "cyclic", "plane", "arbitrary", "")
+
+
+@dataclass(frozen=True, slots=True)
+class CommSpec:
+    pattern: str
+    message_bytes: int
+    grid: tuple[int, ...]
+    peers: int
+    messages: tuple[tuple[int, int, int], ...]
+    seed: int
+    phases: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    user: str
+    application: str
+    account: str = ""
+    partition: str = ""
+    job_name: str = ""
+    group: str = ""
+    qos: str = ""
+    cluster: str = ""
+    inputs: dict = field(default_factory=dict)
+    nodes: int = 0
+    ntasks: int = 0
+    ntasks_per_node: int = 0
+    cpus_per_task: int = 1
+    distribution: str = "block"
+    tasks_per_node: str = ""
+    gpus: int = 0
+    mem_mb: int = 0
+    time_limit_s: int = 0
+    time_limit_is_default: bool = False
+    risk: float = 0.0
+    submit_time: float = 0.0
+    job_id: str = ""
+    node_list: str = ""
+    comm: CommSpec | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def _text(value: str, name: str, limits) -> str:
+    if len(value) > limits.max_text_bytes:
+        raise InvalidRequest(name, f"longer than {limits.max_text_bytes} characters")
+    if "\x00" in value:
+        raise InvalidRequest(name, "contains a NUL character")
+    return value
+
+
+def _count(value: int, name: str, upper: int) -> int:
+    if value > upper:
+        raise InvalidRequest(name, f"{value} is larger than the limit {upper}")
+    return int(value)
+
+
+def _comm_spec(comm, ntasks: int, limits) -> CommSpec | None:
+    if not comm.name:
+        if comm.messages or comm.message_bytes:
+            raise InvalidRequest("comm.name", "a communication pattern needs a name")
+        return None
+    name = comm.name.lower()
+    if name not in PATTERNS:
+        raise InvalidRequest("comm.name", f"unknown pattern {comm.name!r} (known: {', '.join(sorted(PATTERNS))})")
+    if len(comm.messages) > limits.max_messages:
+        raise InvalidRequest("comm.messages", f"{len(comm.messages)} messages exceed the limit {limits.max_messages}")
+    if name == "explicit":
+        if not comm.messages:
+            raise InvalidRequest("comm.messages", "pattern 'explicit' needs at least one message")
+        bound = max(ntasks, 1)
+        for index, message in enumerate(comm.messages):
+            if message.src >= bound or message.dst >= bound:
+                raise InvalidRequest(f"comm.messages[{index}]", f"rank outside 0..{bound - 1}")
+    elif comm.message_bytes == 0:
+        raise InvalidRequest("comm.message_bytes", "must be > 0 for a named pattern")
+    if comm.message_bytes > 1 << 40:
+        raise InvalidRequest("comm.message_bytes", f"{comm.message_bytes} bytes is absurd")
+    if len(comm.grid) > 8 or any(g == 0 for g in comm.grid):
+        raise InvalidRequest("comm.grid", "at most 8 dimensions, each >= 1")
+    if comm.grid and ntasks and math.prod(comm.grid) != ntasks:
+        raise InvalidRequest("comm.grid", f"grid {list(comm.grid)} has {math.prod(comm.grid)} ranks, job has {ntasks}")
+    return CommSpec(pattern=name, message_bytes=int(comm.message_bytes), grid=tuple(comm.grid),
+                    peers=int(comm.peers), messages=tuple((m.src, m.dst, m.bytes) for m in comm.messages),
+                    seed=int(comm.seed), phases=int(comm.phases) or 1)
+
+
+def _input_value(value, name: str, limits):
+    kind = value.WhichOneof("kind")
+    if kind == "number":
+        if not math.isfinite(value.number):
+            raise InvalidRequest(name, "not a finite number")
+        return float(value.number)
+    if kind == "text":
+        return _text(value.text, name, limits)
+    if kind == "flag":
+        return bool(value.flag)
+    raise InvalidRequest(name, "value has no number, text or flag")
+
+
+def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str = "", tasks_per_node: str = "") -> JobSpec:
+    """Validate a ``JobRequest`` (plus allocation fields) into a :class:`JobSpec`."""
+    job, res = request.job, request.resources
+    user = _text(job.user, "job.user", limits)
+    if not user:
+        raise InvalidRequest("job.user", "required")
+    warnings: list[str] = []
+    nodes = _count(res.nodes, "resources.nodes", limits.max_nodes)
+    ntasks = _count(res.ntasks, "resources.ntasks", limits.max_ntasks)
+    per_node = _count(res.ntasks_per_node, "resources.ntasks_per_node", 1 << 16)
+    cpus = _count(res.cpus_per_task, "resources.cpus_per_task", 1 << 16) or 1
+    if ntasks == 0 and nodes and per_node:
+        ntasks = nodes * per_node
+    if nodes and ntasks and ntasks < nodes:
+        raise InvalidRequest("resources.ntasks", f"{ntasks} tasks cannot fill {nodes} nodes")
+    if nodes and per_node and ntasks > nodes * per_node:
+        raise InvalidRequest("resources.ntasks_per_node", f"{nodes} nodes x {per_node} tasks < {ntasks} tasks")
+    distribution = _text(res.distribution, "resources.distribution", limits).lower()
+    if distribution.split("=")[0].split(":")[0] not in DISTRIBUTIONS:
+        raise InvalidRequest("resources.distribution", f"unknown distribution {res.distribution!r}")
+    if request.time_limit_s > limits.max_time_s:
+        raise InvalidRequest("time_limit_s", f"{request.time_limit_s} s is longer than {limits.max_time_s} s")
+    risk = float(request.risk)
+    if not (risk == 0.0 or 0.0 < risk < 1.0) or not math.isfinite(risk):
+        raise InvalidRequest("risk", f"must be in (0, 1), got {request.risk}")
+    if len(request.script) > limits.max_script_bytes:
+        raise InvalidRequest("script", f"{len(request.script)} bytes is larger than the limit {limits.max_script_bytes}")
+    if len(request.inputs) > limits.max_inputs:
+        raise InvalidRequest("inputs", f"{len(request.inputs)} inputs exceed the limit {limits.max_inputs}")
+    if len(request.argv) > limits.max_inputs:
+        raise InvalidRequest("argv", f"{len(request.argv)} arguments exceed the limit {limits.max_inputs}")
+    node_list = node_list or request.node_list
+    if len(node_list) > limits.max_node_list_bytes:
+        raise InvalidRequest("node_list", f"longer than {limits.max_node_list_bytes} bytes")
+    inputs: dict = {}
+    application = _text(job.application, "job.application", limits)
+    if request.script and _extract_inputs is not None:
+        extracted = _extract_inputs(bytes(request.script), dict(request.environment))
+        inputs.update(extracted.inputs)
+        warnings.extend(extracted.warnings)
+        application = application or extracted.application
+    for key, value in request.inputs.items():
+        inputs[_text(key, "inputs key", limits)] = _input_value(value, f"inputs[{key!r}]", limits)
+    return JobSpec(
+        user=user, application=application or _text(job.job_name, "job.job_name", limits),
+        account=_text(job.account, "job.account", limits), partition=_text(job.partition, "job.partition", limits),
+        job_name=_text(job.job_name, "job.job_name", limits), group=_text(job.group, "job.group", limits),
+        qos=_text(job.qos, "job.qos", limits), cluster=_text(job.cluster, "job.cluster", limits),
+        inputs=inputs, nodes=nodes, ntasks=ntasks, ntasks_per_node=per_node, cpus_per_task=cpus,
+        distribution=distribution or "block",
+        tasks_per_node=_text(tasks_per_node or res.tasks_per_node, "resources.tasks_per_node", limits),
+        gpus=_count(res.gpus, "resources.gpus", 1 << 16), mem_mb=int(res.mem_mb),
+        time_limit_s=int(request.time_limit_s), time_limit_is_default=bool(request.time_limit_is_default),
+        risk=risk, submit_time=float(request.submit_time or time.time()),
+        job_id=_text(job_id or request.job_id, "job_id", limits), node_list=node_list,
+        comm=_comm_spec(request.comm, ntasks, limits), warnings=tuple(warnings[:20]))
+
+
+def invalid_utf8_fields(data: bytes, descriptor, prefix: str = "") -> list[str]:
+    """Names of string fields whose bytes are not UTF-8 in a serialized message.
+
+    protobuf refuses such a message as a whole; this walks the wire format (via the
+    unknown-field view of an empty message) to say *which* field was bad.
+    """
+    from google.protobuf import empty_pb2
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    holder = empty_pb2.Empty()
+    try:
+        holder.ParseFromString(data)
+    except Exception:
+        return [prefix or "request"]
+    bad: list[str] = []
+    for item in UnknownFieldSet(holder):
+        fd = descriptor.fields_by_number.get(item.field_number)
+        if fd is None or item.wire_type != 2:
+            continue
+        name = f"{prefix}{fd.name}"
+        if fd.message_type is not None:
+            if fd.message_type.GetOptions().map_entry:
+                bad.extend(invalid_utf8_fields(item.data, fd.message_type, f"{name}."))
+            else:
+                bad.extend(invalid_utf8_fields(item.data, fd.message_type, f"{name}."))
+        elif fd.type == fd.TYPE_STRING:
+            try:
+                item.data.decode("utf-8")
+            except UnicodeDecodeError:
+                bad.append(name)
+    return sorted(set(bad))

@@ -1,0 +1,78 @@
+"""The first working predictor: recent runtimes of the same user and application.
+
+Point estimate: the mean of the user's last two runtimes of that application (Tsafrir et
+al.), capped by the request. Upper bound: the empirical (1 - risk) quantile of the recent runs
+padded by 10 %. Without any history the user's own request answers (flagged as a fallback),
+and without a request the site default. Trained models (``hpcpredict.daemon.history``) take
+over when published; this one stays as their cold-start fallback.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpcpredict.daemon.records import JobRecord
+from hpcpredict.daemon.timefmt import human_range
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryGuess:
+    """Same fields as ``hpcpredict.daemon.history``'s WalltimePrediction (the engine reads either)."""
+
+    runtime_s: float
+    bound_s: float
+    low_s: float
+    high_s: float
+    coverage: float
+    explanation: tuple[str, ...]
+    fallback: bool
+    source: str
+
+
+class RecentHistoryModel:
+    name = "recent-history"
+    version = "1"
+
+    def __init__(self, window: int = 20, default_runtime_s: float = 3600.0):
+        self.window = window
+        self.default_runtime_s = default_runtime_s
+        self._by_user_app: dict[tuple[str, str], deque] = {}
+        self._by_user: dict[str, deque] = {}
+
+    def observe(self, record: JobRecord) -> None:
+        if record.runtime_s <= 0:
+            return
+        entry = (float(record.runtime_s), bool(record.censored))
+        key = (record.user, record.application)
+        self._by_user_app.setdefault(key, deque(maxlen=self.window)).append(entry)
+        self._by_user.setdefault(record.user, deque(maxlen=self.window)).append(entry)
+
+    def history(self, user: str, application: str) -> list[float]:
+        return [runtime for runtime, _ in self._by_user_app.get((user, application), ())]
+
+    def predict(self, job: JobRecord, risk: float = 0.03):
+        request = float(job.requested_time_s or 0.0)
+        recent = self._by_user_app.get((job.user, job.application))
+        scope = f"your last {{n}} runs of {job.application or 'this job'}"
+        if not recent:
+            recent = self._by_user.get(job.user)
+            scope = "your last {n} jobs (any application)"
+        if not recent:
+            base = request if request > 0 else self.default_runtime_s
+            why = "no history for you yet: using your requested time" if request > 0 else \
+                "no history and no requested time: using the site default"
+            return HistoryGuess(runtime_s=base, bound_s=base, low_s=0.0, high_s=base, coverage=0.0,
+                                      explanation=(why,), fallback=True, source=self.name)
+        runtimes = np.fromiter((r for r, _ in recent), dtype=float, count=len(recent))
+        point = float(runtimes[-2:].mean())
+        bound = float(np.quantile(runtimes, 1.0 - risk)) * 1.1
+        if any(censored for _, censored in recent):
+            bound = max(bound, float(runtimes.max()) * 1.5)  # a run was killed: its true length is unknown
+        if request > 0:
+            point, bound = min(point, request), min(bound, request)
+        low, high = float(runtimes.min()), float(runtimes.max())
+        text = scope.format(n=len(runtimes)) + ": " + human_range(low, high)
+        return HistoryGuess(runtime_s=point, bound_s=max(bound, point), low_s=low, high_s=high,
+                                  coverage=0.0, explanation=(text,), fallback=False, source=self.name)

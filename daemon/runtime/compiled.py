@@ -1,0 +1,95 @@
+"""Fitted extra-trees as flat numpy arrays: fast single-row inference and pickle-free storage.
+
+All trees are concatenated into one node array; a leaf points to itself (threshold +inf), so
+``depth`` vectorised steps walk every tree at once. Each tree gives its leaf mean m_i and leaf
+variance s_i² (``single_leaf_variance`` for one-sample leaves); the forest gives, as in seed
+000, m = mean m_i and s² = mean(m_i² + s_i²) − m².
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelArtifactError
+
+ARRAY_NAMES = ("left", "right", "feature", "threshold", "value", "variance", "roots")
+
+
+class CompiledForest:
+    def __init__(self, left, right, feature, threshold, value, variance, roots, depth: int):
+        self.left, self.right, self.feature = left, right, feature
+        self.threshold, self.value, self.variance = threshold, value, variance
+        self.roots, self.depth = roots, int(depth)
+
+    @classmethod
+    def from_sklearn(cls, forest, *, single_leaf_variance: float = 0.01) -> "CompiledForest":
+        parts = {name: [] for name in ARRAY_NAMES[:-1]}
+        roots = []
+        offset = 0
+        depth = 0
+        for estimator in forest.estimators_:
+            tree = estimator.tree_
+            n = tree.node_count
+            ids = np.arange(n) + offset
+            is_leaf = tree.children_left < 0
+            parts["left"].append(np.where(is_leaf, ids, tree.children_left + offset))
+            parts["right"].append(np.where(is_leaf, ids, tree.children_right + offset))
+            parts["feature"].append(np.where(is_leaf, 0, tree.feature))
+            parts["threshold"].append(np.where(is_leaf, np.inf, tree.threshold))
+            parts["value"].append(tree.value[:, 0, 0])
+            variance = np.where(tree.n_node_samples > 1, tree.impurity, single_leaf_variance)
+            parts["variance"].append(variance)
+            roots.append(offset)
+            offset += n
+            depth = max(depth, tree.max_depth)
+        arrays = {name: np.concatenate(values) for name, values in parts.items()}
+        return cls(arrays["left"].astype(np.int64), arrays["right"].astype(np.int64),
+                   arrays["feature"].astype(np.int64), arrays["threshold"].astype(float),
+                   arrays["value"].astype(float), arrays["variance"].astype(float),
+                   np.asarray(roots, dtype=np.int64), depth)
+
+    def leaves(self, Z: np.ndarray) -> np.ndarray:
+        """Leaf node of every tree for every row: shape (n_rows, n_trees)."""
+        Z = np.atleast_2d(Z)
+        rows = np.arange(Z.shape[0])[:, None]
+        node = np.broadcast_to(self.roots, (Z.shape[0], self.roots.size)).copy()
+        for _ in range(self.depth):
+            go_left = Z[rows, self.feature[node]] <= self.threshold[node]
+            node = np.where(go_left, self.left[node], self.right[node])
+        return node
+
+    def tree_predictions(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        node = self.leaves(Z)
+        return self.value[node], self.variance[node]
+
+    def mean_std(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Forest mean and the seed's standard deviation per row."""
+        means, variances = self.tree_predictions(Z)
+        m = means.mean(axis=1)
+        s2 = np.mean(means**2 + variances, axis=1) - m**2
+        return m, np.sqrt(np.maximum(s2, 1e-12))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        data = {name: getattr(self, name) for name in ARRAY_NAMES}
+        data["depth"] = np.asarray([self.depth])
+        return data
+
+    @classmethod
+    def from_arrays(cls, data) -> "CompiledForest":
+        try:
+            arrays = {name: np.asarray(data[name]) for name in ARRAY_NAMES}
+            depth = int(np.asarray(data["depth"]).ravel()[0])
+        except (KeyError, IndexError, ValueError) as error:
+            raise ModelArtifactError(f"compiled forest: missing or bad array: {error}") from error
+        n = arrays["value"].size
+        ints = ("left", "right", "feature", "roots")
+        if (any(arrays[k].ndim != 1 for k in ARRAY_NAMES)
+                or any(arrays[k].size != n for k in ARRAY_NAMES if k != "roots")
+                or any(arrays[k].dtype.kind not in "iu" for k in ints)
+                or n == 0 or not 0 < depth <= 10_000
+                or arrays["left"].min() < 0 or arrays["left"].max() >= n
+                or arrays["right"].min() < 0 or arrays["right"].max() >= n
+                or arrays["roots"].min() < 0 or arrays["roots"].max() >= n
+                or arrays["feature"].min() < 0):
+            raise ModelArtifactError("compiled forest: inconsistent arrays")
+        return cls(*(arrays[k].astype(np.int64) if k in ints else arrays[k].astype(float)
+                     for k in ARRAY_NAMES), depth)

@@ -1,0 +1,38 @@
+"""Split/cross-conformal calibration of normalised residual scores, and configuration folds.
+
+A model gives a centre m and a scale s per row (log-runtime space); the score of a held-out
+run is |log y − m| / s. With n scores, the interval m ± q·s where q is the ⌈(n+1)c⌉-th
+smallest score covers a new run with probability ≥ c (exchangeability).
+
+>>> import numpy as np
+>>> conformal_multiplier(np.arange(1, 10, dtype=float), 0.8)
+8.0
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import norm
+
+
+def conformal_multiplier(scores: np.ndarray, coverage: float) -> float:
+    """Multiplier q of the scale for nominal ``coverage`` (normal quantile without scores)."""
+    if not 0 < coverage < 1:
+        raise ValueError(f"coverage must be in (0, 1): {coverage}")
+    scores = np.sort(np.asarray(scores, dtype=float))
+    n = scores.size
+    if n == 0:
+        return float(norm.ppf(0.5 + coverage / 2))
+    rank = math.ceil((n + 1) * coverage)
+    return float(scores[min(rank, n) - 1])
+
+
+def group_folds(groups: np.ndarray, n_folds: int, random_state: int | None) -> list[np.ndarray]:
+    """Row masks of ``n_folds`` folds; all rows of one configuration (group) share a fold."""
+    unique = np.unique(groups)
+    rng = np.random.default_rng(random_state)
+    order = rng.permutation(unique)
+    fold_of = {g: i % n_folds for i, g in enumerate(order)}
+    assignment = np.array([fold_of[g] for g in groups])
+    return [assignment == k for k in range(n_folds)]

@@ -1,0 +1,78 @@
+"""Scoring a learner on a run table: split by configuration, fit, report seed metrics.
+
+>>> from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+>>> rows = "\\n".join(f"{n},{r},{n * n / 100 * (1 + 0.01 * r)}" for n in range(10, 70, 2) for r in range(2))
+>>> table = parse_runs_csv("n,rep,t\\n" + rows, target="t")
+>>> result = evaluate(table, learner="extra-trees", train_fraction=0.5, seed=0, params={"n_estimators": 30})
+>>> result["n_train"] + result["n_test"], result["features_kept"]
+(60, ['n'])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .dataset import RunTable
+from .metrics import coverage, mape, rank_accuracy, relative_width
+from .model import RuntimeModel
+from .reduction import DEFAULT_TIME_SHARE, reduce_by_time
+
+
+def split_by_configuration(groups: np.ndarray, train_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices (train, test): a random ``train_fraction`` of configurations, all their reps."""
+    if not 0 < train_fraction < 1:
+        raise ValueError(f"train fraction must be in (0, 1): {train_fraction}")
+    unique = np.unique(groups)
+    rng = np.random.default_rng(seed)
+    n_train = min(max(1, int(round(train_fraction * unique.size))), unique.size - 1)
+    chosen = rng.permutation(unique)[:n_train]
+    in_train = np.isin(groups, chosen)
+    return np.nonzero(in_train)[0], np.nonzero(~in_train)[0]
+
+
+def usable_inputs(table: RunTable, rows: np.ndarray, *, time_share: float | None) -> tuple[list[str], list[str], list[str]]:
+    """(inputs to use, runtime features kept, runtime features dropped by time).
+
+    ``time_share=None`` drops every runtime feature (submit-time model).
+    """
+    features = [name for name in table.report_times if name in table.inputs]
+    if time_share is None:
+        kept = []
+    else:
+        kept = reduce_by_time({name: table.report_times[name][rows] for name in features},
+                              runtime_s=table.y[rows], max_share=time_share)
+    dropped = sorted(set(features) - set(kept))
+    return [name for name in table.inputs if name not in dropped], kept, dropped
+
+
+def evaluate(table: RunTable, *, learner: str = "extra-trees", train_fraction: float = 0.5, seed: int = 0,
+             params: dict | None = None, time_share: float | None = DEFAULT_TIME_SHARE,
+             train_rows: np.ndarray | None = None, test_rows: np.ndarray | None = None) -> dict:
+    """Fit on a configuration split and score on the held-out configurations."""
+    if train_rows is None or test_rows is None:
+        train_rows, test_rows = split_by_configuration(table.groups, train_fraction, seed)
+    inputs, rt_kept, rt_dropped = usable_inputs(table, train_rows, time_share=time_share)
+    params = dict(params or {})
+    params.setdefault("random_state", seed)
+    if learner == "auto":
+        from .selection import select_learner
+        learner, cv_scores = select_learner(table, train_rows, inputs=inputs, seed=seed)
+    else:
+        cv_scores = None
+    model = RuntimeModel(learner, params, inputs).fit(table, train_rows)
+    test = [table.rows[i] for i in test_rows]
+    y = table.y[test_rows]
+    predicted = model.predict(test)
+    low80, high80 = model.predict_interval(test, 0.8)
+    low95, high95 = model.predict_interval(test, 0.95)
+    result = {
+        "learner": learner, "train_fraction": train_fraction, "seed": seed,
+        "n_train": int(train_rows.size), "n_test": int(test_rows.size),
+        "mape": mape(y, predicted), "rank_accuracy": rank_accuracy(y, predicted),
+        "coverage80": coverage(y, low80, high80), "coverage95": coverage(y, low95, high95),
+        "interval_width80": relative_width(predicted, low80, high80),
+        "features_kept": model.kept_features, "inputs_required": model.required_inputs,
+        "runtime_features_kept": rt_kept, "runtime_features_dropped": rt_dropped,
+    }
+    if cv_scores is not None:
+        result["cv_mape"] = cv_scores
+    return result

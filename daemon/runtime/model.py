@@ -1,0 +1,77 @@
+"""A runtime model of one application: input encoder + learner, fitted from a run table.
+
+>>> from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+>>> rows = "\\n".join(f"{n},{s},{n * (2 if s == 'cg' else 3)}" for n in range(1, 30) for s in ("cg", "lu"))
+>>> table = parse_runs_csv("n,solver,runtime\\n" + rows, target="runtime")
+>>> model = RuntimeModel(learner="extra-trees", params={"n_estimators": 30, "random_state": 0}).fit(table)
+>>> model.required_inputs
+['n', 'solver']
+>>> round(float(model.predict([{"n": 20.0, "solver": "lu"}])[0]))
+60
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .dataset import RunTable
+from .encoding import InputEncoder
+
+LEARNERS = ("extra-trees", "ann", "linear")
+
+
+def make_learner(name: str, **params):
+    """A fresh learner by name (import here: sklearn only when a model is built)."""
+    if name == "extra-trees":
+        from .trees import ExtraTreesRuntime
+        return ExtraTreesRuntime(**params)
+    if name == "ann":
+        from .ann import ANNEnsemble
+        return ANNEnsemble(**params)
+    if name == "linear":
+        from .linear import LinearRuntime
+        return LinearRuntime(**params)
+    raise ValueError(f"unknown learner {name!r} (choose from {', '.join(LEARNERS)})")
+
+
+class RuntimeModel:
+    """Encoder + learner; ``required_inputs`` are the inputs the kept features need."""
+
+    def __init__(self, learner: str = "extra-trees", params: Mapping | None = None,
+                 inputs: Sequence[str] | None = None):
+        self.learner = learner
+        self.params = dict(params or {})
+        self.inputs = None if inputs is None else list(inputs)
+
+    def fit(self, table: RunTable, rows: np.ndarray | None = None) -> "RuntimeModel":
+        """Fit on ``table`` (or only on the row indices ``rows``)."""
+        rows = np.arange(len(table.y)) if rows is None else np.asarray(rows)
+        names = self.inputs if self.inputs is not None else table.inputs
+        records = [table.rows[i] for i in rows]
+        self.encoder_ = InputEncoder().fit(records, names)
+        X = self.encoder_.transform(records)
+        self.estimator_ = make_learner(self.learner, **self.params)
+        self.estimator_.fit(X, table.y[rows], groups=table.groups[rows],
+                            feature_names=self.encoder_.feature_names)
+        return self
+
+    def matrix(self, rows: Sequence[Mapping[str, object]]) -> np.ndarray:
+        return self.encoder_.transform(rows)
+
+    def predict(self, rows: Sequence[Mapping[str, object]]) -> np.ndarray:
+        return self.estimator_.predict(self.matrix(rows))
+
+    def predict_interval(self, rows, coverage: float = 0.8):
+        return self.estimator_.predict_interval(self.matrix(rows), coverage)
+
+    @property
+    def kept_features(self) -> list[str]:
+        return list(getattr(self.estimator_, "kept_feature_names_", self.encoder_.feature_names))
+
+    @property
+    def required_inputs(self) -> list[str]:
+        """Inputs that a prediction cannot do without (those behind the kept features)."""
+        kept_columns = getattr(self.estimator_, "kept_inputs_", range(len(self.encoder_.feature_names)))
+        used = {self.encoder_.feature_names[i].split("=", 1)[0] for i in kept_columns}
+        return [name for name in self.encoder_.input_names if name in used]

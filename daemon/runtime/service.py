@@ -1,0 +1,226 @@
+"""Per-application runtime models as the daemon serves them (Predict hot path).
+
+Artifacts, no pickle: ``DIRECTORY/<application>/<variant>.npz`` (plain arrays, loaded with
+``allow_pickle=False``) + ``<variant>.json`` (encoder, names, metadata, SHA-256 of the npz).
+An application can have several variants — e.g. ``inputs`` (job-script inputs only) and
+``runtime`` (inputs + early runtime features): :meth:`ApplicationModels.estimate` uses the
+variant with the most required inputs that are all present, so the same call re-predicts
+better once runtime features arrive (``ReportRuntimeFeatures``).
+
+The request's ``nodes``, ``ntasks`` and ``cpus_per_task`` are inputs under those names; the
+metadata key ``input_aliases`` (e.g. ``{"np": "ntasks"}``) maps a model input to one of them.
+
+>>> import tempfile, pathlib
+>>> from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+>>> from hpcpredict.daemon.runtime.model import RuntimeModel
+>>> csv = "n,ntasks,t\\n" + "\\n".join(f"{n},{p},{n / p:.3f}" for n in range(10, 200, 5) for p in (1, 2, 4))
+>>> model = RuntimeModel(params={"n_estimators": 20, "random_state": 0}).fit(parse_runs_csv(csv, target="t"))
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> save_application_model(model, root, application="solver", metadata={"version": "1"})
+>>> models = ApplicationModels.load(root)
+>>> models.applications()
+['solver']
+>>> estimate = models.estimate("solver", {"n": 100.0}, nodes=1, ntasks=4, cpus_per_task=1)
+>>> 20 < estimate.runtime_s < 30, estimate.low_s <= estimate.runtime_s <= estimate.high_s
+(True, True)
+>>> models.estimate("solver", {}, nodes=1, ntasks=4, cpus_per_task=1) is None   # n missing
+True
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import ModelArtifactError
+from .compiled import CompiledForest
+from .conformal import conformal_multiplier
+from .encoding import InputEncoder
+from .trees import transform_features
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "hpcpredict-runtime-extra-trees"
+FORMAT_VERSION = 1
+REQUEST_FIELDS = ("nodes", "ntasks", "cpus_per_task")
+_PREPROCESS = ("fill", "powers", "mean", "scale", "kept", "calibration_scores")
+
+
+@dataclass(frozen=True)
+class RuntimeEstimate:
+    runtime_s: float
+    low_s: float
+    high_s: float
+    coverage: float
+    explanation: tuple[str, ...]
+    model_name: str
+    model_version: str
+
+
+def _safe_name(name: str, what: str) -> str:
+    if (not name or len(name) > 128 or name.startswith(".") or "/" in name or "\\" in name
+            or "\x00" in name):
+        raise ModelArtifactError(f"invalid {what} for a model directory: {name!r}")
+    return name
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_application_model(model, directory: Path, *, application: str, metadata: dict) -> None:
+    """Write a fitted extra-trees :class:`RuntimeModel` under ``directory/<application>/``.
+
+    ``metadata["variant"]`` names the variant (default ``inputs``); the rest (data reference,
+    CV score, version, ``input_aliases``...) is stored as given (must be JSON).
+    """
+    from .trees import ExtraTreesRuntime
+
+    estimator = getattr(model, "estimator_", None)
+    if not isinstance(estimator, ExtraTreesRuntime):
+        raise ModelArtifactError("only fitted extra-trees runtime models can be saved")
+    variant = _safe_name(str(metadata.get("variant", "inputs")), "variant")
+    target = Path(directory) / _safe_name(application, "application key")
+    target.mkdir(parents=True, exist_ok=True)
+    arrays = dict(estimator.compiled_.arrays(), fill=estimator.fill_, powers=estimator.powers_,
+                  mean=estimator.mean_, scale=estimator.scale_, kept=np.asarray(estimator.kept_, dtype=np.int64),
+                  calibration_scores=estimator.calibration_scores_)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    blob = buffer.getvalue()
+    description = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "application": application,
+        "variant": variant, "encoder": model.encoder_.to_json(),
+        "required_inputs": model.required_inputs, "kept_features": model.kept_features,
+        "n_trees": len(estimator.compiled_.roots), "arrays_sha256": hashlib.sha256(blob).hexdigest(),
+        "metadata": metadata,
+    }
+    try:
+        text = json.dumps(description, indent=1, sort_keys=True)
+    except (TypeError, ValueError) as error:
+        raise ModelArtifactError(f"metadata is not JSON: {error}") from error
+    _atomic_write(target / f"{variant}.npz", blob)
+    _atomic_write(target / f"{variant}.json", text.encode())
+
+
+class _Variant:
+    """One loaded model, ready for single-row prediction."""
+
+    def __init__(self, path: Path):
+        try:
+            description = json.loads(path.read_text())
+            blob = path.with_suffix(".npz").read_bytes()
+        except (OSError, ValueError) as error:
+            raise ModelArtifactError(f"{path}: cannot read model: {error}") from error
+        if not isinstance(description, dict) or description.get("format") != FORMAT:
+            raise ModelArtifactError(f"{path}: not a runtime model artifact")
+        if description.get("format_version") != FORMAT_VERSION:
+            raise ModelArtifactError(f"{path}: unsupported format version {description.get('format_version')!r}")
+        if hashlib.sha256(blob).hexdigest() != description.get("arrays_sha256"):
+            raise ModelArtifactError(f"{path.with_suffix('.npz')}: checksum mismatch")
+        try:
+            with np.load(io.BytesIO(blob), allow_pickle=False) as data:
+                arrays = {name: np.asarray(data[name]) for name in data.files}
+            self.forest = CompiledForest.from_arrays(arrays)
+            self.fill, self.powers, self.mean, self.scale = (arrays[k].astype(float) for k in _PREPROCESS[:4])
+            self.kept = arrays["kept"].astype(np.int64)
+            self.scores = np.sort(arrays["calibration_scores"].astype(float))
+            self.encoder = InputEncoder.from_json(description["encoder"])
+            self.required = [str(name) for name in description["required_inputs"]]
+            metadata = description.get("metadata") or {}
+            self.aliases = {str(k): str(v) for k, v in dict(metadata.get("input_aliases", {})).items()}
+        except (KeyError, ValueError, TypeError) as error:
+            raise ModelArtifactError(f"{path}: corrupt model: {error}") from error
+        n_inputs = len(self.encoder.feature_names)
+        if (self.powers.shape != (self.mean.size, n_inputs) or self.fill.size != n_inputs
+                or self.scale.size != self.mean.size or self.kept.size == 0
+                or self.kept.min() < 0 or self.kept.max() >= self.mean.size
+                or self.forest.feature.max() >= self.kept.size):
+            raise ModelArtifactError(f"{path}: corrupt model: array shapes do not match")
+        self.application = str(description["application"])
+        self.variant = str(description["variant"])
+        self.kept_features = [str(f) for f in description.get("kept_features", [])]
+        self.name = f"runtime-extra-trees/{self.application}/{self.variant}"
+        self.version = str(metadata.get("version", description["arrays_sha256"][:12]))
+
+    def estimate(self, inputs: Mapping[str, object], coverage: float) -> RuntimeEstimate | None:
+        vector = self.encoder.encode_one(inputs, needed=self.required)
+        if vector is None:
+            return None
+        z = transform_features(vector, self.fill, self.powers, self.mean, self.scale, self.kept)
+        m, s = self.forest.mean_std(z)
+        q = conformal_multiplier(self.scores, coverage)
+        centre, spread = float(m[0]), float(s[0])
+        runtime, low, high = (math.exp(min(v, 700.0)) for v in (centre, centre - q * spread, centre + q * spread))
+        used = ", ".join(f"{name}={inputs[name]}" for name in self.required if name in inputs)
+        explanation = (
+            f"{self.application}: extra-trees model '{self.variant}' ({self.forest.roots.size} trees)",
+            f"inputs used: {used}" if used else "inputs used: none",
+            f"{coverage:.0%} interval: per-tree mean/variance, conformal-calibrated on "
+            f"{self.scores.size} held-out runs",
+        )
+        return RuntimeEstimate(runtime, low, high, coverage, explanation, self.name, self.version)
+
+
+class ApplicationModels:
+    """Every per-application runtime model of the site, loaded once."""
+
+    def __init__(self, variants: dict[str, list[_Variant]]):
+        # Most informed variant first: estimate() takes the first whose inputs are present.
+        self._variants = {app: sorted(items, key=lambda v: -len(v.required)) for app, items in variants.items()}
+
+    @classmethod
+    def load(cls, directory: Path) -> "ApplicationModels":
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise ModelArtifactError(f"{directory}: no such model directory")
+        variants: dict[str, list[_Variant]] = {}
+        for app_dir in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            for path in sorted(app_dir.glob("*.json")):
+                variant = _Variant(path)
+                if variant.application != app_dir.name:
+                    raise ModelArtifactError(f"{path}: model of {variant.application!r} in directory {app_dir.name!r}")
+                variants.setdefault(app_dir.name, []).append(variant)
+        logger.info("loaded runtime models of %d application(s) from %s", len(variants), directory)
+        return cls(variants)
+
+    def applications(self) -> list[str]:
+        return sorted(self._variants)
+
+    def kept_features(self, application: str) -> dict[str, list[str]]:
+        return {v.variant: v.kept_features for v in self._variants.get(application, [])}
+
+    def estimate(self, application: str, inputs: Mapping[str, float | str | bool], nodes: int, ntasks: int,
+                 cpus_per_task: int, *, coverage: float = 0.8) -> RuntimeEstimate | None:
+        """Runtime estimate, or None when no model fits (unknown application, inputs missing)."""
+        variants = self._variants.get(application)
+        if not variants:
+            return None
+        request = {"nodes": float(nodes), "ntasks": float(ntasks), "cpus_per_task": float(cpus_per_task)}
+        merged = dict(inputs)
+        merged.update((k, v) for k, v in request.items() if v > 0)
+        for variant in variants:
+            values = merged
+            if variant.aliases:
+                values = dict(merged)
+                values.update((name, merged[field]) for name, field in variant.aliases.items() if field in merged)
+            estimate = variant.estimate(values, coverage)
+            if estimate is not None:
+                return estimate
+        return None

@@ -1,0 +1,111 @@
+"""Fit every (callpath, metric) of an Extra-P input and turn a fit into a ScalingModel.
+
+>>> import json
+>>> from hpcpredict.daemon.scaling.measurements import parse_jsonlines
+>>> lines = [json.dumps({"params": {"p": p}, "value": [2 + 64 / p]}) for p in (1, 2, 4, 8, 16)]
+>>> fit = fit_all(parse_jsonlines(lines), modeler="regression")[("<root>", "time")]
+>>> fit.function.expression()
+'2 + 64 * p^(-1)'
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from hpcpredict.daemon.errors import InvalidRequest, ParseError
+from hpcpredict.daemon.scaling.advice import ScalingModel
+from hpcpredict.daemon.scaling.measurements import MeasurementSet
+from hpcpredict.daemon.scaling.regression import FittedModel, fit_regression
+
+MODELERS = ("regression", "adaptive")
+
+
+def fit_all(sets: Mapping[tuple[str, str], MeasurementSet], *, modeler: str = "regression",
+            negative: bool | str = "auto", source: str = "", adaptive=None) -> dict[tuple[str, str], FittedModel]:
+    """One fitted model per (callpath, metric); ``adaptive`` is an AdaptiveModeler to reuse."""
+    if modeler not in MODELERS:
+        raise InvalidRequest("modeler", f"unknown modeler {modeler!r} (known: {', '.join(MODELERS)})")
+    if modeler == "adaptive" and adaptive is None:
+        from hpcpredict.daemon.scaling.adaptive import AdaptiveModeler
+
+        adaptive = AdaptiveModeler()
+    fits = {}
+    for key, data in sets.items():
+        data.check_enough_values(source)
+        if modeler == "regression":
+            fits[key] = fit_regression(data, negative=negative, source=source)
+        else:
+            fits[key] = adaptive.fit(data, source)
+    return fits
+
+
+def scaling_model(fit: FittedModel, data: MeasurementSet, *, application: str,
+                  scaling_parameter: str = "p", max_extrapolation: float = 4.0) -> ScalingModel:
+    """Plain-data ScalingModel for node advice from a fit of runtime in seconds."""
+    if scaling_parameter not in data.parameters:
+        raise InvalidRequest("scaling_parameter",
+                             f"{scaling_parameter!r} is not a parameter of the data ({', '.join(data.parameters)})")
+    coords = data.coordinates()
+    ranges = {name: (float(coords[:, k].min()), float(coords[:, k].max()))
+              for k, name in enumerate(data.parameters)}
+    terms = tuple((t.coefficient, tuple((name, float(i), int(j)) for name, (i, j) in t.exponents.items()))
+                  for t in fit.function.terms)
+    return ScalingModel(
+        application=application, expression=fit.function.expression(), parameters=data.parameters,
+        constant=fit.function.constant, terms=terms, scaling_parameter=scaling_parameter,
+        ranges=ranges, max_extrapolation=max_extrapolation, noise=fit.noise, cv_smape=fit.cv_smape,
+        modeler=fit.modeler, callpath=data.callpath, metric=data.metric)
+
+
+def read_points_csv(path: Path, parameters: Iterable[str]) -> list[dict[str, float]]:
+    """Prediction points: CSV with a header naming every model parameter, one point per row."""
+    parameters = list(parameters)
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as error:
+        raise ParseError(f"cannot read ({error.strerror})", source=str(path)) from error
+    rows = [r for r in rows if any(cell.strip() for cell in r)]
+    if not rows:
+        raise ParseError("empty file, expected a header naming the parameters", source=str(path))
+    header = [h.strip() for h in rows[0]]
+    missing = [p for p in parameters if p not in header]
+    if missing:
+        raise ParseError(f"header lacks parameter(s) {', '.join(missing)}", source=str(path), line=1,
+                         part=",".join(header))
+    points = []
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise ParseError(f"expected {len(header)} fields, got {len(row)}", source=str(path),
+                             line=number, part=",".join(row))
+        point = {}
+        for name, cell in zip(header, row):
+            if name not in parameters:
+                continue
+            try:
+                value = float(cell)
+            except ValueError as error:
+                raise ParseError("not a number", source=str(path), line=number, part=cell) from error
+            if not (np.isfinite(value) and value > 0):
+                raise ParseError("parameter values must be finite and > 0", source=str(path),
+                                 line=number, part=cell)
+            point[name] = value
+        points.append(point)
+    return points
+
+
+def describe(fit: FittedModel, data: MeasurementSet, points: list[dict[str, float]]) -> dict:
+    """JSON-ready description: model string, terms with [i, j] pairs, noise, predictions."""
+    return {
+        "callpath": data.callpath, "metric": data.metric, "parameters": list(data.parameters),
+        "modeler": fit.modeler, "model": fit.function.expression(),
+        "constant": fit.function.constant,
+        "terms": [{"coefficient": t.coefficient,
+                   "exponents": {name: [float(i), int(j)] for name, (i, j) in t.exponents.items()}}
+                  for t in fit.function.terms],
+        "noise": fit.noise, "cv_smape": fit.cv_smape,
+        "predictions": [{"params": p, "value": float(fit.function.evaluate(p))} for p in points],
+    }

@@ -1,0 +1,162 @@
+"""Measurements for scaling models: Extra-P JSON Lines input, repetitions, noise (rrd).
+
+Input format (Extra-P's JSON Lines, one measurement or a list of repetitions per line)::
+
+    {"params": {"p": 64, "n": 1000}, "callpath": "main", "metric": "time", "value": [1.2, 1.3]}
+
+``callpath`` defaults to ``"<root>"`` and ``metric`` to ``"time"`` as in Extra-P; lines with the
+same point, callpath and metric add repetitions.
+
+>>> sets = parse_jsonlines(['{"params": {"p": 2}, "value": [1.0, 1.1]}'], source="x")
+>>> sets[("<root>", "time")].points[0].values
+(1.0, 1.1)
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from hpcpredict.daemon.errors import ParseError
+
+MIN_VALUES_PER_PARAMETER = 5
+
+
+class InsufficientMeasurements(ParseError):
+    """Too few distinct values of a parameter to fit a PMNF model (seed 001 needs >= 5)."""
+
+
+@dataclass(frozen=True)
+class MeasurementPoint:
+    """One parameter configuration and its repeated measurements."""
+
+    coordinate: tuple[float, ...]
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.values))
+
+
+@dataclass(frozen=True)
+class MeasurementSet:
+    """All points of one (callpath, metric), parameters in a fixed order."""
+
+    callpath: str
+    metric: str
+    parameters: tuple[str, ...]
+    points: tuple[MeasurementPoint, ...]
+
+    def coordinates(self) -> np.ndarray:
+        """Shape (n_points, n_parameters)."""
+        return np.array([p.coordinate for p in self.points], dtype=float)
+
+    def medians(self) -> np.ndarray:
+        return np.array([p.median for p in self.points], dtype=float)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        coords = self.coordinates()
+        return {name: coords[:, k] for k, name in enumerate(self.parameters)}
+
+    def check_enough_values(self, source: str = "") -> None:
+        """Raise InsufficientMeasurements unless every parameter has >= 5 distinct values."""
+        coords = self.coordinates()
+        for k, name in enumerate(self.parameters):
+            distinct = np.unique(coords[:, k])
+            if len(distinct) < MIN_VALUES_PER_PARAMETER:
+                raise InsufficientMeasurements(
+                    f"parameter {name!r} of callpath {self.callpath!r}, metric {self.metric!r} has "
+                    f"{len(distinct)} distinct values ({', '.join(f'{v:g}' for v in distinct)}); "
+                    f"PMNF modeling needs at least {MIN_VALUES_PER_PARAMETER}",
+                    source=source, part=name)
+
+
+def relative_deviation_range(points: Sequence[MeasurementPoint]) -> float:
+    """Seed 001's noise estimate rrd: max - min of (v - mean)/mean over all repetitions.
+
+    Returns a fraction (0.1 = 10 %); 0 when no point has repetitions.
+    """
+    deviations = []
+    for point in points:
+        values = np.asarray(point.values, dtype=float)
+        mean = values.mean()
+        if len(values) < 2 or mean == 0:
+            continue
+        deviations.append((values - mean) / mean)
+    if not deviations:
+        return 0.0
+    allrd = np.concatenate(deviations)
+    return float(allrd.max() - allrd.min())
+
+
+def _number(value, *, source: str, line: int, part: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParseError("expected a number", source=source, line=line, part=part)
+    if not math.isfinite(value):
+        raise ParseError("expected a finite number", source=source, line=line, part=part)
+    return float(value)
+
+
+def parse_jsonlines(lines: Iterable[str], *, source: str = "") -> dict[tuple[str, str], MeasurementSet]:
+    """Parse Extra-P JSON Lines into one MeasurementSet per (callpath, metric)."""
+    collected: dict[tuple[str, str], dict[tuple, list[float]]] = {}
+    parameters: tuple[str, ...] | None = None
+    for number, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ParseError(f"invalid JSON ({error.msg})", source=source, line=number,
+                             part=text[:60]) from error
+        if not isinstance(record, dict):
+            raise ParseError("expected a JSON object", source=source, line=number, part=text[:60])
+        params = record.get("params", record.get("parameters"))
+        if not isinstance(params, dict) or not params:
+            raise ParseError("missing or empty 'params' object", source=source, line=number,
+                             part=text[:60])
+        names = tuple(sorted(params))
+        if parameters is None:
+            parameters = names
+        elif names != parameters:
+            raise ParseError(f"parameters {list(names)} differ from earlier lines {list(parameters)}",
+                             source=source, line=number, part="params")
+        coordinate = []
+        for name in names:
+            value = _number(params[name], source=source, line=number, part=f"params.{name}")
+            if value <= 0:
+                raise ParseError("parameter values must be > 0 (PMNF uses powers and log2)",
+                                 source=source, line=number, part=f"params.{name}")
+            coordinate.append(value)
+        if "value" not in record:
+            raise ParseError("missing 'value'", source=source, line=number, part=text[:60])
+        raw_values = record["value"]
+        raw_values = raw_values if isinstance(raw_values, list) else [raw_values]
+        if not raw_values:
+            raise ParseError("empty 'value' list", source=source, line=number, part="value")
+        values = [_number(v, source=source, line=number, part="value") for v in raw_values]
+        callpath = str(record.get("callpath", "<root>"))
+        metric = str(record.get("metric", "time"))
+        collected.setdefault((callpath, metric), {}).setdefault(tuple(coordinate), []).extend(values)
+    if parameters is None:
+        raise ParseError("no measurements", source=source)
+    return {
+        key: MeasurementSet(key[0], key[1], parameters,
+                            tuple(MeasurementPoint(c, tuple(v)) for c, v in sorted(points.items())))
+        for key, points in collected.items()
+    }
+
+
+def read_jsonlines(path: Path) -> dict[tuple[str, str], MeasurementSet]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return parse_jsonlines(handle, source=str(path))
+    except OSError as error:
+        raise ParseError(f"cannot read ({error.strerror})", source=str(path)) from error
+    except UnicodeDecodeError as error:
+        raise ParseError("not UTF-8 text", source=str(path)) from error

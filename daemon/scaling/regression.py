@@ -1,0 +1,199 @@
+"""Extra-P style regression modeler (seed 001): PMNF hypotheses, least squares, CV SMAPE.
+
+Single parameter: every hypothesis ``c0 + c1 * x**i * log2(x)**j`` with ``(i, j)`` from the
+exponent set (plus negative exponents when the data shrink with the parameter, i.e. strong
+scaling) is fitted by least squares and scored by leave-one-out SMAPE; the leave-one-out
+residuals come from the hat matrix, so all hypotheses are scored in a few vectorised calls.
+Multi-parameter: each parameter's winners are combined into every additive/multiplicative
+grouping (families of products covering the parameters), fitted on all points, and the best
+leave-one-out SMAPE wins.
+
+>>> import numpy as np
+>>> x = np.array([4., 8, 16, 32, 64]); y = 3 + 0.5 * x
+>>> best = rank_single_parameter(x, y)[0]
+>>> best.pair
+(1.0, 0)
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from hpcpredict.daemon.scaling.measurements import (
+    MIN_VALUES_PER_PARAMETER, InsufficientMeasurements, MeasurementSet)
+from hpcpredict.daemon.scaling.pmnf import (
+    CLASSES, NEGATIVE_EXPONENTS, CompoundTerm, ExponentPair, PmnfFunction, factor)
+
+CONSTANT: ExponentPair = (0.0, 0)
+
+
+@dataclass(frozen=True)
+class RankedPair:
+    pair: ExponentPair
+    cv_smape: float
+
+
+@dataclass(frozen=True)
+class FittedModel:
+    function: PmnfFunction
+    cv_smape: float
+    modeler: str
+    noise: float = 0.0
+
+
+def _loo_fit(designs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least squares on a stack of design matrices (H, n, k); returns coefficients (H, k) and
+    leave-one-out SMAPE (H,) in percent. Columns are rescaled first for conditioning."""
+    scale = np.abs(designs).max(axis=1, keepdims=True)
+    scale[scale == 0] = 1.0
+    scaled = designs / scale
+    pinv = np.linalg.pinv(scaled)                              # (H, k, n)
+    coef = pinv @ y                                            # (H, k)
+    fitted = np.einsum("hnk,hk->hn", scaled, coef)
+    leverage = np.einsum("hnk,hkn->hn", scaled, pinv)
+    residual = y - fitted
+    loo = y - residual / np.clip(1.0 - leverage, 1e-6, None)
+    denom = (np.abs(y) + np.abs(loo)) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(denom > 0, np.abs(y - loo) / denom, 0.0)
+    cv = 100.0 * ratio.mean(axis=1)
+    cv[~np.isfinite(cv)] = np.inf
+    return coef / scale[:, 0, :], cv
+
+
+def candidate_pairs(x: np.ndarray, y: np.ndarray, negative: bool | str = "auto") -> list[ExponentPair]:
+    """The 43 classes, plus negative exponents if asked or ("auto") if y shrinks with x."""
+    pairs = list(CLASSES)
+    if negative == "auto":
+        negative = bool(np.polyfit(np.log2(x), y, 1)[0] < 0)
+    if negative:
+        pairs += list(NEGATIVE_EXPONENTS)
+    return pairs
+
+
+def rank_single_parameter(x: np.ndarray, y: np.ndarray, pairs: Sequence[ExponentPair] | None = None,
+                          negative: bool | str = "auto") -> list[RankedPair]:
+    """Rank single-parameter hypotheses ``c0 + c1*x^i*log2(x)^j`` by leave-one-out SMAPE.
+
+    A hypothesis whose term coefficient has the wrong sign (runtime shrinking with a growing
+    term) is implausible for a performance model and ranks last.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if pairs is None:
+        pairs = candidate_pairs(x, y, negative)
+    pairs = list(dict.fromkeys(pairs))
+    ranked: list[RankedPair] = []
+    if CONSTANT in pairs:
+        centred = y - y.mean()
+        n = len(y)
+        loo = y - centred * n / (n - 1) if n > 1 else y
+        denom = (np.abs(y) + np.abs(loo)) / 2.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cv = 100.0 * float(np.mean(np.where(denom > 0, np.abs(y - loo) / denom, 0.0)))
+        ranked.append(RankedPair(CONSTANT, cv))
+    others = [p for p in pairs if p != CONSTANT]
+    if others:
+        designs = np.stack([np.column_stack([np.ones_like(x), factor(x, p)]) for p in others])
+        coef, cv = _loo_fit(designs, y)
+        cv = np.where(coef[:, 1] < 0, np.inf, cv)
+        ranked += [RankedPair(p, float(c)) for p, c in zip(others, cv)]
+    ranked.sort(key=lambda r: (r.cv_smape, abs(r.pair[0]), r.pair[1]))
+    return ranked
+
+
+def parameter_line(data: MeasurementSet, index: int, source: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Values of one parameter and the metric along it, other parameters held fixed.
+
+    A full grid is averaged over the other parameters (same shape for additive and
+    multiplicative models, less noise); otherwise the line with the most values is used.
+    """
+    coords = data.coordinates()
+    medians = data.medians()
+    name = data.parameters[index]
+    if coords.shape[1] == 1:
+        x, y = coords[:, 0], medians
+    else:
+        others = np.delete(coords, index, axis=1)
+        groups: dict[tuple, dict[float, float]] = {}
+        for row, other, value in zip(coords[:, index], map(tuple, others), medians):
+            groups.setdefault(other, {})[float(row)] = float(value)
+        value_sets = {tuple(sorted(g)) for g in groups.values()}
+        if len(value_sets) == 1:
+            xs = np.array(sorted(next(iter(value_sets))))
+            y = np.array([np.mean([g[v] for g in groups.values()]) for v in xs])
+            x = xs
+        else:
+            best = max(groups.values(), key=len)
+            x = np.array(sorted(best))
+            y = np.array([best[v] for v in x])
+    order = np.argsort(x)
+    x, y = x[order], y[order]
+    if len(np.unique(x)) < MIN_VALUES_PER_PARAMETER:
+        raise InsufficientMeasurements(
+            f"parameter {name!r} of callpath {data.callpath!r}, metric {data.metric!r}: the best line "
+            f"with the other parameters fixed has {len(np.unique(x))} values; PMNF modeling needs at "
+            f"least {MIN_VALUES_PER_PARAMETER} values per parameter", source=source, part=name)
+    return x, y
+
+
+def covering_families(names: Sequence[str]) -> list[tuple[tuple[str, ...], ...]]:
+    """Additive/multiplicative groupings: sets of products that together use every parameter.
+
+    Families are limited to as many products as parameters plus one (the all-product term),
+    which keeps m = 3 at a few dozen hypotheses.
+    """
+    names = list(names)
+    if not names:
+        return [()]
+    products = [c for r in range(1, len(names) + 1) for c in itertools.combinations(names, r)]
+    families = []
+    for size in range(1, len(names) + 2):
+        for family in itertools.combinations(products, size):
+            if set(itertools.chain.from_iterable(family)) == set(names):
+                families.append(family)
+    return families
+
+
+def combine(data: MeasurementSet, choices: Mapping[str, Sequence[ExponentPair]]) -> tuple[PmnfFunction, float]:
+    """Best multi-parameter function over all per-parameter choices and groupings."""
+    columns = data.columns()
+    y = data.medians()
+    n = len(y)
+    hypotheses: dict[int, list[tuple[tuple, np.ndarray]]] = {}
+    names = list(data.parameters)
+    for picked in itertools.product(*(list(dict.fromkeys(choices[name])) for name in names)):
+        active = {name: pair for name, pair in zip(names, picked) if pair != CONSTANT}
+        basis = {name: factor(columns[name], pair) for name, pair in active.items()}
+        for family in covering_families(list(active)):
+            cols = [np.ones(n)] + [np.prod([basis[p] for p in prod], axis=0) for prod in family]
+            if len(cols) >= n:
+                continue
+            key = tuple((tuple((p, active[p]) for p in prod)) for prod in family)
+            hypotheses.setdefault(len(cols), []).append((key, np.column_stack(cols)))
+    best: tuple[float, PmnfFunction] | None = None
+    for width in sorted(hypotheses):   # fewer terms first; a wider one must be clearly better
+        group = hypotheses[width]
+        coef, cv = _loo_fit(np.stack([h[1] for h in group]), y)
+        cv = np.where((coef[:, 1:] < 0).any(axis=1) & (cv < np.inf), cv + 1e6, cv)
+        k = int(np.argmin(cv))
+        if best is None or cv[k] < best[0] - max(1e-9, 1e-3 * best[0]):
+            terms = tuple(CompoundTerm(float(c), dict(prod)) for c, prod in zip(coef[k, 1:], group[k][0]))
+            best = (float(cv[k]), PmnfFunction(float(coef[k, 0]), terms))
+    assert best is not None
+    return best[1], best[0]
+
+
+def fit_regression(data: MeasurementSet, *, negative: bool | str = "auto", source: str = "") -> FittedModel:
+    """Extra-P's regression modeler on one measurement set."""
+    from hpcpredict.daemon.scaling.measurements import relative_deviation_range
+
+    choices = {}
+    for index, name in enumerate(data.parameters):
+        x, y = parameter_line(data, index, source)
+        choices[name] = [rank_single_parameter(x, y, negative=negative)[0].pair]
+    function, cv = combine(data, choices)
+    return FittedModel(function, cv, "regression", relative_deviation_range(data.points))

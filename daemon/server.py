@@ -1,0 +1,256 @@
+"""hpcpredictd: build the daemon from a config, serve until SIGTERM, drain, exit.
+
+``create_daemon(config)`` builds everything (store, registry, engine, gRPC server, admin relay,
+hook socket, metrics) and binds; ``Daemon.start()`` starts serving; ``Daemon.stop(grace)``
+drains. ``main()`` is the console entry point: ``hpcpredictd [--config FILE] [--socket PATH]``.
+Signals: SIGTERM/SIGINT drain and exit, SIGHUP reloads the models.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent import futures
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from hpcpredict.daemon.adminsock import AdminRelay, admin_uids, peer_uid
+from hpcpredict.daemon.config import Config, load_config
+from hpcpredict.daemon.engine import PredictionEngine
+from hpcpredict.daemon.errors import HpcPredictError
+from hpcpredict.daemon.jobspec import invalid_utf8_fields
+from hpcpredict.daemon.metrics import Metrics, start_metrics_server
+from hpcpredict.daemon.registry import ModelRegistry
+from hpcpredict.daemon.servicer import PredictorServicer
+from hpcpredict.daemon.store import open_store
+from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+logger = logging.getLogger(__name__)
+
+SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
+BUNDLED_MODELS = Path(__file__).resolve().parent / "bundled_models"
+MAX_MESSAGE_BYTES = 64 << 20  # above every [limits] so our validator, not the transport, says what is wrong
+
+
+def admin_socket_path(socket_path: str) -> str:
+    base = socket_path[:-5] if socket_path.endswith(".sock") else socket_path
+    return base + ".admin.sock"
+
+
+class _BadRequest:
+    """Stands in for a request that did not decode, so the handler can say which field was bad."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+
+def _lenient(message_class):
+    def deserialize(data: bytes):
+        try:
+            return message_class.FromString(data)
+        except Exception:
+            fields = invalid_utf8_fields(data, message_class.DESCRIPTOR)
+            if fields:
+                return _BadRequest(f"{', '.join(fields)}: not valid UTF-8 text")
+            return _BadRequest(f"request is not a valid {message_class.DESCRIPTOR.full_name}")
+    return deserialize
+
+
+def _guard(method):
+    def handler(request, context):
+        if isinstance(request, _BadRequest):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
+        return method(request, context)
+    return handler
+
+
+def _service_handler(servicer) -> grpc.GenericRpcHandler:
+    handlers = {}
+    for method in SERVICE.methods:
+        request_class = getattr(pb, method.input_type.name)
+        response_class = getattr(pb, method.output_type.name)
+        handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+            _guard(getattr(servicer, method.name)),
+            request_deserializer=_lenient(request_class),
+            response_serializer=response_class.SerializeToString)
+    return grpc.method_handlers_generic_handler(SERVICE.full_name, handlers)
+
+
+class Daemon:
+    def __init__(self, config: Config):
+        self.config = config
+        daemon_cfg = config.daemon
+        self.socket_path = daemon_cfg.socket
+        self.admin_socket_path = admin_socket_path(self.socket_path)
+        self.private_dir = os.path.join(config.data_dir, "private")
+        os.makedirs(os.path.dirname(os.path.abspath(self.socket_path)) or ".", exist_ok=True)
+        self.store = open_store(config)
+        self.registry = ModelRegistry(config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None)
+        self.engine = PredictionEngine(config, self.store, self.registry)
+        self.metrics = Metrics()
+        uids = admin_uids(daemon_cfg.admin_users)
+        self.servicer = PredictorServicer(
+            self.engine, self.store, self.metrics, config,
+            is_admin=lambda context: peer_uid(context.peer(), self.private_dir) in uids)
+        self.health = health.HealthServicer()
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=daemon_cfg.workers, thread_name_prefix="rpc"),
+            options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                     ("grpc.so_reuseport", 0)])
+        self.server.add_generic_rpc_handlers((_service_handler(self.servicer),))
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection((SERVICE.full_name, health.SERVICE_NAME, reflection.SERVICE_NAME),
+                                            self.server)
+        if os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)  # a stale socket from a killed daemon
+        self.server.add_insecure_port(f"unix:{self.socket_path}")
+        self.tcp_port = None
+        if daemon_cfg.tcp:
+            credentials = grpc.ssl_server_credentials(
+                [(Path(daemon_cfg.tls_key).read_bytes(), Path(daemon_cfg.tls_cert).read_bytes())])
+            self.tcp_port = self.server.add_secure_port(daemon_cfg.tcp, credentials)
+        self.relay = None
+        self.hook_server = None
+        self.metrics_server = None
+        self.metrics_port = None
+        self._stopped = threading.Event()
+
+    def start(self) -> "Daemon":
+        self.engine.start()
+        self.metrics.set_models(self.engine.models.artifacts)
+        self.metrics.set_faults(self.engine.faults)
+        self.server.start()
+        os.chmod(self.socket_path, self.config.daemon.socket_mode)
+        self.relay = AdminRelay(self.admin_socket_path, self.socket_path, self.private_dir).start()
+        if self.config.daemon.hook_socket:
+            self._start_hook_server()
+        if self.config.daemon.metrics:
+            self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)
+        for name in ("", SERVICE.full_name):
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._write_runtime_info()
+        logger.info("hpcpredictd serving on unix:%s (admin %s, metrics port %s)", self.socket_path,
+                    self.admin_socket_path, self.metrics_port)
+        return self
+
+    def _write_runtime_info(self) -> None:
+        """<data_dir>/hpcpredictd.json: where this daemon listens (for admins, tests, scripts)."""
+        info = {"pid": os.getpid(), "socket": self.socket_path, "admin_socket": self.admin_socket_path,
+                "hook_socket": self.config.daemon.hook_socket if self.hook_server else "",
+                "metrics_port": self.metrics_port, "started": time.time()}
+        path = Path(self.config.data_dir) / "hpcpredictd.json"
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_text(json.dumps(info, indent=1), encoding="utf-8")
+        os.replace(temporary, path)
+
+    def _start_hook_server(self) -> None:
+        try:
+            from hpcpredict.slurm_plugin.hookserver import HookServer
+        except ImportError:
+            logger.warning("hook socket requested but hpcpredict.slurm_plugin.hookserver is missing")
+            return
+        self.hook_server = HookServer(self.config.daemon.hook_socket, self.servicer)
+        self.hook_server.start()
+
+    def reload(self) -> None:
+        models = self.engine.reload()
+        self.metrics.set_models(models.artifacts)
+        self.metrics.set_faults(self.engine.faults)
+
+    def stop(self, grace: float | None = None) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        grace = self.config.daemon.grace_s if grace is None else grace
+        self.health.enter_graceful_shutdown()
+        if self.hook_server is not None:
+            self.hook_server.stop(grace)
+        if self.relay is not None:
+            self.relay.stop()
+        self.server.stop(grace).wait()
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
+        self.store.close()
+        for path in (self.socket_path,):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        logger.info("hpcpredictd stopped")
+
+    def wait(self) -> None:
+        self.server.wait_for_termination()
+
+
+def create_daemon(config: Config) -> Daemon:
+    return Daemon(config)
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
+                 "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def _setup_logging(config: Config) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if config.daemon.log_format == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(config.daemon.log_level.upper())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hpcpredictd", description="The hpcpredict prediction daemon.")
+    parser.add_argument("--config", help="TOML config file (default: embedded defaults)")
+    parser.add_argument("--socket", help="gRPC Unix socket path (overrides [daemon] socket)")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+        if args.socket:
+            config = replace(config, daemon=replace(config.daemon, socket=args.socket))
+        _setup_logging(config)
+        daemon = create_daemon(config).start()
+    except HpcPredictError as error:
+        print(f"hpcpredictd: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"hpcpredictd: cannot start: {error}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+
+    def on_term(signum, frame):
+        logger.info("signal %s: draining in-flight calls (grace %.1f s)", signum, config.daemon.grace_s)
+        stop.set()
+
+    def on_hup(signum, frame):
+        threading.Thread(target=daemon.reload, name="sighup-reload", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    signal.signal(signal.SIGHUP, on_hup)
+    print(f"hpcpredictd: serving on unix:{daemon.socket_path}", file=sys.stderr, flush=True)
+    while not stop.wait(1.0):
+        pass
+    daemon.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

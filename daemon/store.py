@@ -1,0 +1,299 @@
+"""Where jobs, predictions and outcomes live: one small interface, SQLite (WAL) by default.
+
+Every write is one transaction. SQLite runs in WAL mode with ``synchronous=FULL`` by default:
+a reply that acknowledges an outcome is sent only after the transaction is on disk, so a
+``kill -9`` of the daemon (or a power cut) never loses an acknowledged record. Schema changes
+are numbered migrations applied at open (``PRAGMA user_version`` holds the level reached).
+A site that wants PostgreSQL implements :class:`Store` for it; nothing else changes.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from hpcpredict.daemon.errors import StoreError
+from hpcpredict.daemon.records import JobRecord
+
+logger = logging.getLogger(__name__)
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: ended jobs (ingested history and outcomes the daemon was told about) + predictions
+    """
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,              -- 'outcome' or the ingested trace, e.g. 'swf:KTH-SP2.swf'
+        job_id TEXT NOT NULL,
+        user TEXT NOT NULL,
+        grp TEXT NOT NULL DEFAULT '',
+        account TEXT NOT NULL DEFAULT '',
+        partition TEXT NOT NULL DEFAULT '',
+        qos TEXT NOT NULL DEFAULT '',
+        application TEXT NOT NULL DEFAULT '',
+        job_name TEXT NOT NULL DEFAULT '',
+        nodes INTEGER NOT NULL DEFAULT 0,
+        requested_procs INTEGER NOT NULL DEFAULT 0,
+        allocated_procs INTEGER NOT NULL DEFAULT 0,
+        requested_time_s REAL NOT NULL DEFAULT 0,
+        submit_time REAL NOT NULL,
+        start_time REAL NOT NULL DEFAULT -1,
+        end_time REAL NOT NULL DEFAULT -1,
+        runtime_s REAL NOT NULL,
+        state TEXT NOT NULL,
+        exit_code INTEGER NOT NULL DEFAULT 0,
+        inputs TEXT NOT NULL DEFAULT '{}',
+        prediction_id TEXT NOT NULL DEFAULT '',
+        node_list TEXT NOT NULL DEFAULT '',
+        stored_at REAL NOT NULL,
+        UNIQUE (source, job_id)
+    );
+    CREATE INDEX jobs_end ON jobs (end_time);
+    CREATE INDEX jobs_user_app ON jobs (user, application);
+    CREATE TABLE predictions (
+        prediction_id TEXT PRIMARY KEY,
+        job_id TEXT NOT NULL DEFAULT '',
+        stage TEXT NOT NULL,               -- 'submit' | 'allocation' | 'runtime-features'
+        user TEXT NOT NULL DEFAULT '',
+        application TEXT NOT NULL DEFAULT '',
+        created REAL NOT NULL,
+        runtime_s REAL NOT NULL,
+        low_s REAL NOT NULL,
+        high_s REAL NOT NULL,
+        bound_s REAL NOT NULL,
+        requested_time_s REAL NOT NULL DEFAULT 0,
+        comm_time_s REAL,
+        model_name TEXT NOT NULL,
+        model_version TEXT NOT NULL,
+        fallback INTEGER NOT NULL,
+        request BLOB
+    );
+    CREATE INDEX predictions_job ON predictions (job_id);
+    """,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PredictionRow:
+    prediction_id: str
+    job_id: str
+    stage: str
+    user: str
+    application: str
+    created: float
+    runtime_s: float
+    low_s: float
+    high_s: float
+    bound_s: float
+    requested_time_s: float
+    comm_time_s: float | None
+    model_name: str
+    model_version: str
+    fallback: bool
+    request: bytes = b""
+
+
+class Store(ABC):
+    """What the daemon and the CLI need from storage."""
+
+    @abstractmethod
+    def add_jobs(self, records: Iterable[JobRecord], source: str) -> tuple[int, int]:
+        """Store ended jobs; returns (added, already present). Idempotent per (source, job_id)."""
+
+    @abstractmethod
+    def record_outcome(self, record: JobRecord, *, prediction_id: str = "", node_list: str = "") -> bool:
+        """Store one outcome durably; False when the same job's outcome was already stored."""
+
+    @abstractmethod
+    def record_prediction(self, row: PredictionRow) -> None: ...
+
+    @abstractmethod
+    def prediction(self, prediction_id: str) -> PredictionRow | None: ...
+
+    @abstractmethod
+    def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
+        """Every ended job in end-time order (history replays depend on that order)."""
+
+    @abstractmethod
+    def counts(self) -> dict[str, int]: ...
+
+    @abstractmethod
+    def recent_accuracy(self, last: int = 100) -> dict[str, float]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+_JOB_COLUMNS = ("job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
+                "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time",
+                "start_time", "end_time", "runtime_s", "state", "exit_code", "inputs")
+
+
+def _job_values(record: JobRecord) -> tuple:
+    return (str(record.job_id), record.user, record.group, record.account, record.partition, record.qos,
+            record.application, record.job_name, int(record.nodes), int(record.requested_procs),
+            int(record.allocated_procs), float(record.requested_time_s), float(record.submit_time),
+            float(record.start_time), float(record.end_time), float(record.runtime_s), record.state,
+            int(record.exit_code), json.dumps(record.inputs, sort_keys=True, default=str))
+
+
+def _job_from_row(row: tuple) -> JobRecord:
+    (job_id, user, grp, account, partition, qos, application, job_name, nodes, requested_procs,
+     allocated_procs, requested_time_s, submit_time, start_time, end_time, runtime_s, state,
+     exit_code, inputs) = row
+    return JobRecord(job_id=job_id, user=user, group=grp, account=account, partition=partition, qos=qos,
+                     application=application, job_name=job_name, nodes=nodes,
+                     requested_procs=requested_procs, allocated_procs=allocated_procs,
+                     requested_time_s=requested_time_s, submit_time=submit_time, start_time=start_time,
+                     end_time=end_time, runtime_s=runtime_s, state=state, exit_code=exit_code,
+                     inputs=json.loads(inputs or "{}"))
+
+
+class SQLiteStore(Store):
+    """The embedded default. One connection guarded by a lock: writes serialise anyway."""
+
+    def __init__(self, path: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 5000):
+        self.path = path
+        if path != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
+                                       timeout=busy_timeout_ms / 1000)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open store {path}: {error}") from error
+        self._lock = threading.Lock()
+        self._migrate()
+
+    # -- plumbing
+    def _migrate(self) -> None:
+        with self._lock:
+            try:
+                level = self._db.execute("PRAGMA user_version").fetchone()[0]
+                for number, script in enumerate(MIGRATIONS[level:], start=level + 1):
+                    self._db.execute("BEGIN IMMEDIATE")
+                    try:
+                        for statement in script.split(";"):
+                            if statement.strip():
+                                self._db.execute(statement)
+                        self._db.execute(f"PRAGMA user_version={number}")
+                        self._db.execute("COMMIT")
+                    except BaseException:
+                        self._db.execute("ROLLBACK")
+                        raise
+                    logger.info("store %s migrated to schema %d", self.path, number)
+            except sqlite3.Error as error:
+                raise StoreError(f"cannot migrate store {self.path}: {error}") from error
+
+    def _write(self, statements) -> list:
+        """Run (sql, params) pairs in one IMMEDIATE transaction; returns each rowcount."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    counts = []
+                    for sql, params in statements:
+                        counts.append(self._db.execute(sql, params).rowcount)
+                    self._db.execute("COMMIT")
+                    return counts
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as error:
+                raise StoreError(f"store write failed ({self.path}): {error}") from error
+
+    def _read(self, sql: str, params=()) -> list:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as error:
+                raise StoreError(f"store read failed ({self.path}): {error}") from error
+
+    # -- jobs
+    def add_jobs(self, records: Iterable[JobRecord], source: str) -> tuple[int, int]:
+        sql = (f"INSERT OR IGNORE INTO jobs (source, {', '.join(_JOB_COLUMNS)}, stored_at) "
+               f"VALUES (?, {', '.join('?' * len(_JOB_COLUMNS))}, ?)")
+        now = time.time()
+        added = seen = 0
+        batch: list = []
+        for record in records:
+            batch.append((sql, (source, *_job_values(record), now)))
+            if len(batch) >= 5000:
+                counts = self._write(batch)
+                added += sum(counts)
+                seen += len(counts)
+                batch = []
+        if batch:
+            counts = self._write(batch)
+            added += sum(counts)
+            seen += len(counts)
+        return added, seen - added
+
+    def record_outcome(self, record: JobRecord, *, prediction_id: str = "", node_list: str = "") -> bool:
+        sql = (f"INSERT OR IGNORE INTO jobs (source, {', '.join(_JOB_COLUMNS)}, prediction_id, node_list, stored_at) "
+               f"VALUES ('outcome', {', '.join('?' * len(_JOB_COLUMNS))}, ?, ?, ?)")
+        (count,) = self._write([(sql, (*_job_values(record), prediction_id, node_list, time.time()))])
+        return count == 1
+
+    def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
+        where, params = ("WHERE end_time >= ?", (since_end,)) if since_end is not None else ("", ())
+        rows = self._read(f"SELECT {', '.join(_JOB_COLUMNS)} FROM jobs {where} ORDER BY end_time, id", params)
+        return (_job_from_row(row) for row in rows)
+
+    # -- predictions
+    def record_prediction(self, row: PredictionRow) -> None:
+        self._write([(
+            "INSERT OR REPLACE INTO predictions (prediction_id, job_id, stage, user, application, created, "
+            "runtime_s, low_s, high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, "
+            "fallback, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row.prediction_id, row.job_id, row.stage, row.user, row.application, row.created, row.runtime_s,
+             row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
+             row.model_version, int(row.fallback), row.request))])
+
+    def prediction(self, prediction_id: str) -> PredictionRow | None:
+        rows = self._read("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, "
+                          "high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, "
+                          "request FROM predictions WHERE prediction_id = ?", (prediction_id,))
+        if not rows:
+            return None
+        values = list(rows[0])
+        values[14] = bool(values[14])
+        values[15] = values[15] or b""
+        return PredictionRow(*values)
+
+    # -- status
+    def counts(self) -> dict[str, int]:
+        jobs = self._read("SELECT COUNT(*), COALESCE(SUM(source = 'outcome'), 0) FROM jobs")[0]
+        predictions = self._read("SELECT COUNT(*) FROM predictions")[0][0]
+        return {"jobs": int(jobs[0]), "outcomes": int(jobs[1]), "predictions": int(predictions)}
+
+    def recent_accuracy(self, last: int = 100) -> dict[str, float]:
+        """Accuracy min(p, r)/max(p, r) and kill rate of the last outcomes that had a prediction."""
+        rows = self._read(
+            "SELECT p.runtime_s, p.bound_s, j.runtime_s, j.state FROM jobs j JOIN predictions p "
+            "ON p.prediction_id = j.prediction_id WHERE j.source = 'outcome' AND j.runtime_s > 0 "
+            "ORDER BY j.end_time DESC LIMIT ?", (last,))
+        if not rows:
+            return {}
+        accuracy = sum(min(p, r) / max(p, r) for p, _, r, _ in rows if p > 0) / len(rows)
+        finished = [(b, r) for _, b, r, state in rows if state != "TIMEOUT"]
+        killed = sum(1 for b, r in finished if r > b) / len(finished) if finished else 0.0
+        return {"accuracy": accuracy, "bound_exceeded_rate": killed, "n": float(len(rows))}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def open_store(config) -> Store:
+    """Build the store named by the config (only SQLite ships today)."""
+    return SQLiteStore(config.store.path, synchronous=config.store.synchronous,
+                       busy_timeout_ms=config.store.busy_timeout_ms)

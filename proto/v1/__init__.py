@@ -1,0 +1,1 @@
+"""Generated gRPC stubs of hpcpredict.v1 (see proto/generate.py)."""

@@ -1,0 +1,295 @@
+"""The hook socket: newline-delimited JSON in front of the daemon's servicer.
+
+Slurm's hooks cannot afford a gRPC client: ``job_submit.lua`` runs inside slurmctld (Lua 5.1,
+``lua-socket``), and a Python process that imports grpc costs ~90 ms before it sends anything.
+So the daemon also listens on a plain Unix socket where one request is one line::
+
+    {"method": "Predict", "request": {<JobRequest in proto3 JSON>}}\\n
+    -> {"ok": true, "response": {<Estimate in proto3 JSON, snake_case names>}}\\n
+    -> {"ok": false, "error": "job.user: required"}\\n
+
+The line is parsed into the same protobuf message the gRPC server receives and handed to the
+*same* servicer method, so validation, models and store writes are identical on both paths.
+Only the methods in :data:`HOOK_METHODS` are reachable here; admin RPCs stay on gRPC.
+
+Bounded on every side: a line longer than ``max_line_bytes`` is refused, a client that sends
+nothing within ``read_timeout`` is dropped, and when all ``workers`` are busy a new client gets
+``{"ok": false, "error": "busy"}`` at once instead of queueing (the hooks fail open on it).
+
+Example (``servicer`` is the daemon's ``PredictorServicer``)::
+
+    server = HookServer("/run/hpcpredict/hook.sock", servicer)
+    server.start()
+    ...
+    server.stop(grace=2.0)
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import struct
+import threading
+import time
+
+logger = logging.getLogger(__name__)
+
+#: Methods the hooks may call; everything else is gRPC-only.
+HOOK_METHODS = ("Predict", "PredictAtAllocation", "ReportOutcome")
+SERVICE_NAME = "Predictor"
+
+
+class HookAbort(Exception):
+    """Raised by :meth:`HookContext.abort`, as grpc's ``context.abort`` raises."""
+
+    def __init__(self, code, details: str):
+        super().__init__(details)
+        self.code, self.details = code, details
+
+
+class HookContext:
+    """The part of ``grpc.ServicerContext`` a servicer uses, for a hook-socket call.
+
+    ``peer()`` names the caller by its kernel-checked credentials (SO_PEERCRED), which the
+    servicer may use exactly as it uses the gRPC peer of a Unix-socket call.
+    """
+
+    def __init__(self, uid: int = -1, gid: int = -1, pid: int = -1, deadline: float | None = None):
+        self.uid, self.gid, self.pid = uid, gid, pid
+        self._deadline = deadline
+        self.code = None
+        self.details = ""
+
+    def abort(self, code, details):
+        raise HookAbort(code, details)
+
+    def set_code(self, code):
+        self.code = code
+
+    def set_details(self, details):
+        self.details = details
+
+    def invocation_metadata(self):
+        return ()
+
+    def peer(self) -> str:
+        return f"unix:hook:pid={self.pid},uid={self.uid},gid={self.gid}"
+
+    def peer_credentials(self) -> tuple[int, int, int]:
+        return self.pid, self.uid, self.gid
+
+    def is_active(self) -> bool:
+        return True
+
+    def time_remaining(self):
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+
+    def add_callback(self, callback) -> bool:
+        return False
+
+    def set_trailing_metadata(self, metadata) -> None:
+        pass
+
+    def send_initial_metadata(self, metadata) -> None:
+        pass
+
+
+def _request_classes() -> dict:
+    """Method name -> request message class, read from the service descriptor."""
+    from google.protobuf import message_factory
+
+    from hpcpredict.proto.v1 import hpcpredict_pb2
+
+    service = hpcpredict_pb2.DESCRIPTOR.services_by_name[SERVICE_NAME]
+    return {name: message_factory.GetMessageClass(service.methods_by_name[name].input_type)
+            for name in HOOK_METHODS}
+
+
+def _status_name(code) -> str:
+    name = getattr(code, "name", None)
+    return name if name else str(code)
+
+
+class HookServer:
+    """Serve :data:`HOOK_METHODS` of ``servicer`` as JSON lines on the Unix socket ``path``."""
+
+    def __init__(self, path: str, servicer, *, max_line_bytes: int = 4 << 20, workers: int = 8,
+                 read_timeout: float = 5.0, mode: int = 0o660, call_timeout: float = 10.0):
+        self.path = path
+        self.servicer = servicer
+        self.max_line_bytes = max_line_bytes
+        self.workers = workers
+        self.read_timeout = read_timeout
+        self.mode = mode
+        self.call_timeout = call_timeout
+        self._classes: dict = {}
+        self._listener: socket.socket | None = None
+        self._accept_thread: threading.Thread | None = None
+        self._slots = threading.BoundedSemaphore(workers)
+        self._active: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> "HookServer":
+        """Bind the socket (replacing a stale one) and start accepting in a daemon thread."""
+        self._classes = _request_classes()
+        directory = os.path.dirname(self.path) or "."
+        os.makedirs(directory, exist_ok=True)
+        if os.path.exists(self.path):
+            if _socket_answers(self.path):
+                raise OSError(f"hook socket {self.path} is in use by another process")
+            os.unlink(self.path)  # stale file of a process that died
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.path)
+        os.chmod(self.path, self.mode)
+        listener.listen(128)
+        self._listener = listener
+        self._stopping.clear()
+        self._accept_thread = threading.Thread(target=self._accept_loop, name="hook-accept", daemon=True)
+        self._accept_thread.start()
+        logger.info("hook socket listening on %s (%d workers)", self.path, self.workers)
+        return self
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop accepting, wait up to ``grace`` seconds for calls in flight, remove the socket."""
+        self._stopping.set()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            listener.close()
+        if self._accept_thread is not None:
+            self._accept_thread.join(timeout=2.0)
+        deadline = time.monotonic() + (grace or 0.0)
+        with self._lock:
+            active = list(self._active)
+        for thread in active:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        try:
+            if os.path.exists(self.path) and not os.path.isdir(self.path):
+                os.unlink(self.path)
+        except OSError as error:
+            logger.warning("could not remove hook socket %s: %s", self.path, error)
+        logger.info("hook socket %s stopped", self.path)
+
+    # ------------------------------------------------------------------ connections
+    def _accept_loop(self) -> None:
+        listener = self._listener
+        while not self._stopping.is_set() and listener is not None:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                if self._stopping.is_set():
+                    return
+                logger.exception("hook socket accept failed")
+                time.sleep(0.05)
+                continue
+            if not self._slots.acquire(blocking=False):
+                # Every worker is busy: answer at once, the hook then fails open.
+                _send(conn, {"ok": False, "error": "busy"})
+                conn.close()
+                continue
+            thread = threading.Thread(target=self._serve_connection, args=(conn,), name="hook-conn", daemon=True)
+            with self._lock:
+                self._active.add(thread)
+            thread.start()
+
+    def _serve_connection(self, conn: socket.socket) -> None:
+        try:
+            uid, gid, pid = _peer_credentials(conn)
+            conn.settimeout(self.read_timeout)
+            reader = conn.makefile("rb")
+            while not self._stopping.is_set():
+                try:
+                    line = reader.readline(self.max_line_bytes + 1)
+                except (socket.timeout, OSError):
+                    return
+                if not line:
+                    return
+                if len(line) > self.max_line_bytes and not line.endswith(b"\n"):
+                    _send(conn, {"ok": False, "error": f"request line longer than {self.max_line_bytes} bytes"})
+                    return
+                reply = self.handle_line(line, HookContext(uid, gid, pid, time.monotonic() + self.call_timeout))
+                if not _send(conn, reply):
+                    return
+        except Exception:  # a bug here must never kill the daemon; log it and drop the client
+            logger.exception("hook connection failed")
+        finally:
+            try:
+                conn.close()
+            finally:
+                with self._lock:
+                    self._active.discard(threading.current_thread())
+                self._slots.release()
+
+    def handle_line(self, line: bytes, context: HookContext) -> dict:
+        """One request line -> the reply object (never raises for bad input)."""
+        from google.protobuf import json_format
+
+        started = time.perf_counter()
+        try:
+            envelope = json.loads(line)
+        except (UnicodeDecodeError, ValueError) as error:
+            return {"ok": False, "error": f"request is not JSON: {error}"}
+        if not isinstance(envelope, dict):
+            return {"ok": False, "error": "request must be a JSON object"}
+        method = envelope.get("method")
+        if method not in self._classes:
+            return {"ok": False, "error": f"method: must be one of {', '.join(HOOK_METHODS)}, got {method!r}"}
+        body = envelope.get("request", {})
+        if not isinstance(body, dict):
+            return {"ok": False, "error": "request: must be a JSON object"}
+        try:
+            request = json_format.ParseDict(body, self._classes[method]())
+        except json_format.ParseError as error:
+            return {"ok": False, "error": f"request: {error}"}
+        try:
+            response = getattr(self.servicer, method)(request, context)
+        except HookAbort as abort:
+            logger.info("hook %s rejected (%s): %s", method, _status_name(abort.code), abort.details)
+            return {"ok": False, "error": abort.details, "code": _status_name(abort.code)}
+        except Exception as error:  # same contract as gRPC's INTERNAL, but keep serving
+            logger.exception("hook %s failed", method)
+            return {"ok": False, "error": f"internal error: {type(error).__name__}", "code": "INTERNAL"}
+        if context.code is not None and _status_name(context.code) != "OK":
+            return {"ok": False, "error": context.details or _status_name(context.code),
+                    "code": _status_name(context.code)}
+        if response is None:
+            return {"ok": False, "error": "no response", "code": "INTERNAL"}
+        logger.debug("hook %s answered in %.2f ms", method, (time.perf_counter() - started) * 1e3)
+        return {"ok": True, "response": json_format.MessageToDict(
+            response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
+
+
+def _send(conn: socket.socket, reply: dict) -> bool:
+    try:
+        conn.sendall(json.dumps(reply, separators=(",", ":"), ensure_ascii=True).encode() + b"\n")
+        return True
+    except OSError:
+        return False
+
+
+def _peer_credentials(conn: socket.socket) -> tuple[int, int, int]:
+    """(uid, gid, pid) of the connected process, from the kernel (Linux SO_PEERCRED)."""
+    try:
+        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid, uid, gid = struct.unpack("3i", raw)
+        return uid, gid, pid
+    except (OSError, AttributeError):
+        return -1, -1, -1
+
+
+def _socket_answers(path: str) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(0.5)
+    try:
+        probe.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()

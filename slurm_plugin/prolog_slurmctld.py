@@ -1,0 +1,72 @@
+#!/usr/bin/python3 -sE
+"""PrologSlurmctld: refine the estimate once Slurm has chosen the nodes (class C features).
+
+Runs on the controller as SlurmUser when a job is allocated, with SLURM_JOB_ID and
+SLURM_JOB_NODELIST but no PATH and no SLURM_CONF (``hpcpredict-hooks.conf`` names them). It
+reads the job (``scontrol show job``, ``scontrol write batch_script``), calls
+PredictAtAllocation over the daemon's hook socket (the daemon stores the refined estimate),
+and writes the suggestion for the job's output into AdminComment, where the TaskProlog reads
+it. With ``prolog_adjust_time_limit = true`` a time limit that job_submit.lua set itself
+(the user gave none) is lowered to the refined bound. Always exits 0: a prediction problem
+must never requeue or kill a job.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+
+import hookclient  # noqa: E402
+import slurmjob  # noqa: E402
+
+HOOK = "prolog_slurmctld"
+
+
+def refine(settings: dict, job_id: str, node_list: str) -> str:
+    job = slurmjob.parse_scontrol_job(hookclient.run_command(["scontrol", "show", "job", job_id], settings).decode(
+        "utf-8", "replace"))
+    try:
+        script = hookclient.run_command(["scontrol", "write", "batch_script", job_id, "-"], settings)
+    except hookclient.HookError:
+        script = b""                        # salloc/srun allocations have no script
+    comment = job.get("AdminComment", "")
+    automatic = ";limit=auto" in comment
+    request = slurmjob.job_request(job, script)
+    requested_s = 0 if automatic else request["time_limit_s"]
+    if automatic:
+        request["time_limit_s"] = 0
+    submit_id = slurmjob.prediction_id(comment)
+    allocation = {"request": request, "node_list": node_list, "job_id": job_id, "prediction_id": submit_id}
+    estimate = hookclient.call("PredictAtAllocation", allocation, socket_path=settings["hook_socket"],
+                               timeout=float(settings["prolog_budget_s"]))
+    lines = slurmjob.suggestion_lines(estimate, requested_s, node_list)
+    new_comment = slurmjob.admin_comment(submit_id, str(estimate.get("prediction_id", "")), lines)
+    if automatic:
+        new_comment = new_comment.replace(";alloc=", ";limit=auto;alloc=", 1)
+    update = ["scontrol", "update", f"jobid={job_id}", f"AdminComment={new_comment}"]
+    bound = int(estimate.get("suggested_time_limit_s", 0) or 0)
+    limit_s = slurmjob.slurm_duration_s(job.get("TimeLimit", ""))
+    if automatic and hookclient.flag(settings["prolog_adjust_time_limit"]) and 0 < bound < limit_s:
+        update.append(f"TimeLimit={-(-bound // 60)}")
+    hookclient.run_command(update, settings)
+    return f"refined on {node_list}: runtime {float(estimate.get('runtime_s', 0)):.0f} s, id {estimate.get('prediction_id', '')}"
+
+
+def main() -> int:
+    settings = hookclient.load_settings()
+    job_id, node_list = os.environ.get("SLURM_JOB_ID", ""), os.environ.get("SLURM_JOB_NODELIST", "")
+    if not job_id:
+        hookclient.log(settings, HOOK, "no SLURM_JOB_ID: not run by slurmctld?")
+        return 0
+    started = time.monotonic()
+    try:
+        hookclient.log(settings, HOOK, f"{refine(settings, job_id, node_list)} ({(time.monotonic() - started) * 1e3:.0f} ms)")
+    except hookclient.HookError as error:
+        hookclient.log(settings, HOOK, f"no refined estimate: {error}")
+    except Exception as error:  # never fail a job because of the predictor
+        hookclient.log(settings, HOOK, f"no refined estimate (bug): {type(error).__name__}: {error}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

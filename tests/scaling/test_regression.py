@@ -1,0 +1,72 @@
+"""Extra-P style regression modeler: recovers exponents, combines parameters, strong scaling."""
+import json
+
+import numpy as np
+import pytest
+
+from hpcpredict.daemon.scaling.measurements import InsufficientMeasurements, parse_jsonlines
+from hpcpredict.daemon.scaling.regression import (
+    covering_families, fit_regression, rank_single_parameter)
+
+
+@pytest.mark.parametrize("pair", [(0.5, 0), (1.0, 1), (2.0, 0), (1.5, 2), (0.0, 1), (3.0, 0)])
+def test_single_parameter_recovers_exponents_without_noise(pair):
+    x = np.array([4.0, 8, 16, 32, 64])
+    y = 12.0 + 0.7 * x ** pair[0] * np.log2(x) ** pair[1]
+    assert rank_single_parameter(x, y)[0].pair == pair
+
+
+def _lines(function, ps, ns, noise=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in ps:
+        for n in ns:
+            value = function(p, n)
+            out.append(json.dumps({"params": {"p": p, "n": n},
+                                   "value": list(value * (1 + rng.uniform(-noise / 2, noise / 2, 5)))}))
+    return out
+
+
+def test_two_parameters_multiplicative_and_additive():
+    ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
+    mult = parse_jsonlines(_lines(lambda p, n: 3 + 0.5 * p * n ** 2, ps, ns))[("<root>", "time")]
+    fit = fit_regression(mult)
+    assert len(fit.function.terms) == 1
+    assert fit.function.terms[0].exponents == {"n": (2.0, 0), "p": (1.0, 0)}
+    add = parse_jsonlines(_lines(lambda p, n: 3 + 0.5 * p + 2 * np.log2(n), ps, ns))[("<root>", "time")]
+    fit = fit_regression(add)
+    found = sorted(str(sorted(t.exponents.items())) for t in fit.function.terms)
+    assert found == sorted([str([("p", (1.0, 0))]), str([("n", (0.0, 1))])])
+    assert fit.cv_smape < 1e-6
+
+
+def test_strong_scaling_uses_negative_exponents():
+    lines = [json.dumps({"params": {"p": p}, "value": [5 + 400 / p, 5 + 400 / p]}) for p in (1, 2, 4, 8, 16, 32)]
+    fit = fit_regression(parse_jsonlines(lines)[("<root>", "time")])
+    assert fit.function.terms[0].exponents == {"p": (-1.0, 0)}
+    assert fit.function.evaluate({"p": 64.0}) == pytest.approx(5 + 400 / 64)
+    no_negative = fit_regression(parse_jsonlines(lines)[("<root>", "time")], negative=False)
+    assert all(t.exponents["p"][0] >= 0 for t in no_negative.function.terms)
+
+
+def test_noisy_data_still_close_and_noise_estimated():
+    data = parse_jsonlines(_lines(lambda p, n: 10 + 2 * p ** 1.5 + 0 * n, (4, 8, 16, 32, 64),
+                                  (1, 2, 3, 4, 5), noise=0.1))[("<root>", "time")]
+    fit = fit_regression(data)
+    assert 0.05 < fit.noise < 0.15      # rrd of +-5 % noise: about 10 %
+    assert fit.function.lead_exponents()["p"][0] == pytest.approx(1.5, abs=0.5)
+
+
+def test_sparse_cross_design_needs_five_per_line():
+    # Two lines of 4 points each: the rule must refuse, naming the parameter.
+    lines = [json.dumps({"params": {"p": p, "n": 10}, "value": [p]}) for p in (1, 2, 4, 8)]
+    lines += [json.dumps({"params": {"p": 1, "n": n}, "value": [n]}) for n in (20, 30, 40, 50, 60)]
+    data = parse_jsonlines(lines)[("<root>", "time")]
+    with pytest.raises(InsufficientMeasurements, match="'p'.*at least 5"):
+        fit_regression(data, source="cross.jsonl")
+
+
+def test_covering_families_counts():
+    assert len(covering_families(["a"])) == 1
+    assert len(covering_families(["a", "b"])) == 5   # a+b, ab, a+ab, b+ab, a+b+ab
+    assert covering_families([]) == [()]
