@@ -352,7 +352,10 @@ local function plan(estimate, requested_min)
     interval = string.format(" (%s-%s, %d%%)", human(low), human(high), math.floor((tonumber(interval_t.coverage) or 0) * 100 + 0.5))
   end
   local said = "predicted runtime " .. human(runtime) .. interval
-  if requested_min ~= nil then
+  if requested_min ~= nil and estimate.fallback == true then
+    -- no history: the "prediction" is the request itself, so there is nothing to tell backfill
+    said = said .. string.format("; kept your --time=%d min", requested_min)
+  elseif requested_min ~= nil then
     local time_min = math.min(minutes(tonumber(estimate.suggested_time_min_s) or runtime), requested_min)
     if CONFIG.set_time_min and time_min >= 1 then
       changes.time_min = time_min

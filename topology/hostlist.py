@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterable
 
 from ClusterShell.NodeSet import NodeSet, NodeSetException
@@ -26,7 +27,12 @@ def expand(expression: str, *, source: str = "", line: int = 0) -> list[str]:
 
 def fold(names: Iterable[str]) -> str:
     """Shortest hostlist expression for ``names`` (used to name a set of switches)."""
-    names = list(names)
+    return _fold(frozenset(names))
+
+
+@lru_cache(maxsize=4096)
+def _fold(names: frozenset[str]) -> str:
+    # Cached: a fabric names the same few switch sets (spines of a pod) once per leaf.
     try:
         return str(NodeSet.fromlist(names))
     except (NodeSetException, RangeSetException, ValueError):

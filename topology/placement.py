@@ -84,6 +84,12 @@ class Placement:
         object.__setattr__(self, "_ids", ids)
         object.__setattr__(self, "_names", tuple(names))
 
+    def __hash__(self) -> int:  # paths is a read-only mapping view, not hashable itself
+        return hash((self.kind, self.levels, len(self.paths)))
+
+    def __reduce__(self):  # picklable (process pools) although paths is a mapping view
+        return (type(self).from_dict, (self.to_dict(),))
+
     # -- queries ---------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.paths)

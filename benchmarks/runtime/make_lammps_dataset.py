@@ -19,6 +19,11 @@ clock as the runtime. The file is parsed back with `parse_feature_lines`; each f
 
     nice -n 10 python benchmarks/runtime/make_lammps_dataset.py --configs 200 --reps 3 \
         --budget-s 1080 --out tests/data/runtime/lammps_melt.csv
+
+Transfer target ("new platform": the same runs with LAMMPS' OPT-package kernels, `-sf opt`):
+
+    nice -n 10 python benchmarks/runtime/make_lammps_dataset.py --configs 120 --reps 1 \
+        --suffix opt --budget-s 420 --out tests/data/runtime/lammps_melt_opt.csv
 """
 from __future__ import annotations
 
@@ -62,9 +67,11 @@ def cpu_seconds(pid: int) -> float:
         return float("nan")
 
 
-def run_once(config: dict, features_file: str) -> dict:
+def run_once(config: dict, features_file: str, suffix: str = "") -> dict:
     # stdbuf: LAMMPS output line-buffered, so features are reported when LAMMPS prints them.
     command = ["stdbuf", "-oL", "lmp", "-nocite", "-log", "none", "-in", str(DECK)]
+    if suffix:  # another "platform": LAMMPS' accelerated styles (e.g. OPT package)
+        command[-2:-2] = ["-sf", suffix]
     for key in INPUTS:
         command[-2:-2] = ["-var", key, str(config[key])]
     open(features_file, "w").close()
@@ -107,6 +114,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=6)
     parser.add_argument("--budget-s", type=float, default=1080.0)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--suffix", default="", help="LAMMPS -sf style suffix (transfer target: opt)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     configs = [draw_config(rng, i) for i in range(args.configs)]
@@ -121,7 +129,7 @@ def main() -> None:
                 if time.time() > deadline:
                     print("time budget reached")
                     return
-                row = run_once(config, features_file)
+                row = run_once(config, features_file, args.suffix)
                 row["rep"] = rep
                 writer.writerow(row)
                 out.flush()

@@ -35,6 +35,7 @@ TUNE_SPACE = {
 DEFAULT_PARAMS = {"n_estimators": 400, "learning_rate": 0.1, "min_samples_leaf": 3,
                   "min_samples_split": 4, "max_depth": 6}
 RFE_MIN, RFE_MAX = 15, 40
+TUNE_SAMPLES = 1500   # the search runs on a random subset this large; the final fit uses all
 
 TRUSTED_TYPES = [
     "sklearn.ensemble._gb.GradientBoostingRegressor",
@@ -65,6 +66,9 @@ def tune_gbrt(X: np.ndarray, y_log: np.ndarray, n_iter: int, seed: int) -> dict:
 
     search = RandomizedSearchCV(_gbrt({}, seed), TUNE_SPACE, n_iter=n_iter, cv=KFold(3, shuffle=True, random_state=seed),
                                 scoring="neg_mean_absolute_error", random_state=seed, refit=False)
+    if len(y_log) > TUNE_SAMPLES:
+        keep = np.random.default_rng(seed).choice(len(y_log), TUNE_SAMPLES, replace=False)
+        X, y_log = X[keep], y_log[keep]
     search.fit(X, y_log)
     logger.info("GBRT tuning: best %s (MAE log2 %.3f)", search.best_params_, -search.best_score_)
     return dict(search.best_params_)

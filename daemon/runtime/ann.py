@@ -50,7 +50,7 @@ class ANNEnsemble(RegressorMixin, BaseEstimator):
         self.random_state = random_state
 
     # -- preprocessing -------------------------------------------------------------------
-    def _inputs(self, X):
+    def standardised_inputs(self, X):
         X = np.asarray(X, dtype=float)
         X = np.where(np.isnan(X), self.fill_, X)
         X = np.where(self.log_columns_, np.log(np.maximum(X, 1e-300)), X)
@@ -112,7 +112,7 @@ class ANNEnsemble(RegressorMixin, BaseEstimator):
             self.y_mean_, self.y_scale_ = float(np.log(y).mean()), float(np.log(y).std() or 1.0)
         else:
             self.y_mean_, self.y_scale_ = 0.0, float(y.mean())
-        Z, t = self._inputs(X), self._target(y)
+        Z, t = self.standardised_inputs(X), self._target(y)
         weights = 1.0 / y if self.target == "weighted" else None
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
         unique = np.unique(groups)
@@ -150,7 +150,7 @@ class ANNEnsemble(RegressorMixin, BaseEstimator):
     def predict_members(self, X) -> np.ndarray:
         """Runtime predicted by every member: shape (n_members, n_rows)."""
         check_is_fitted(self, "members_")
-        return self._member_predictions(self._inputs(X))
+        return self._member_predictions(self.standardised_inputs(X))
 
     def predict_log_dist(self, X):
         logs = np.log(self.predict_members(X))

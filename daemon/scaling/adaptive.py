@@ -39,6 +39,7 @@ SLOTS = 11                   # at most 11 values per parameter (paper: inputs fo
 HIDDEN = (256, 128, 64)
 LOW_NOISE = 0.20             # at or below this rrd the regression winner is a candidate too
 TOP_K = 3
+NOISE_GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0)
 
 
 def line_features(x: np.ndarray, y: np.ndarray, noise: float) -> np.ndarray:
@@ -176,8 +177,10 @@ class AdaptiveModeler:
     def adapted(self, positions: np.ndarray, noise_range: tuple[float, float], repetitions: int) -> ClassifierWeights:
         if not self.adapt:
             return self._weights()
-        low = np.floor(noise_range[0] * 20) / 20          # 5 % buckets keep the cache useful
-        high = max(np.ceil(noise_range[1] * 20) / 20, low + 0.05)
+        # Coarse noise buckets keep the cache useful across tasks of the same shape.
+        grid = NOISE_GRID
+        low = max([g for g in grid if g <= noise_range[0]], default=0.0)
+        high = min([g for g in grid if g >= noise_range[1] and g > low], default=grid[-1])
         key = (tuple(np.round(positions, 9)), float(low), float(high), repetitions)
         if key not in self._adapted:
             self._adapted[key] = domain_adapt(self._weights(), np.asarray(positions), (low, high), repetitions,

@@ -122,3 +122,22 @@ def parse_mpi_profile(lines: Iterable[str], *, source: str = "") -> list[MpiCall
             raise ParseError("negative or non-finite value", source=source, line=number, part=",".join(row))
         calls.append(MpiCall(name, count, size, seconds))
     return calls
+
+
+def parse_function_times(lines: Iterable[str], *, source: str = "") -> dict[str, float]:
+    """Per-function CPU seconds from the ``# function,seconds`` block our profile ends with."""
+    functions: dict[str, float] = {}
+    inside = False
+    for number, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if text == "# function,seconds":
+            inside = True
+            continue
+        if inside and text.startswith("#"):
+            name, _, value = text[1:].strip().partition(",")
+            try:
+                functions[name.strip()] = float(value)
+            except ValueError as error:
+                raise ParseError("function seconds must be a number", source=source, line=number,
+                                 part=text) from error
+    return functions

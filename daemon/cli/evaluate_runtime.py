@@ -1,0 +1,64 @@
+"""`hpcpredict evaluate runtime DATA.csv --target COLUMN`: score a runtime learner.
+
+Splits the runs by configuration (all repetitions of a configuration on the same side),
+fits on ``--train-fraction`` of the configurations and prints MAPE, rank accuracy, interval
+coverage at 80 % and 95 %, the mean relative width of the 80 % interval, the training and test
+sizes and the features kept. Runtime features (columns with a ``<name>@t`` report-time column)
+are used only when reported within ``--time-share`` of the runtime (seed 000: 5 %).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def register(families) -> None:
+    parser = families.add_parser("runtime", help="runtime from application inputs (extra-trees, ANN, linear)")
+    parser.add_argument("data", type=Path, metavar="DATA.csv", help="one row per run: inputs, target, optional rep")
+    parser.add_argument("--target", required=True, help="runtime column (seconds)")
+    parser.add_argument("--train-fraction", type=float, default=0.5, help="share of configurations to train on")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--learner", choices=("extra-trees", "ann", "linear", "auto"), default="extra-trees",
+                        help="auto: the lowest cross-validated MAPE on the training runs")
+    parser.add_argument("--degree", type=int, default=1, help="extra-trees: polynomial expansion order")
+    parser.add_argument("--importance-threshold", type=float, default=0.95,
+                        help="extra-trees: keep features up to this cumulative importance (1 = all)")
+    parser.add_argument("--time-share", type=float, default=0.05,
+                        help="use a runtime feature only if reported within this share of the runtime")
+    parser.add_argument("--no-runtime-features", action="store_true", help="submit-time inputs only")
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from hpcpredict.daemon.errors import InvalidRequest
+    from hpcpredict.daemon.runtime.dataset import read_runs_csv
+    from hpcpredict.daemon.runtime.evaluation import evaluate
+
+    if not 0 < args.train_fraction < 1:
+        raise InvalidRequest("--train-fraction", "must be between 0 and 1 (exclusive)")
+    if not 0 < args.importance_threshold <= 1:
+        raise InvalidRequest("--importance-threshold", "must be in (0, 1]")
+    if not 1 <= args.degree <= 3:
+        raise InvalidRequest("--degree", "must be 1, 2 or 3")
+    table = read_runs_csv(args.data, target=args.target)
+    if len(set(table.groups.tolist())) < 4:
+        raise InvalidRequest("DATA.csv", "needs at least 4 distinct configurations")
+    params = {}
+    if args.learner == "extra-trees":
+        params = {"degree": args.degree,
+                  "importance_threshold": None if args.importance_threshold >= 1 else args.importance_threshold}
+    result = evaluate(table, learner=args.learner, train_fraction=args.train_fraction, seed=args.seed,
+                      params=params, time_share=None if args.no_runtime_features else args.time_share)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return 0
+    print(f"runtime model: {result['learner']}, {result['n_train']} training runs, {result['n_test']} test runs")
+    for key, label in (("mape", "MAPE"), ("rank_accuracy", "rank accuracy"), ("coverage80", "coverage (80 %)"),
+                       ("coverage95", "coverage (95 %)"), ("interval_width80", "80 % interval width (rel.)")):
+        print(f"  {label:<28} {result[key]:8.3f}")
+    print(f"  features kept: {', '.join(result['features_kept'])}")
+    if result["runtime_features_dropped"]:
+        print(f"  runtime features too late (> {args.time_share:.0%} of runtime): "
+              f"{', '.join(result['runtime_features_dropped'])}")
+    return 0

@@ -1,0 +1,145 @@
+"""`hpcpredict refresh`: pull finished jobs from Slurm accounting, retrain, publish, reload.
+
+The sysadmin's one command (cron or a systemd timer runs it nightly)::
+
+    hpcpredict refresh                      # sacct --json for the last 7 days
+    hpcpredict refresh --since 2026-11-01   # any sacct -S value
+    hpcpredict refresh --sacct-json FILE    # a saved `sacct --json` dump instead of calling sacct
+
+Steps, each with a progress line: (1) ``sacct --json -a -S SINCE -E now`` through
+:func:`run_command` (no shell, a timeout, an error carrying the command's stderr), (2) parse
+with the history reader and add the finished jobs to the store as source ``sacct`` (jobs
+already present, e.g. reported by EpilogSlurmctld, are skipped, so nothing counts twice), (3) train the walltime model on the whole store and
+publish it atomically as a new version, (4) ask the running daemon to reload (ReloadModels on
+its admin socket) and print the versions it now serves.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+logger = logging.getLogger(__name__)
+
+FINAL_STATES = "CD,F,TO,CA,NF,OOM,PR,DL,BF"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "refresh", help="pull finished jobs from sacct, retrain, publish and reload the daemon (admin)")
+    parser.add_argument("--since", default="now-7days", help="sacct -S value (default: now-7days)")
+    parser.add_argument("--sacct-json", metavar="FILE", help="read this `sacct --json` dump instead of running sacct")
+    parser.add_argument("--sacct", default="sacct", help="sacct program (default: sacct on PATH)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds sacct may take (default 300)")
+    parser.add_argument("--no-reload", action="store_true", help="publish but do not ask the daemon to reload")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=_refresh)
+
+
+def run_command(cmd: list[str], *, timeout: float) -> str:
+    """Run ``cmd`` (no shell) and return its stdout; CommandError on failure or timeout."""
+    import subprocess
+
+    from hpcpredict.daemon.errors import CommandError
+
+    started = time.monotonic()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
+                              errors="replace")
+    except FileNotFoundError as error:
+        raise CommandError(cmd, None, message=f"{cmd[0]} not found (is slurm-client installed?)") from error
+    except subprocess.TimeoutExpired as error:
+        raise CommandError(cmd, None, message=f"no answer within {timeout:.0f} s") from error
+    logger.info("%s: exit %d in %.2f s", " ".join(cmd), done.returncode, time.monotonic() - started)
+    if done.returncode != 0:
+        raise CommandError(cmd, done.returncode, done.stdout, done.stderr)
+    return done.stdout
+
+
+def pull_sacct(sacct: str, since: str, timeout: float) -> str:
+    return run_command([sacct, "--json", "-a", "-S", since, "-E", "now", "-s", FINAL_STATES], timeout=timeout)
+
+
+def finished(records):
+    """Jobs with a final state and a runtime (sacct -s also lists jobs still running then)."""
+    from hpcpredict.daemon.records import UNKNOWN
+
+    return [r for r in records if r.state not in ("", UNKNOWN, "RUNNING", "PENDING") and r.runtime_s >= 0]
+
+
+def already_reported(store, records) -> set[str]:
+    """Job ids among ``records`` the store already has (outcomes the epilog reported).
+
+    Only jobs that ended in the same period are compared, so the small job ids of an old
+    ingested trace (SWF numbers jobs from 1) never hide a new Slurm job.
+    """
+    ends = [r.end_time for r in records if r.end_time > 0]
+    if not ends:
+        return set()
+    wanted = {r.job_id for r in records}
+    return {r.job_id for r in store.iter_jobs(since_end=min(ends) - 86400) if r.job_id in wanted}
+
+
+def reload_daemon(socket_path: str):
+    from hpcpredict.daemon.client import admin_client
+    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+    with admin_client(socket_path) as client:
+        return client.call("ReloadModels", pb.ReloadRequest())
+
+
+def _refresh(args) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from hpcpredict.daemon.cli.common import config_of, print_json, socket_of
+    from hpcpredict.daemon.cli.train import train_and_publish
+    from hpcpredict.daemon.errors import ParseError
+    from hpcpredict.daemon.history.traces import read_sacct_json
+    from hpcpredict.daemon.store import open_store
+
+    config = config_of(args)
+    console = Console(stderr=True)
+    result: dict = {}
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True, disable=args.json) as progress:
+        step = progress.add_task("reading accounting (sacct --json)", total=None)
+        if args.sacct_json:
+            source = args.sacct_json
+            try:
+                text = Path(source).read_text(encoding="utf-8", errors="replace")
+            except OSError as error:
+                raise ParseError(f"cannot read: {error.strerror}", source=source) from error
+        else:
+            source = f"sacct -S {args.since}"
+            text = pull_sacct(args.sacct, args.since, args.timeout)
+        records = finished(read_sacct_json(text, source=source))
+        progress.update(step, description=f"storing {len(records)} finished jobs")
+        store = open_store(config)
+        try:
+            reported = already_reported(store, records)
+            fresh = [r for r in records if r.job_id not in reported]
+            added, present = store.add_jobs(fresh, "sacct")
+            present += len(records) - len(fresh)
+        finally:
+            store.close()
+        result.update(source=source, finished_jobs=len(records), added=added, already_present=present)
+        progress.update(step, description="training the walltime model")
+        artifact, trained_on = train_and_publish(config)
+        result.update(kind=artifact.kind, version=artifact.version, trained_on=trained_on, path=str(artifact.path))
+        if not args.no_reload:
+            progress.update(step, description="asking the daemon to reload")
+            reply = reload_daemon(socket_of(args, config))
+            result["serving"] = [{"kind": m.kind, "key": m.key, "version": m.version} for m in reply.models]
+            result["reload_errors"] = list(reply.errors)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{source}: {result['finished_jobs']} finished jobs, {added} new, {present} already stored")
+        print(f"trained walltime model on {trained_on} jobs: published version {artifact.version}")
+        for model in result.get("serving", ()):
+            print(f"daemon serves {model['kind']:9} {model['key']:20} {model['version']}")
+        for error in result.get("reload_errors", ()):
+            print(f"refused by the daemon: {error}")
+    return 1 if result.get("reload_errors") else 0

@@ -1,0 +1,102 @@
+"""Config, store and registry on their own (real SQLite files, real folders)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hpcpredict.daemon.config import load_config
+from hpcpredict.daemon.errors import ConfigError, InvalidRequest, ModelArtifactError, ModelNotFound
+from hpcpredict.daemon.records import JobRecord
+from hpcpredict.daemon.registry import CURRENT, ModelRegistry
+from hpcpredict.daemon.sbatch_options import parse_sbatch
+from hpcpredict.daemon.store import PredictionRow, SQLiteStore
+from hpcpredict.daemon.timefmt import parse_slurm_time, slurm_time
+
+
+def test_config_defaults_file_and_environment(tmp_path):
+    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(tmp_path)})
+    assert config.store.path == f"{tmp_path}/hpcpredict.sqlite"
+    assert config.policy.risk == 0.03
+    path = tmp_path / "c.toml"
+    path.write_text('[policy]\nrisk = 0.05\n[daemon]\nadmin_users = ["ops"]\n')
+    config = load_config(path, environ={"HPCPREDICT_DATA_DIR": str(tmp_path), "HPCPREDICT_DAEMON_WORKERS": "3"})
+    assert (config.policy.risk, config.daemon.admin_users, config.daemon.workers) == (0.05, ("ops",), 3)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("[policy]\nrisk = 2.0\n", "risk"),
+    ("[polcy]\nrisk = 0.1\n", "unknown section"),
+    ("[daemon]\nworkerz = 3\n", "unknown key"),
+    ("[daemon]\nworkers = 'many'\n", "[daemon] workers"),
+    ("[daemon\n", "not valid TOML"),
+    ("[daemon]\ntcp = '127.0.0.1:1'\n", "TLS"),
+])
+def test_config_errors_are_one_clear_line(tmp_path, text, expected):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=expected.replace("[", r"\[")):
+        load_config(path, environ={})
+
+
+def record(job_id, end, runtime=100.0, user="u", state="COMPLETED"):
+    return JobRecord(job_id=job_id, user=user, submit_time=end - runtime - 10, runtime_s=runtime,
+                     end_time=end, state=state, application="app", inputs={"size": 4.0})
+
+
+def test_store_round_trip_idempotence_and_order(tmp_path):
+    store = SQLiteStore(str(tmp_path / "s.sqlite"))
+    assert store.add_jobs([record("2", 200), record("1", 100)], "swf:t") == (2, 0)
+    assert store.add_jobs([record("1", 100)], "swf:t") == (0, 1)
+    assert store.record_outcome(record("9", 150), prediction_id="p")
+    assert not store.record_outcome(record("9", 150))
+    assert [r.job_id for r in store.iter_jobs()] == ["1", "9", "2"]  # end-time order
+    assert next(store.iter_jobs()).inputs == {"size": 4.0}
+    store.record_prediction(PredictionRow("p", "9", "submit", "u", "app", 1.0, 120.0, 90.0, 150.0, 200.0, 0.0,
+                                          None, "m", "1", False, b"\x01"))
+    assert store.prediction("p").request == b"\x01"
+    assert store.counts() == {"jobs": 3, "outcomes": 1, "predictions": 1}
+    assert store.recent_accuracy()["accuracy"] == pytest.approx(100 / 120)
+    store.close()
+    reopened = SQLiteStore(str(tmp_path / "s.sqlite"))  # migrations are not re-applied
+    assert reopened.counts()["jobs"] == 3
+
+
+def test_registry_publish_verify_and_refuse(tmp_path):
+    from hpcpredict.topology.placement import Placement
+
+    registry = ModelRegistry(tmp_path / "models")
+    with pytest.raises(ModelNotFound):
+        registry.current("topology")
+    folder = tmp_path / "m"
+    folder.mkdir()
+    Placement(kind="tree", levels=("level1",), paths={"a": ("s",)}).save(folder / "topology.json")
+    first = registry.publish("topology", folder, metadata={"note": "x"})
+    second = registry.publish("topology", folder)
+    assert registry.current("topology").version == second.version != first.version
+    assert registry.versions("topology") == sorted([first.version, second.version])
+    manifest = json.loads((second.path / "manifest.json").read_text())
+    assert set(manifest["files"]) == {"topology.json"}
+    (second.path / "topology.json").write_text("{}")
+    with pytest.raises(ModelArtifactError, match="checksum"):
+        registry.load("topology")
+    (second.path / "manifest.json").unlink()
+    with pytest.raises(ModelArtifactError, match="manifest"):
+        registry.current("topology")
+    with pytest.raises(ModelArtifactError, match="unknown model kind"):
+        registry.publish("pickle", folder)
+    with pytest.raises(ModelArtifactError, match="key"):
+        registry.publish("topology", folder, key="../etc")
+    # an interrupted publish (staging folder left behind) never becomes current
+    (registry.root / "topology" / "_site" / ".tmp-crashed").mkdir()
+    assert (registry.root / "topology" / "_site" / CURRENT).read_text().strip() == second.version
+
+
+def test_sbatch_options_and_times():
+    script = b"#!/bin/bash\n#SBATCH --nodes=2-4\n#SBATCH -n 16 -t 1-00:00\n#SBATCH --mail-user=x@y\necho\n#SBATCH -N 9\n"
+    opts = parse_sbatch(script, ["-t", "30"])
+    assert (opts.nodes, opts.ntasks, opts.time_limit_s) == (2, 16, 1800)  # directives stop at the first command
+    assert slurm_time(3601) == "01:01:00" and slurm_time(86400 * 2) == "2-00:00:00"
+    assert parse_slurm_time("2-03:04:05") == ((2 * 24 + 3) * 60 + 4) * 60 + 5
+    with pytest.raises(InvalidRequest, match="--time"):
+        parse_sbatch(b"#!/bin/sh\n", ["-t", "soon"])

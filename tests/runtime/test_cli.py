@@ -1,0 +1,46 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from hpcpredict.daemon.cli.main import main
+
+DATA = Path(__file__).parent.parent / "data" / "runtime"
+
+
+def test_evaluate_runtime_json_on_real_lammps_runs(capsys):
+    code = main(["evaluate", "runtime", str(DATA / "lammps_melt.csv"), "--target", "runtime_s",
+                 "--train-fraction", "0.3", "--seed", "1", "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    for key in ("mape", "rank_accuracy", "coverage80", "coverage95", "interval_width80", "n_train", "n_test",
+                "features_kept"):
+        assert key in result
+    assert 0 <= result["mape"] < 0.5 and result["rank_accuracy"] > 0.8
+    assert "neigh_builds" in result["runtime_features_dropped"]  # only known at the end of the run
+    assert result["n_train"] > 0 and result["n_test"] > result["n_train"]
+
+
+def test_evaluate_runtime_table_and_errors(capsys, tmp_path):
+    csv = tmp_path / "runs.csv"
+    csv.write_text("n,t\n" + "\n".join(f"{n},{n * 2}" for n in range(1, 30)) + "\n")
+    assert main(["evaluate", "runtime", str(csv), "--target", "t", "--learner", "linear"]) == 0
+    assert "MAPE" in capsys.readouterr().out
+    assert main(["evaluate", "runtime", str(csv), "--target", "missing"]) == 1
+    assert "no target column 'missing'" in capsys.readouterr().err
+    assert main(["evaluate", "runtime", str(csv), "--target", "t", "--train-fraction", "1.5"]) == 1
+    assert "--train-fraction" in capsys.readouterr().err
+    assert main(["evaluate", "runtime", str(tmp_path / "none.csv"), "--target", "t"]) == 1
+
+
+def test_suggest_runs_cli(capsys, tmp_path):
+    done = tmp_path / "done.csv"
+    done.write_text("n,solver,t\n" + "\n".join(f"{n},{s},{n * n * (1 + (s == 'lu'))}"
+                                               for n in (1, 2, 3, 4) for s in ("cg", "lu")))
+    assert main(["suggest-runs", "--done", str(done), "--target", "t", "--grid", "n=1,2,3,4,8,16",
+                 "--grid", "solver=cg,lu", "-k", "2", "--members", "3", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["suggestions"]) == 2 and result["n_candidates"] == 12
+    assert all(row["n"] in (8.0, 16.0) for row in result["suggestions"])
+    assert main(["suggest-runs", "--done", str(done), "--target", "t", "--grid", "bad"]) == 1
+    assert "--grid" in capsys.readouterr().err

@@ -1,0 +1,186 @@
+"""End to end on a real Slurm cluster: job_submit.lua, PrologSlurmctld, TaskProlog,
+EpilogSlurmctld and `hpcpredict refresh` against a real hpcpredictd (see conftest.py).
+
+Tests run in file order and share one cluster: the policy tests submit jobs, the fail-open
+tests break the daemon three ways, the outcome test waits for the jobs of the earlier tests,
+the refresh test retrains on them.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import time
+
+import pytest
+
+from conftest import FakeHookServer, poll
+
+JOB_SCRIPT = """#!/bin/bash
+#SBATCH -N 4
+#SBATCH -n 8
+#SBATCH -J hello-mpi
+#HPCPREDICT size=64
+srun ./hello.sh --steps 10
+"""
+SUBMITTED: dict[str, str] = {}       # name -> job id, for the outcome and refresh tests
+
+
+def store(daemon):
+    from hpcpredict.daemon.store import SQLiteStore
+
+    return SQLiteStore(str(daemon.data_dir / "hpcpredict.sqlite"))
+
+
+def prediction(daemon, prediction_id: str):
+    db = store(daemon)
+    try:
+        return db.prediction(prediction_id)
+    finally:
+        db.close()
+
+
+def seed_history(daemon, user: str, script: str, runtimes: list[float]) -> None:
+    """Earlier runs of the same job, reported the way the epilog reports them."""
+    now = int(time.time())
+    for index, runtime in enumerate(runtimes):
+        request = {"job": {"user": user, "job_name": "hello-mpi", "account": "research", "partition": "debug"},
+                   "resources": {"nodes": 4, "ntasks": 8}, "time_limit_s": 600,
+                   "script": base64.b64encode(script.encode()).decode()}
+        ack = daemon.call("ReportOutcome", {"job_id": f"seed-{user}-{index}", "state": "COMPLETED",
+                                            "start_time": now - 3600 + index * 300,
+                                            "end_time": now - 3600 + index * 300 + int(runtime),
+                                            "elapsed_s": runtime, "request": request})
+        assert ack["stored"] is True
+
+
+@pytest.fixture(scope="module")
+def timeout_job(cluster):
+    """A job that will hit its 1-minute limit; submitted first so it ends during the other tests."""
+    job_id, _, _, _ = cluster.sbatch("bob", "-J", "sleeper", "-N", "1", "-t", "1", "-o", "/dev/null",
+                                     "--wrap", "sleep 300")
+    SUBMITTED["timeout"] = job_id
+    return job_id
+
+
+def test_multinode_job_with_time_gets_time_min_and_allocation_suggestion(cluster, daemon, timeout_job):
+    seed_history(daemon, "alice", JOB_SCRIPT, [90.0, 100.0, 95.0])
+    cluster.write_script("hello-mpi.sh", JOB_SCRIPT)
+    job_id, _, stderr, _ = cluster.sbatch("alice", "-t", "10", "-o", "hello-%j.out", "hello-mpi.sh")
+    SUBMITTED["alice"] = job_id
+
+    # the hook's one line on sbatch's stderr
+    line = next(text for text in stderr.splitlines() if text.startswith("sbatch: hpcpredict:"))
+    submit_id = re.search(r"\[([0-9a-f]{32})\]$", line).group(1)
+    row = prediction(daemon, submit_id)
+    assert row is not None and row.stage == "submit" and row.user == "alice" and not row.fallback
+    assert "kept your --time=10 min" in line
+
+    # policy: --time kept as the kill limit, time_min = the prediction (minutes, rounded up)
+    job = cluster.job(job_id)
+    assert job["TimeLimit"] == "00:10:00"
+    assert job["TimeMin"] == f"00:{math.ceil(row.runtime_s / 60):02d}:00"
+    assert job["AdminComment"].startswith(f"hpcpredict={submit_id}")
+
+    cluster.wait_done(job_id)
+    output = (cluster.jobs / f"hello-{job_id}.out").read_text()
+    advice = [text for text in output.splitlines() if text.startswith("[hpcpredict] predicted runtime")]
+    assert len(advice) == 1, output
+    numbers = dict(re.findall(r"(\w+)=([\w.]+)", advice[0]))
+    refined = prediction(daemon, numbers["id"])
+    # the suggestion comes from the allocation-time estimate, on the nodes Slurm chose
+    assert refined.stage == "allocation" and refined.job_id == job_id
+    assert float(numbers["runtime_s"]) == pytest.approx(refined.runtime_s, abs=0.5)
+    assert float(numbers["high_s"]) == pytest.approx(refined.high_s, abs=0.5)
+    assert re.search(r"on n\[?\d", advice[0])
+    assert "you requested --time=0:10:00; suggested --time=" in output
+    assert output.count("rank ") == 8  # the application itself ran on all ranks
+
+
+def test_job_without_time_gets_limit_from_bound(cluster, daemon):
+    job_id, _, stderr, _ = cluster.sbatch("bob", "-N", "2", "-J", "notime", "-o", "/dev/null",
+                                          "--wrap", "srun ./hello.sh --steps 3")
+    SUBMITTED["bob"] = job_id
+    line = next(text for text in stderr.splitlines() if text.startswith("sbatch: hpcpredict:"))
+    assert "no --time given, set --time=" in line
+    submit_id = re.search(r"\[([0-9a-f]{32})\]$", line).group(1)
+    row = prediction(daemon, submit_id)
+    job = cluster.job(job_id)
+    minutes = math.ceil(row.bound_s / 60)
+    assert job["TimeLimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00"
+    assert job["TimeMin"] == "N/A"
+    assert ";limit=auto" in job["AdminComment"]
+
+
+@pytest.mark.parametrize("failure", ["stopped", "hung", "garbage"])
+def test_fail_open_leaves_job_unchanged(cluster, daemon, failure, tmp_path):
+    fake = None
+    if failure == "stopped":
+        daemon.stop()
+    else:
+        fake = FakeHookServer(str(tmp_path / f"{failure}.sock"), failure)
+        cluster.set_hook_socket(fake.path)
+    try:
+        job_id, _, stderr, took = cluster.sbatch("alice", "-N", "2", "-t", "7", "-J", f"failopen-{failure}",
+                                                 "-o", "/dev/null", "--wrap", "sleep 1")
+        job = cluster.job(job_id)
+    finally:
+        if fake is not None:
+            fake.close()
+            cluster.set_hook_socket(daemon.hook_socket)
+        else:
+            daemon.start()
+    # A hang check, not a benchmark: the hook's budget is 0.3 s; without it sbatch would wait
+    # for slurmctld's own RPC timeout (tens of seconds).
+    assert took < 5.0
+    assert "hpcpredict:" not in stderr
+    assert job["TimeLimit"] == "00:07:00" and job["TimeMin"] == "N/A"
+    assert "hpcpredict=" not in job.get("AdminComment", "")
+    if fake is not None:
+        assert fake.accepted >= 1
+    reason = {"stopped": "No such file or directory", "hung": "no answer within 300 ms",
+              "garbage": "bad reply"}[failure]
+    log = poll(lambda: [l for l in cluster.ctld_log().splitlines() if "fail-open" in l and reason in l],
+               10, "the fail-open line in slurmctld.log")
+    assert log
+
+
+def test_outcomes_are_stored(cluster, daemon):
+    failing, _, _, _ = cluster.sbatch("alice", "-N", "1", "-t", "5", "-J", "failing", "-o", "/dev/null",
+                                      "--wrap", "sleep 1; exit 3")
+    expected = {SUBMITTED["alice"]: "COMPLETED", SUBMITTED["bob"]: "COMPLETED", failing: "FAILED",
+                SUBMITTED["timeout"]: "TIMEOUT"}
+
+    def stored():
+        db = store(daemon)
+        try:
+            found = {r.job_id: r for r in db.iter_jobs() if r.job_id in expected}
+        finally:
+            db.close()
+        return found if len(found) == len(expected) else None
+
+    found = poll(stored, 150, f"outcomes of jobs {sorted(expected)}", 1.0)
+    for job_id, state in expected.items():
+        assert found[job_id].state == state, (job_id, found[job_id])
+    alice = found[SUBMITTED["alice"]]
+    assert alice.user == "alice" and alice.application == "hello.sh" and alice.nodes == 4
+    assert 1 <= alice.runtime_s < 120
+    assert found[SUBMITTED["timeout"]].runtime_s >= 60
+    assert "outcome TIMEOUT" in cluster.hooks_log()
+
+
+def test_refresh_publishes_a_model_the_daemon_serves(cluster, daemon):
+    before = daemon.cli("status", "--json")
+    assert before.returncode == 0, before.stderr
+    versions_before = {(m["kind"], m["key"]): m["version"] for m in json.loads(before.stdout).get("models", [])}
+    done = daemon.cli("refresh", "--since", "now-1hours", "--json", timeout=240)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["finished_jobs"] >= 5
+    assert result["added"] + result["already_present"] == result["finished_jobs"]
+    served = {(m["kind"], m["key"]): m["version"] for m in result["serving"]}
+    assert served[(result["kind"], "_site")] == result["version"]
+    assert versions_before.get((result["kind"], "_site")) != result["version"]
+    after = json.loads(daemon.cli("status", "--json").stdout)
+    assert any(m["kind"] == result["kind"] and m["version"] == result["version"] for m in after["models"])
