@@ -18,9 +18,9 @@ echo "== ingesting the KTH-SP2 trace (28,481 real jobs)"
 "$BIN/hpcpredict" ingest "$REPO/tests/data/traces/KTH-SP2.swf"
 echo "== training the walltime model on it"
 "$BIN/hpcpredict" train
-for example in "$REPO"/contrib/examples/kth-user5-job.sh; do
-  echo "== hpcpredict predict $(basename "$example") --user 5"
-  "$BIN/hpcpredict" predict "$example" --user 5
+for example in "$REPO"/contrib/examples/kth-user91-job.sh; do
+  echo "== hpcpredict predict $(basename "$example") --user 91"
+  "$BIN/hpcpredict" predict "$example" --user 91
 done
 echo "== the same job for a user with no history"
 "$BIN/hpcpredict" predict "$REPO/contrib/examples/lammps-job.sh" --user newcomer

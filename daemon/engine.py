@@ -39,6 +39,10 @@ class ModelSet:
     comm: dict = field(default_factory=dict)       # cluster key -> CommModelSet
     scaling: dict = field(default_factory=dict)    # application -> ScalingModel
     placement: Any = None                # hpcpredict.topology Placement, or None
+    # Callables resolved at (re)load so the prediction path never runs an import statement.
+    comm_request: Any = None             # hpcpredict.daemon.comm.service.CommRequest
+    node_advice: Any = None              # hpcpredict.daemon.scaling.advice.node_advice
+    expand_nodes: Any = None             # ClusterShell NodeSet expansion
     artifacts: tuple[Artifact, ...] = ()
     errors: tuple[str, ...] = ()
 
@@ -116,7 +120,18 @@ class PredictionEngine:
                 placement = Placement.load(self.config.topology.file)
             except (HpcPredictError, OSError) as error:
                 errors.append(f"topology file {self.config.topology.file}: {error}")
+        comm_request = advice = expand = None
+        if comm:
+            from hpcpredict.daemon.comm.service import CommRequest as comm_request
+        if scaling:
+            from hpcpredict.daemon.scaling.advice import node_advice as advice
+        if placement is not None:
+            from ClusterShell.NodeSet import NodeSet
+
+            def expand(text: str) -> list[str]:
+                return list(NodeSet(text))
         return ModelSet(walltime=walltime, runtime=runtime, comm=comm, scaling=scaling, placement=placement,
+                        comm_request=comm_request, node_advice=advice, expand_nodes=expand,
                         artifacts=tuple(artifact for artifact, _ in loaded.values()), errors=tuple(errors))
 
     def reload(self) -> ModelSet:
@@ -207,7 +222,7 @@ class PredictionEngine:
         advice: tuple[AdviceRow, ...] = ()
         scaling = models.scaling.get(spec.application) if spec.application else None
         if scaling is not None:
-            advice, lines = self._advice(spec, scaling)
+            advice, lines = self._advice(spec, scaling, models)
             explanation.extend(lines)
 
         bound = max(bound, point)
@@ -229,18 +244,18 @@ class PredictionEngine:
         if not models.comm:
             return None, "", "", ["no communication model published"]
         model = models.comm.get(spec.cluster) or models.comm.get(SITE_KEY) or next(iter(models.comm.values()))
-        from hpcpredict.daemon.comm.service import CommRequest  # loaded with the model; cached import
-
         comm = spec.comm
-        request = CommRequest(pattern=comm.pattern, message_bytes=comm.message_bytes, ntasks=spec.ntasks,
+        request = models.comm_request(pattern=comm.pattern, message_bytes=comm.message_bytes, ntasks=spec.ntasks,
                               nodes=spec.nodes, ntasks_per_node=spec.ntasks_per_node,
                               distribution=spec.distribution, tasks_per_node=spec.tasks_per_node,
                               grid=comm.grid, peers=comm.peers, messages=comm.messages, seed=comm.seed)
         lines = []
         node_names = None
         if at_allocation and spec.node_list and models.placement is not None:
-            from ClusterShell.NodeSet import NodeSet
-            node_names = list(NodeSet(spec.node_list))
+            try:
+                node_names = models.expand_nodes(spec.node_list)
+            except Exception as error:  # ClusterShell's NodeSetParseError and friends
+                return None, "", "", [f"node list not understood: {error}"]
         try:
             result = model.predict(request, node_names, models.placement if node_names else None)
         except HpcPredictError as error:
@@ -253,12 +268,10 @@ class PredictionEngine:
                      + (f" over {comm.phases} phases" if comm.phases > 1 else ""))
         return seconds, result.feature_class, result.model_name, lines
 
-    def _advice(self, spec: JobSpec, scaling):
-        from hpcpredict.daemon.scaling.advice import node_advice
-
+    def _advice(self, spec: JobSpec, scaling, models: ModelSet):
         numeric = {k: v for k, v in spec.inputs.items() if isinstance(v, float)}
         try:
-            rows = node_advice(scaling, requested_nodes=spec.nodes or 1,
+            rows = models.node_advice(scaling, requested_nodes=spec.nodes or 1,
                                ntasks_per_node=spec.ntasks_per_node or max(1, spec.ntasks // max(spec.nodes, 1)),
                                other_params=numeric, requested_time_s=float(spec.time_limit_s),
                                policy=self.config.policy.advice_policy,

@@ -6,6 +6,7 @@ field raises :class:`InvalidRequest` naming it (the servicer turns that into
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -16,6 +17,12 @@ try:  # the application/input extractor (issue 6); the daemon works without it
     from hpcpredict.daemon.runtime.inputs import extract_inputs as _extract_inputs
 except ImportError:  # pragma: no cover - only while that module is absent
     _extract_inputs = None
+
+@functools.lru_cache(maxsize=4096)
+def _extract_cached(script: bytes, environment: tuple[tuple[str, str], ...]):
+    """Script parsing costs ~0.5 ms (shlex); the same scripts come back (arrays, sweeps, resubmits)."""
+    return _extract_inputs(script, dict(environment))
+
 
 PATTERNS = frozenset({"benchmark", "halo3d", "halo4d", "lulesh1", "lulesh2", "lulesh3", "explicit"})
 DISTRIBUTIONS = ("block", "cyclic", "plane", "arbitrary", "")
@@ -105,6 +112,37 @@ def _comm_spec(comm, ntasks: int, limits) -> CommSpec | None:
                     seed=int(comm.seed), phases=int(comm.phases) or 1)
 
 
+def _comm_from_inputs(inputs: dict, ntasks: int, limits) -> CommSpec | None:
+    """``#HPCPREDICT comm=halo3d comm_bytes=65536 [comm_grid=4x4x4] [comm_peers=4] [comm_phases=100]``."""
+    name = inputs.get("comm")
+    if not isinstance(name, str) or not name:
+        return None
+    name = name.lower()
+    if name not in PATTERNS - {"explicit"}:
+        raise InvalidRequest("inputs['comm']", f"unknown pattern {name!r} (known: {', '.join(sorted(PATTERNS - {'explicit'}))})")
+
+    def number(key: str, default: float = 0.0) -> int:
+        value = inputs.get(key, default)
+        if not isinstance(value, float) or not math.isfinite(value) or value < 0 or value > 1 << 40:
+            raise InvalidRequest(f"inputs[{key!r}]", f"not a non-negative number: {value!r}")
+        return int(value)
+
+    size = number("comm_bytes")
+    if size <= 0:
+        raise InvalidRequest("inputs['comm_bytes']", "a communication pattern needs comm_bytes > 0")
+    grid_text = inputs.get("comm_grid", "")
+    grid: tuple[int, ...] = ()
+    if grid_text:
+        parts = str(grid_text).lower().replace("*", "x").split("x")
+        if not all(p.strip().isdigit() and int(p) > 0 for p in parts) or len(parts) > 8:
+            raise InvalidRequest("inputs['comm_grid']", f"not a process grid like 4x4x4: {grid_text!r}")
+        grid = tuple(int(p) for p in parts)
+        if ntasks and math.prod(grid) != ntasks:
+            raise InvalidRequest("inputs['comm_grid']", f"grid {grid_text} has {math.prod(grid)} ranks, job has {ntasks}")
+    return CommSpec(pattern=name, message_bytes=size, grid=grid, peers=number("comm_peers"), messages=(),
+                    seed=number("comm_seed"), phases=number("comm_phases", 1.0) or 1)
+
+
 def _input_value(value, name: str, limits):
     kind = value.WhichOneof("kind")
     if kind == "number":
@@ -155,7 +193,7 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
     inputs: dict = {}
     application = _text(job.application, "job.application", limits)
     if request.script and _extract_inputs is not None:
-        extracted = _extract_inputs(bytes(request.script), dict(request.environment))
+        extracted = _extract_cached(bytes(request.script), tuple(sorted(request.environment.items())))
         inputs.update(extracted.inputs)
         warnings.extend(extracted.warnings)
         application = application or extracted.application
@@ -173,7 +211,8 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
         time_limit_s=int(request.time_limit_s), time_limit_is_default=bool(request.time_limit_is_default),
         risk=risk, submit_time=float(request.submit_time or time.time()),
         job_id=_text(job_id or request.job_id, "job_id", limits), node_list=node_list,
-        comm=_comm_spec(request.comm, ntasks, limits), warnings=tuple(warnings[:20]))
+        comm=_comm_spec(request.comm, ntasks, limits) or _comm_from_inputs(inputs, ntasks, limits),
+        warnings=tuple(warnings[:20]))
 
 
 def invalid_utf8_fields(data: bytes, descriptor, prefix: str = "") -> list[str]:

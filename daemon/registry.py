@@ -2,7 +2,7 @@
 
 Layout under the models directory::
 
-    <kind>/<key>/<version>/manifest.json   # kind, key, version, created, metadata, sha256 per file
+    <kind>/<key>/<version>/artifact.json   # kind, key, version, created, metadata, sha256 per file
     <kind>/<key>/<version>/...             # the model's own plain files (JSON, .npz, .skops)
     <kind>/<key>/CURRENT                   # the version being served (replaced atomically)
 
@@ -31,7 +31,7 @@ from hpcpredict.daemon.errors import ModelArtifactError, ModelNotFound
 logger = logging.getLogger(__name__)
 
 SITE_KEY = "_site"
-MANIFEST = "manifest.json"
+MANIFEST = "artifact.json"  # not "manifest.json": a model may have its own
 CURRENT = "CURRENT"
 
 # kind -> "module:callable" taking the artifact folder and returning the loaded model. Imported

@@ -93,7 +93,7 @@ class Daemon:
         self.admin_socket_path = admin_socket_path(self.socket_path)
         self.private_dir = os.path.join(config.data_dir, "private")
         os.makedirs(os.path.dirname(os.path.abspath(self.socket_path)) or ".", exist_ok=True)
-        self.store = open_store(config)
+        self.store = open_store(config, lazy=True)  # a broken store is a fault, not a refusal to serve
         self.registry = ModelRegistry(config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None)
         self.engine = PredictionEngine(config, self.store, self.registry)
         self.metrics = Metrics()
@@ -102,8 +102,11 @@ class Daemon:
             self.engine, self.store, self.metrics, config,
             is_admin=lambda context: peer_uid(context.peer(), self.private_dir) in uids)
         self.health = health.HealthServicer()
+        # maximum_concurrent_rpcs: gRPC itself answers RESOURCE_EXHAUSTED at once past the limit
+        # (running + queued for a worker), so a burst never queues behind slow calls.
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=daemon_cfg.workers, thread_name_prefix="rpc"),
+            maximum_concurrent_rpcs=daemon_cfg.max_concurrent,
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.so_reuseport", 0)])
@@ -147,7 +150,7 @@ class Daemon:
         """<data_dir>/hpcpredictd.json: where this daemon listens (for admins, tests, scripts)."""
         info = {"pid": os.getpid(), "socket": self.socket_path, "admin_socket": self.admin_socket_path,
                 "hook_socket": self.config.daemon.hook_socket if self.hook_server else "",
-                "metrics_port": self.metrics_port, "started": time.time()}
+                "metrics_port": self.metrics_port, "tcp_port": self.tcp_port, "started": time.time()}
         path = Path(self.config.data_dir) / "hpcpredictd.json"
         temporary = path.with_name(f".{path.name}.{os.getpid()}")
         temporary.write_text(json.dumps(info, indent=1), encoding="utf-8")

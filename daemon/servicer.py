@@ -7,9 +7,10 @@ admin RPCs from anyone but root/admin users → ``PERMISSION_DENIED``.
 from __future__ import annotations
 
 import logging
+import os
+import re
 import threading
 import time
-import uuid
 
 import grpc
 
@@ -25,6 +26,49 @@ logger = logging.getLogger(__name__)
 
 STATES = frozenset({records.COMPLETED, records.FAILED, records.CANCELLED, records.TIMEOUT,
                     records.OUT_OF_MEMORY, records.NODE_FAIL, "PREEMPTED", "BOOT_FAIL", "DEADLINE"})
+
+
+_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
+_REPEAT = re.compile(r"\(\s*x\s*(\d+)\s*\)")
+_HUGE = 10 ** 15
+
+
+def _number(text: str) -> int:
+    text = text.strip()
+    return int(text) if text.isdigit() and len(text) <= 15 else _HUGE
+
+
+def hostlist_count(expression: str) -> int:
+    """How many names a hostlist names, counted from its ranges without expanding (an upper bound).
+
+    >>> hostlist_count("n[001-016,020],login1"), hostlist_count("n[0-99999999]")
+    (18, 100000000)
+    """
+    total, depth, item = 0, 0, []
+    for char in expression + ",":
+        depth += (char == "[") - (char == "]")
+        if char == "," and depth <= 0:
+            count = 1
+            for group in _BRACKETS.findall("".join(item)):
+                names = 0
+                for part in group.split(","):
+                    low, dash, high = part.partition("-")
+                    names += abs(_number(high.split("/")[0]) - _number(low)) + 1 if dash else 1
+                count *= max(names, 1)
+            total += count
+            item = []
+        else:
+            item.append(char)
+    return total
+
+
+def _check_expansions(node_lists, tasks_per_node: str, limit: int) -> None:
+    """Refuse short strings that name huge things before anything downstream expands them."""
+    for name, text in node_lists:
+        if text and hostlist_count(text) > limit:
+            raise InvalidRequest(name, f"names more than {limit} nodes")
+    if tasks_per_node and sum(_number(r) for r in _REPEAT.findall(tasks_per_node)) > limit:
+        raise InvalidRequest("tasks_per_node", f"repeats add up to more than {limit} nodes")
 
 
 def estimate_message(answer, prediction_id: str) -> pb.Estimate:
@@ -53,6 +97,39 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         self._slots = threading.BoundedSemaphore(config.daemon.max_concurrent)
         self._is_admin = is_admin or (lambda context: False)
         self._counters = {"requests": 0, "fallbacks": 0}
+        self._children: dict = {}   # (method, code) -> (counter, histogram) children: labels() once
+
+    # ------------------------------------------------------------------ faults
+    def set_fault(self, component: str, message: str) -> None:
+        """Report a fault in GetStatus and the ``hpcpredict_fault`` gauge (until cleared)."""
+        if self.engine.faults.get(component) != message:
+            self.engine.faults[component] = message
+            self.metrics.set_faults(self.engine.faults)
+
+    def clear_fault(self, component: str) -> None:
+        if self.engine.faults.pop(component, None) is None:
+            return
+        self.metrics.set_faults(self.engine.faults)
+        logger.warning("fault cleared: %s", component)
+        if component == "store":
+            # The store is back: replay its history (it may never have been read) off the hot path.
+            threading.Thread(target=self._reload_quietly, name="store-recovered", daemon=True).start()
+
+    def _reload_quietly(self) -> None:
+        try:
+            models = self.engine.reload()
+            self.metrics.set_models(models.artifacts)
+        except Exception:  # a failed replay is reported through faults by the engine
+            logger.exception("reload after store recovery failed")
+        self.metrics.set_faults(self.engine.faults)
+
+    def _observe(self, method: str, code: str, seconds: float) -> None:
+        children = self._children.get((method, code))
+        if children is None:
+            children = (self.metrics.requests.labels(method, code), self.metrics.latency.labels(method))
+            self._children[(method, code)] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     # ------------------------------------------------------------------ helpers
     def _run(self, method: str, context, body):
@@ -70,7 +147,7 @@ class PredictorServicer(pb_grpc.PredictorServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
         except StoreError as error:
             code = "UNAVAILABLE"
-            self.engine.faults["store"] = str(error)
+            self.set_fault("store", str(error))
             context.abort(grpc.StatusCode.UNAVAILABLE, f"store unavailable: {error}")
         except HpcPredictError as error:
             code = "FAILED_PRECONDITION"
@@ -85,12 +162,11 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         finally:
             self._slots.release()
             self._counters["requests"] += 1
-            self.metrics.requests.labels(method, code).inc()
-            self.metrics.latency.labels(method).observe(time.perf_counter() - start)
+            self._observe(method, code, time.perf_counter() - start)
 
     def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest) -> pb.Estimate:
         answer = self.engine.estimate(spec, at_allocation=at_allocation)
-        prediction_id = uuid.uuid4().hex
+        prediction_id = os.urandom(16).hex()
         if answer.fallback:
             self.metrics.fallbacks.inc()
             self._counters["fallbacks"] += 1
@@ -102,10 +178,11 @@ class PredictorServicer(pb_grpc.PredictorServicer):
                 requested_time_s=float(spec.time_limit_s), comm_time_s=answer.comm_time_s,
                 model_name=answer.model_name, model_version=answer.model_version, fallback=answer.fallback,
                 request=request.SerializeToString()))
-            self.engine.faults.pop("store", None)
+            if "store" in self.engine.faults:
+                self.clear_fault("store")
         except StoreError as error:
             # The estimate is still right; only its record is missing. Answer, flag the fault.
-            self.engine.faults["store"] = str(error)
+            self.set_fault("store", str(error))
             logger.error("prediction %s not recorded: %s", prediction_id, error)
             prediction_id = ""
         return estimate_message(answer, prediction_id)
@@ -113,6 +190,8 @@ class PredictorServicer(pb_grpc.PredictorServicer):
     # ------------------------------------------------------------------ RPCs
     def Predict(self, request, context):
         def body():
+            _check_expansions((("node_list", request.node_list),), request.resources.tasks_per_node,
+                              self.limits.max_nodes)
             spec = job_spec_from_request(request, self.limits)
             return self._answer(spec, "submit", False, request)
         return self._run("Predict", context, body)
@@ -121,6 +200,9 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         def body():
             if not request.node_list:
                 raise InvalidRequest("node_list", "required at allocation")
+            _check_expansions((("node_list", request.node_list), ("request.node_list", request.request.node_list)),
+                              request.tasks_per_node or request.request.resources.tasks_per_node,
+                              self.limits.max_nodes)
             spec = job_spec_from_request(request.request, self.limits, node_list=request.node_list,
                                          job_id=request.job_id, tasks_per_node=request.tasks_per_node)
             return self._answer(spec, "allocation", True, request.request)
@@ -130,6 +212,8 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         def body():
             record, prediction_id = self._outcome_record(request)
             stored = self.store.record_outcome(record, prediction_id=prediction_id, node_list=request.node_list)
+            if "store" in self.engine.faults:
+                self.clear_fault("store")
             if stored:
                 self.engine.observe(record)
                 self.metrics.outcomes.labels(record.state).inc()
@@ -177,6 +261,7 @@ class PredictorServicer(pb_grpc.PredictorServicer):
                 if not feature.key:
                     raise InvalidRequest("features.key", "required")
                 job.inputs[feature.key].CopyFrom(feature.value)
+            _check_expansions((("node_list", job.node_list),), job.resources.tasks_per_node, self.limits.max_nodes)
             spec = job_spec_from_request(job, self.limits, job_id=request.job_id or row.job_id)
             return self._answer(spec, "runtime-features", False, job)
         return self._run("ReportRuntimeFeatures", context, body)

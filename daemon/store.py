@@ -159,10 +159,16 @@ def _job_from_row(row: tuple) -> JobRecord:
 
 
 class SQLiteStore(Store):
-    """The embedded default. One connection guarded by a lock: writes serialise anyway."""
+    """The embedded default. One connection guarded by a lock: writes serialise anyway.
+
+    ``lazy`` (the daemon): a store that cannot be opened (read-only or full file system, bad
+    permissions) does not stop the caller; every call raises :class:`StoreError` and the open is
+    retried at most every ``retry_s`` until it works. A read-only/I/O error later drops the
+    connection the same way, so the store recovers by itself when the fault clears.
+    """
 
     def __init__(self, path: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 5000,
-                 prediction_busy_timeout_ms: int = 50):
+                 prediction_busy_timeout_ms: int = 50, lazy: bool = False, retry_s: float = 1.0):
         self.path = path
         self._synchronous = synchronous.upper()
         self._busy_timeout_ms = int(busy_timeout_ms)
@@ -173,44 +179,84 @@ class SQLiteStore(Store):
         self._fast = ("NORMAL" if self._synchronous in ("FULL", "EXTRA") else self._synchronous,
                       int(prediction_busy_timeout_ms))
         self._mode = (self._synchronous, self._busy_timeout_ms)
-        if path != ":memory:":
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        try:
-            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
-                                       timeout=busy_timeout_ms / 1000)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        except sqlite3.Error as error:
-            raise StoreError(f"cannot open store {path}: {error}") from error
+        self._lazy, self._retry_s = lazy, retry_s
         self._lock = threading.Lock()
-        self._migrate()
+        self._db: sqlite3.Connection | None = None
+        self._error: StoreError | None = None
+        self._next_try = 0.0
+        try:
+            self._connect()
+        except StoreError as error:
+            if not lazy:
+                raise
+            self._error, self._next_try = error, time.monotonic() + retry_s
+            logger.error("store unavailable; answering without it until it opens: %s", error)
 
     # -- plumbing
-    def _migrate(self) -> None:
-        with self._lock:
-            try:
-                level = self._db.execute("PRAGMA user_version").fetchone()[0]
-                for number, script in enumerate(MIGRATIONS[level:], start=level + 1):
-                    self._db.execute("BEGIN IMMEDIATE")
-                    try:
-                        for statement in script.split(";"):
-                            if statement.strip():
-                                self._db.execute(statement)
-                        self._db.execute(f"PRAGMA user_version={number}")
-                        self._db.execute("COMMIT")
-                    except BaseException:
-                        self._db.execute("ROLLBACK")
-                        raise
-                    logger.info("store %s migrated to schema %d", self.path, number)
-            except sqlite3.Error as error:
-                raise StoreError(f"cannot migrate store {self.path}: {error}") from error
+    def _connect(self) -> None:
+        """Open, set the pragmas, migrate. Caller holds the lock (or is __init__)."""
+        try:
+            if self.path != ":memory:":
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                 timeout=self._busy_timeout_ms / 1000)
+        except (sqlite3.Error, OSError) as error:
+            raise StoreError(f"cannot open store {self.path}: {error}") from error
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={self._synchronous}")
+            db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+            self._migrate(db)
+        except sqlite3.Error as error:
+            db.close()
+            raise StoreError(f"cannot open store {self.path}: {error}") from error
+        self._db, self._mode, self._error = db, (self._synchronous, self._busy_timeout_ms), None
 
-    def _set_mode(self, mode: tuple[str, int]) -> None:
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        level = db.execute("PRAGMA user_version").fetchone()[0]
+        for number, script in enumerate(MIGRATIONS[level:], start=level + 1):
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in script.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version={number}")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            logger.info("store %s migrated to schema %d", self.path, number)
+
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection; reopens (at most every ``retry_s``) after a fault closed it."""
+        if self._db is not None:
+            return self._db
+        now = time.monotonic()
+        if now < self._next_try:
+            raise StoreError(f"store {self.path} unavailable: {self._error}")
+        try:
+            self._connect()
+        except StoreError as error:
+            self._error, self._next_try = error, now + self._retry_s
+            raise
+        logger.warning("store %s reopened", self.path)
+        return self._db
+
+    def _failed(self, error: sqlite3.Error) -> None:
+        """A read-only file system or an I/O error poisons the connection: drop it, reopen later."""
+        text = str(error).lower()
+        if "readonly" in text or "read-only" in text or "i/o" in text or "unable to open" in text:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db, self._error, self._next_try = None, StoreError(str(error)), 0.0
+
+    def _set_mode(self, db: sqlite3.Connection, mode: tuple[str, int]) -> None:
         """Durability/wait settings for the next transaction (changed only when they differ)."""
         if mode != self._mode:
-            self._db.execute(f"PRAGMA synchronous={mode[0]}")
-            self._db.execute(f"PRAGMA busy_timeout={mode[1]}")
+            db.execute(f"PRAGMA synchronous={mode[0]}")
+            db.execute(f"PRAGMA busy_timeout={mode[1]}")
             self._mode = mode
 
     def _write(self, statements, *, durable: bool = True) -> list:
@@ -219,27 +265,31 @@ class SQLiteStore(Store):
         ``durable``: fsync before returning (configured ``synchronous``); otherwise the fast mode.
         """
         with self._lock:
+            db = self._connection()
             try:
-                self._set_mode((self._synchronous, self._busy_timeout_ms) if durable else self._fast)
-                self._db.execute("BEGIN IMMEDIATE")
+                self._set_mode(db, (self._synchronous, self._busy_timeout_ms) if durable else self._fast)
+                db.execute("BEGIN IMMEDIATE")
                 try:
                     counts = []
                     for sql, params in statements:
-                        counts.append(self._db.execute(sql, params).rowcount)
-                    self._db.execute("COMMIT")
+                        counts.append(db.execute(sql, params).rowcount)
+                    db.execute("COMMIT")
                     return counts
                 except BaseException:
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
                     raise
             except sqlite3.Error as error:
+                self._failed(error)
                 raise StoreError(f"store write failed ({self.path}): {error}") from error
 
     def _read(self, sql: str, params=()) -> list:
         with self._lock:
+            db = self._connection()
             try:
-                return self._db.execute(sql, params).fetchall()
+                return db.execute(sql, params).fetchall()
             except sqlite3.Error as error:
+                self._failed(error)
                 raise StoreError(f"store read failed ({self.path}): {error}") from error
 
     # -- jobs
@@ -315,10 +365,12 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
-def open_store(config) -> Store:
-    """Build the store named by the config (only SQLite ships today)."""
+def open_store(config, *, lazy: bool = False) -> Store:
+    """Build the store named by the config (only SQLite ships today); ``lazy``: see SQLiteStore."""
     return SQLiteStore(config.store.path, synchronous=config.store.synchronous,
-                       busy_timeout_ms=config.store.busy_timeout_ms)
+                       busy_timeout_ms=config.store.busy_timeout_ms, lazy=lazy)

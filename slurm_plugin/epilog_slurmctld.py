@@ -7,7 +7,8 @@ the script takes a snapshot with ``scontrol show job`` right away, returns at on
 detached child waits up to ``outcome_wait_s`` for ``sacct --json`` to have the final record
 (accounting arrives asynchronously), then calls ReportOutcome over the hook socket with
 sacct's state when it came, the snapshot's otherwise. ``outcome_wait_s = 0`` reports the
-snapshot immediately (sites without slurmdbd). ``hpcpredict refresh`` later re-reads
+snapshot immediately (sites without slurmdbd). While the daemon cannot be reached (a restart)
+the child retries for ``outcome_retry_s``. ``hpcpredict refresh`` later re-reads
 accounting anyway, so a missed report only delays learning. Always exits 0.
 """
 import json
@@ -53,8 +54,21 @@ def report(settings: dict, outcome: dict, wait_s: float) -> None:
             if start and end:
                 outcome.update(start_time=start, end_time=end)
             source = "sacct"
-    ack = hookclient.call("ReportOutcome", outcome, socket_path=settings["hook_socket"],
-                          timeout=float(settings["prolog_budget_s"]))
+    # The daemon may be restarting right now: keep trying for outcome_retry_s, an outcome is
+    # worth more than a prediction.
+    deadline = time.monotonic() + float(settings["outcome_retry_s"])
+    pause = 1.0
+    while True:
+        try:
+            ack = hookclient.call("ReportOutcome", outcome, socket_path=settings["hook_socket"],
+                                  timeout=float(settings["prolog_budget_s"]))
+            break
+        except hookclient.HookError as error:
+            if wait_s <= 0 or time.monotonic() + pause > deadline or isinstance(error, hookclient.HookRefused):
+                raise
+            hookclient.log(settings, HOOK, f"retrying in {pause:.0f} s: {error}")
+            time.sleep(pause)
+            pause = min(pause * 2, 15.0)
     hookclient.log(settings, HOOK, f"outcome {outcome['state']} elapsed {outcome['elapsed_s']:.0f} s "
                    f"(from {source}) stored={ack.get('stored')} duplicate={ack.get('duplicate')}")
 

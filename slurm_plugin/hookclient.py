@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 
@@ -39,6 +38,7 @@ DEFAULTS = {
     "prolog_budget_s": "2.0",       # hook call budget in PrologSlurmctld / EpilogSlurmctld
     "prolog_adjust_time_limit": "false",  # lower an automatic time limit to the refined bound
     "outcome_wait_s": "30",         # how long the epilog waits for sacct's final state (0 = never)
+    "outcome_retry_s": "120",       # how long the epilog retries while the daemon is unreachable
     "task_prolog_enabled": "true",
     "log_file": "",                 # "" = stderr (slurmctld logs it)
 }
@@ -46,6 +46,10 @@ DEFAULTS = {
 
 class HookError(Exception):
     """The daemon could not be reached or refused the call."""
+
+
+class HookRefused(HookError):
+    """The daemon answered and refused the request (bad input): retrying will not help."""
 
 
 def load_settings(directory: str | None = None) -> dict:
@@ -102,7 +106,7 @@ def call(method: str, request: dict, *, socket_path: str, timeout: float = 2.0) 
     except ValueError as error:
         raise HookError(f"bad reply from {socket_path}: {error}") from error
     if not isinstance(reply, dict) or reply.get("ok") is not True:
-        raise HookError(f"daemon refused {method}: {reply.get('error') if isinstance(reply, dict) else reply!r}")
+        raise HookRefused(f"daemon refused {method}: {reply.get('error') if isinstance(reply, dict) else reply!r}")
     response = reply.get("response")
     if not isinstance(response, dict):
         raise HookError(f"bad reply from {socket_path}: no response object")
@@ -120,6 +124,8 @@ def slurm_env(settings: dict) -> dict:
 
 def run_command(args: list[str], settings: dict, *, timeout: float = 10.0, stdin: bytes | None = None) -> bytes:
     """Run a Slurm command (no shell), return its stdout; :class:`HookError` on any failure."""
+    import subprocess  # only the scripts that run commands pay for this import (~15 ms)
+
     program = args[0] if os.path.isabs(args[0]) else os.path.join(settings["slurm_bin"], args[0])
     try:
         done = subprocess.run([program, *args[1:]], input=stdin, capture_output=True, timeout=timeout,

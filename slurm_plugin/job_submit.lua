@@ -13,8 +13,9 @@
 -- hard budget (BUDGET_S) because slurmctld holds its job write lock while this runs.
 --
 -- Settings below may be overridden, one "key = value" per line, in hpcpredict-hooks.conf
--- next to this file (read when slurmctld (re)loads the script, i.e. when this file's mtime
--- changes). Needs lua-socket (Debian: lua-socket) for socket.unix.
+-- in the hpcpredict/ folder next to this file, then in a copy next to this file (read when
+-- slurmctld (re)loads the script, i.e. when this file's mtime changes: `touch` it after
+-- editing the settings). Needs lua-socket (Debian: lua-socket) for socket.unix.
 
 local CONFIG = {
   hook_socket = "/run/hpcpredict/hook.sock",  -- the daemon's [daemon] hook_socket
@@ -51,6 +52,8 @@ local function load_config(path)
   end
   f:close()
 end
+-- next to this file, or in the hpcpredict/ folder beside it (where the prolog scripts live)
+load_config(this_dir() .. "hpcpredict/hpcpredict-hooks.conf")
 load_config(this_dir() .. "hpcpredict-hooks.conf")
 
 -- ------------------------------------------------------------------ JSON (small, strict)
@@ -328,7 +331,9 @@ end
 local function minutes(seconds) return math.ceil(seconds / 60) end
 
 local function human(seconds)
+  seconds = math.floor(seconds + 0.5)
   if seconds < 90 then return string.format("%d s", seconds) end
+  if seconds < 600 then return string.format("%d min %02d s", math.floor(seconds / 60), seconds % 60) end
   if seconds < 5400 then return string.format("%d min", math.floor(seconds / 60 + 0.5)) end
   return string.format("%.1f h", seconds / 3600)
 end
@@ -349,7 +354,9 @@ local function plan(estimate, requested_min)
   local changes = { id = id }
   local interval = ""
   if high > low and low > 0 then
-    interval = string.format(" (%s-%s, %d%%)", human(low), human(high), math.floor((tonumber(interval_t.coverage) or 0) * 100 + 0.5))
+    local coverage = tonumber(interval_t.coverage) or 0
+    interval = string.format(" (%s - %s, %s)", human(low), human(high),
+      coverage > 0 and string.format("%d%% interval", math.floor(coverage * 100 + 0.5)) or "range of recent runs")
   end
   local said = "predicted runtime " .. human(runtime) .. interval
   if requested_min ~= nil and estimate.fallback == true then

@@ -88,6 +88,12 @@ def prediction_id(admin_comment: str) -> str:
     return match.group(1) if match else ""
 
 
+def linked_prediction_id(admin_comment: str) -> str:
+    """The prediction an outcome belongs to: the submission one, else the allocation one."""
+    match = re.search(r";alloc=([\w.:-]+)", admin_comment or "")
+    return prediction_id(admin_comment) or (match.group(1) if match else "")
+
+
 def job_request(job: dict, script: bytes = b"") -> dict:
     """A JobRequest (proto3 JSON, snake_case) from a parsed ``scontrol show job`` record."""
     import base64
@@ -136,17 +142,22 @@ def snapshot_state(job: dict, exit_code2: str = "") -> str:
 def outcome_from_snapshot(job: dict, exit_code2: str = "") -> dict:
     """An Outcome (proto3 JSON) from the epilog's scontrol record."""
     start, end = slurm_timestamp(job.get("StartTime", "")), slurm_timestamp(job.get("EndTime", ""))
-    return {
+    linked = linked_prediction_id(job.get("AdminComment", ""))
+    outcome = {
         "job_id": job.get("JobId", ""),
-        "prediction_id": prediction_id(job.get("AdminComment", "")),
+        "prediction_id": linked,
         "submit_time": slurm_timestamp(job.get("SubmitTime", "")),
         "start_time": start, "end_time": end,
         "elapsed_s": float(max(0, end - start)) if start and end else float(slurm_duration_s(job.get("RunTime", ""))),
         "state": snapshot_state(job, exit_code2),
         "exit_code": _first_int((exit_code2 or job.get("ExitCode", "0:0")).split(":")[0]),
-        "request": job_request(job),
         "node_list": job.get("NodeList", "") if job.get("NodeList", "") not in ("", "(null)") else "",
     }
+    if not linked:
+        # Without a prediction the daemon has no stored request (which carries the script and
+        # its arguments): describe the job from what scontrol shows.
+        outcome["request"] = job_request(job)
+    return outcome
 
 
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
@@ -172,9 +183,11 @@ def sacct_final(job: dict) -> tuple[str, float, int, int, int] | None:
 
 # ------------------------------------------------------------------ the user's suggestion text
 def _human(seconds: float) -> str:
-    seconds = float(seconds)
+    seconds = round(float(seconds))
     if seconds < 90:
         return f"{seconds:.0f} s"
+    if seconds < 600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
@@ -193,7 +206,8 @@ def suggestion_lines(estimate: dict, requested_s: int, node_list: str) -> list[s
     low, high = float(interval.get("low_s", 0) or 0), float(interval.get("high_s", 0) or 0)
     coverage = float(interval.get("coverage", 0) or 0)
     bound = float(estimate.get("suggested_time_limit_s", 0) or 0) or high or runtime
-    span = f" (interval {_human(low)} - {_human(high)}, {coverage:.0%})" if high > low > 0 else ""
+    kind = f"{coverage:.0%} interval" if coverage > 0 else "range of recent runs"
+    span = f" ({_human(low)} - {_human(high)}, {kind})" if high > low > 0 else ""
     lines = [f"predicted runtime {_human(runtime)}{span} on {node_list} [runtime_s={runtime:.0f} "
              f"low_s={low:.0f} high_s={high:.0f} id={estimate.get('prediction_id', '')}]"]
     asked = f"you requested --time={slurm_minutes(requested_s)}" if requested_s else "you gave no --time"
@@ -212,7 +226,7 @@ def suggestion_lines(estimate: dict, requested_s: int, node_list: str) -> list[s
 
 def admin_comment(submit_id: str, allocation_id: str, lines: list[str]) -> str:
     """AdminComment carrying both prediction ids and the suggestion for the TaskProlog."""
-    head = f"{ADMIN_PREFIX}{submit_id or allocation_id};alloc={allocation_id};advice="
+    head = f"{ADMIN_PREFIX}{submit_id};alloc={allocation_id};advice="
     return head + ADVICE_SEPARATOR.join(lines)
 
 

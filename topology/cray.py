@@ -163,13 +163,11 @@ def parse_xtnodestat(text: str, source: str = "xtnodestat") -> list[XtNodestatSl
     result: list[XtNodestatSlot] = []
     cabinets: list[str] = []
     pending: list[tuple[int, int, str]] = []  # (line number, node, row text) awaiting chassis
-    blocks: list[tuple[list[str], list[tuple[int, int, int, str]]]] = []
-    rows: list[tuple[int, int, int, str]] = []
+    rows: list[tuple[int, int, int, str]] = []  # (line number, chassis, node, row text)
     for number, raw in enumerate(lines, 1):
         if _CABINET_HEADER.match(raw):
             cabinets = [c.lower() for c in raw.split()]
             rows = []
-            blocks.append((cabinets, rows))
             continue
         match = _GRID_ROW.match(raw)
         if match and cabinets:
@@ -199,7 +197,7 @@ def parse_xtnodestat(text: str, source: str = "xtnodestat") -> list[XtNodestatSl
                     decode_cname(cname, source=source, line=line_no)
                     result.append(XtNodestatSlot(cname, cell, line_no))
             cabinets = []
-    if pending or (blocks and cabinets):
+    if pending or cabinets:  # a cabinet header whose grid never reached its slot ruler
         raise ParseError("xtnodestat grid ends before its slot ruler line (truncated?)",
                          source=source, line=len(lines))
     if not result:

@@ -45,7 +45,7 @@ class Placement:
 
     kind: str
     levels: tuple[str, ...]
-    paths: Mapping[str, tuple[str, ...]]
+    paths: Mapping[str, tuple[str, ...]] = field(repr=False)  # 10,000 nodes: keep repr short
     warnings: tuple[str, ...] = ()
     source: str = ""
     _row: Mapping[str, int] = field(init=False, repr=False, compare=False)

@@ -7,7 +7,7 @@ configurations once, then again) so machine drift shows as noise, not as signal.
 Runtime = CPU seconds (user + system) of the serial `lmp` process, from `os.wait4`. Why not
 wall time: the development machine has 2 cores shared with other jobs (load 3-6 while this
 ran), and wall time there measures the neighbours; on a dedicated HPC core, a serial run's
-wall time equals its CPU time. Wall seconds are kept in `wall_s` for reference.
+wall time equals its CPU time. Wall seconds are kept in `_wall_s` for reference (`_` columns are annotations, not inputs).
 
 While LAMMPS runs, this wrapper reads its output live and reports runtime features through
 the product's protocol (`hpcpredict.daemon.runtime.report.report`, appending to a features
@@ -41,7 +41,7 @@ from hpcpredict.daemon.runtime.report import parse_feature_lines, report
 DECK = Path(__file__).with_name("in.melt")
 INPUTS = ["x", "y", "z", "steps", "cutoff", "skin", "temp", "newton"]
 FEATURES = ["natoms", "pe0", "cpu5", "neigh_builds"]
-COLUMNS = (["config", "rep"] + INPUTS + ["runtime_s", "wall_s"]
+COLUMNS = (["config", "rep"] + INPUTS + ["runtime_s", "_wall_s"]
            + [c for f in FEATURES for c in (f, f"{f}@t")])
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -100,7 +100,7 @@ def run_once(config: dict, features_file: str, suffix: str = "") -> dict:
     if process.returncode != 0:
         raise RuntimeError(f"LAMMPS failed ({process.returncode}): {' '.join(command)}")
     row = dict(config, runtime_s=round(usage.ru_utime + usage.ru_stime, 4),
-               wall_s=round(time.time() - start, 4))
+               _wall_s=round(time.time() - start, 4))
     for feature in parse_feature_lines(Path(features_file).read_text()):
         row[feature.key] = feature.value
         row[f"{feature.key}@t"] = round(feature.at_s, 4)

@@ -35,10 +35,11 @@ from hpcpredict.daemon.scaling.advice import node_advice
 from hpcpredict.daemon.scaling.apmt import ProfiledRun, decompose
 from hpcpredict.daemon.scaling.fitting import fit_all, scaling_model
 from hpcpredict.daemon.scaling.measurements import parse_jsonlines
-from hpcpredict.daemon.scaling.profiles import parse_mpi_profile, parse_perf_stat
+from hpcpredict.daemon.scaling.profiles import parse_function_times, parse_mpi_profile, parse_perf_stat
 
 HERE = Path(__file__).parent
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+          "--mca", "mpi_yield_when_idle", "1"]  # waiting ranks yield: oversubscription here
 PERF = ["perf", "stat", "-x,", "-e", "task-clock,instructions,cycles"]
 
 
@@ -118,11 +119,13 @@ def apmt_check(runs: list[dict], workdir: Path, fit_counts: list[int]) -> dict:
         if r["rep"] != 0 or r["processes"] not in fit_counts:
             continue
         perf = parse_perf_stat((workdir / r["perf"]).read_text().splitlines(), source=r["perf"])
-        mpi = parse_mpi_profile((workdir / r["mpi_profile"]).read_text().splitlines(), source=r["mpi_profile"])
-        profiled.append(ProfiledRun(r["processes"], perf, tuple(mpi), r["wall_s"]))
+        lines = (workdir / r["mpi_profile"]).read_text().splitlines()
+        mpi = parse_mpi_profile(lines, source=r["mpi_profile"])
+        profiled.append(ProfiledRun(r["processes"], perf, tuple(mpi), r["wall_s"], parse_function_times(lines)))
     result = decompose(profiled)
     errors = {p: abs(result.components(float(p))["total_s"] - t) / t * 100 for p, t in measured.items()}
     return {"fit_counts": fit_counts, "compute_source": result.compute_source, "notes": list(result.notes),
+            "kernels": list(result.kernels),
             "bf_comm": result.bf_comm, "error_percent": errors,
             "components": [result.components(float(p)) for p in measured]}
 

@@ -148,7 +148,8 @@ def main(argv=None) -> int:
     for m in args.m:
         count = args.functions_m3 if (m == 3 and args.functions_m3) else args.functions
         for noise in NOISE_LEVELS:
-            tasks += [make_task(rng, m, noise, len(tasks)) for _ in range(count)]
+            for _ in range(count):
+                tasks.append(make_task(rng, m, noise, len(tasks)))
     print(f"{len(tasks)} tasks", file=sys.stderr)
     results, timing = {}, {}
     started = time.monotonic()

@@ -20,6 +20,8 @@ def register(subparsers) -> None:
     fit = commands.add_parser("fit", help="fit PMNF models to Extra-P JSON Lines measurements")
     fit.add_argument("data", type=Path, help="Extra-P JSON Lines file")
     fit.add_argument("--modeler", choices=("regression", "adaptive"), default="regression")
+    fit.add_argument("--adapt-samples", type=int, default=300, metavar="N",
+                     help="adaptive modeler: synthetic samples per class for domain adaptation")
     fit.add_argument("--predict-at", type=Path, default=None, metavar="POINTS.csv",
                      help="CSV with a header naming the parameters; one point per row")
     fit.add_argument("--negative-exponents", choices=("auto", "yes", "no"), default="auto",
@@ -68,7 +70,14 @@ def _fit(args) -> int:
 
     sets = read_jsonlines(args.data)
     negative = {"auto": "auto", "yes": True, "no": False}[args.negative_exponents]
-    fits = fit_all(sets, modeler=args.modeler, negative=negative, source=str(args.data))
+    adaptive = None
+    if args.modeler == "adaptive":
+        from hpcpredict.daemon.scaling.adaptive import AdaptiveModeler
+
+        if args.adapt_samples < 1:
+            raise InvalidRequest("--adapt-samples", "must be >= 1")
+        adaptive = AdaptiveModeler(samples_per_class=args.adapt_samples)
+    fits = fit_all(sets, modeler=args.modeler, negative=negative, source=str(args.data), adaptive=adaptive)
     parameters = next(iter(sets.values())).parameters
     points = read_points_csv(args.predict_at, parameters) if args.predict_at else []
     results = [describe(fits[key], sets[key], points) for key in sets]

@@ -19,6 +19,7 @@ different nodes under the same switch/Aries). Statistics [min, avg, max] run ove
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -42,6 +43,45 @@ def _stats(values: np.ndarray, prefix: str, out: dict[str, float]) -> None:
     out[f"{prefix}_max"] = float(values.max()) if values.size else 0.0
 
 
+_DENSE_PAIRS = 1 << 22    # dense node-pair table up to 2048 nodes (2 x 32 MiB transient)
+
+
+@dataclass(frozen=True)
+class NodeTraffic:
+    """The phase's messages summed per (source node, destination node) pair.
+
+    Every class B/C feature depends on the messages only through these sums, and a stencil
+    on a block mapping has few distinct node pairs, so the levels' bincounts run over
+    thousands of pairs instead of millions of messages.
+    """
+
+    src: np.ndarray      # allocation node index
+    dst: np.ndarray
+    data: np.ndarray     # bytes (float)
+    count: np.ndarray    # messages (float)
+    nnodes: int
+
+    @classmethod
+    def of(cls, messages: Messages, rank_node: np.ndarray) -> "NodeTraffic":
+        nnodes = int(rank_node.max()) + 1
+        src, dst = rank_node[messages.src], rank_node[messages.dst]
+        if nnodes * nnodes > _DENSE_PAIRS:
+            return cls(src, dst, messages.nbytes.astype(float), np.ones(src.size), nnodes)
+        key = src * nnodes + dst
+        count = np.bincount(key, minlength=nnodes * nnodes)
+        data = np.bincount(key, weights=messages.nbytes, minlength=nnodes * nnodes)
+        pairs = np.flatnonzero(count)
+        return cls(pairs // nnodes, pairs % nnodes, data[pairs], count[pairs].astype(float), nnodes)
+
+
+def _sums(group: np.ndarray, category: np.ndarray, traffic: NodeTraffic, ngroups: int):
+    """Per group and category (0, 1; 2 = not counted): (data, messages) arrays (ngroups, 2)."""
+    key = group * 3 + category
+    data = np.bincount(key, weights=traffic.data, minlength=3 * ngroups).reshape(ngroups, 3)
+    count = np.bincount(key, weights=traffic.count, minlength=3 * ngroups).reshape(ngroups, 3)
+    return data, count
+
+
 def class_a(messages: Messages, rank_node: np.ndarray) -> dict[str, float]:
     """n, ppn, l, PD, PM: what the user states (pattern, sizes, nodes, tasks per node)."""
     ntasks = messages.ntasks
@@ -57,19 +97,18 @@ def class_a(messages: Messages, rank_node: np.ndarray) -> dict[str, float]:
     }
 
 
-def class_b(messages: Messages, rank_node: np.ndarray) -> dict[str, float]:
+def class_b(messages: Messages, rank_node: np.ndarray, traffic: NodeTraffic | None = None
+            ) -> dict[str, float]:
     """ND/NM/iND/iNM [min, avg, max] over the allocation's nodes, TD/TM totals."""
-    nnodes = int(rank_node.max()) + 1
-    src_node, dst_node = rank_node[messages.src], rank_node[messages.dst]
-    inter = src_node != dst_node
+    t = traffic or NodeTraffic.of(messages, rank_node)
+    category = (t.src == t.dst).astype(np.int64)                 # 0 inter-node, 1 intra-node
+    data, count = _sums(t.src, category, t, t.nnodes)
     out: dict[str, float] = {}
-    for name, mask in (("N", inter), ("iN", ~inter)):
-        data = np.bincount(src_node[mask], weights=messages.nbytes[mask], minlength=nnodes)
-        count = np.bincount(src_node[mask], minlength=nnodes).astype(float)
-        _stats(data, f"{name}D", out)
-        _stats(count, f"{name}M", out)
-    out["TD"] = float(messages.nbytes[inter].sum())
-    out["TM"] = float(np.count_nonzero(inter))
+    for column, name in ((0, "N"), (1, "iN")):
+        _stats(data[:, column], f"{name}D", out)
+        _stats(count[:, column], f"{name}M", out)
+    out["TD"] = float(data[:, 0].sum())
+    out["TM"] = float(count[:, 0].sum())
     return out
 
 
@@ -102,45 +141,43 @@ def _count_names(kind: str, nlevels: int) -> tuple[dict[int, str], dict[int, str
 
 
 def class_c(messages: Messages, rank_node: np.ndarray, ancestors: np.ndarray, kind: str,
-            levels: Sequence[str]) -> dict[str, float]:
+            levels: Sequence[str], traffic: NodeTraffic | None = None) -> dict[str, float]:
     """Traffic per topology level: out of each component, and between its children.
 
     ``ancestors[i, k]`` is the id of allocation node ``i``'s level-``k`` component.
     """
-    nnodes = int(rank_node.max()) + 1
+    t = traffic or NodeTraffic.of(messages, rank_node)
+    nnodes = t.nnodes
     if ancestors.shape[0] < nnodes or ancestors.shape[1] != len(levels):
         raise ValueError(f"ancestors has shape {ancestors.shape}, need ({nnodes}, {len(levels)})")
     prefixes = _level_prefixes(kind, levels)
     count_names, ratio_names = _count_names(kind, len(levels))
-    src_node, dst_node = rank_node[messages.src], rank_node[messages.dst]
-    child_src, child_dst = src_node, dst_node          # level -1 = the nodes themselves
+    child_src, child_dst = t.src, t.dst          # level -1 = the nodes themselves
     ncomponents = [nnodes]
     out: dict[str, float] = {}
-    per_level: list[tuple[str, np.ndarray, np.ndarray, int]] = []
     for k in range(len(levels)):
         _, local = np.unique(ancestors[:nnodes, k], return_inverse=True)
+        local = local.reshape(-1)
         ncomp = int(local.max()) + 1
         ncomponents.append(ncomp)
-        comp_src, comp_dst = local[src_node], local[dst_node]
-        per_level.append((prefixes[k], comp_src, comp_dst, ncomp))
-        leaving = comp_src != comp_dst
-        inside = ~leaving & (child_src != child_dst)
-        for name, mask in ((prefixes[k], leaving), (f"i{prefixes[k]}", inside)):
-            data = np.bincount(comp_src[mask], weights=messages.nbytes[mask], minlength=ncomp)
-            count = np.bincount(comp_src[mask], minlength=ncomp).astype(float)
-            _stats(data, f"{name}D", out)
-            _stats(count, f"{name}M", out)
+        comp_src, comp_dst = local[t.src], local[t.dst]
+        # 0: leaves the component; 1: between different children inside it; 2: neither
+        category = np.where(comp_src != comp_dst, 0, np.where(child_src != child_dst, 1, 2))
+        data, count = _sums(comp_src, category, t, ncomp)
+        for column, name in ((0, prefixes[k]), (1, f"i{prefixes[k]}")):
+            _stats(data[:, column], f"{name}D", out)
+            _stats(count[:, column], f"{name}M", out)
         child_src, child_dst = comp_src, comp_dst
     for k, name in count_names.items():
         out[name] = float(ncomponents[k + 1])
     for k, name in ratio_names.items():
         out[name] = ncomponents[k] / ncomponents[k + 1]
     if kind == "dragonfly":
-        _, gsrc, gdst, ng = per_level[-1]
-        between = gsrc != gdst
-        pair = gsrc[between] * ng + gdst[between]
-        out["GGD_max"] = float(np.bincount(pair, weights=messages.nbytes[between]).max()) if pair.size else 0.0
-        out["GGM_max"] = float(np.bincount(pair).max()) if pair.size else 0.0
+        ng = ncomponents[-1]
+        between = child_src != child_dst
+        pair = child_src[between] * ng + child_dst[between]
+        out["GGD_max"] = float(np.bincount(pair, weights=t.data[between]).max()) if pair.size else 0.0
+        out["GGM_max"] = float(np.bincount(pair, weights=t.count[between]).max()) if pair.size else 0.0
     return {name: out[name] for name in class_c_names(kind, levels)}
 
 
@@ -149,10 +186,11 @@ def feature_vector(messages: Messages, rank_node: np.ndarray, feature_class: str
                    ) -> dict[str, float]:
     """Class A, A+B, or A+B+C features as one ordered dict (class C needs ``ancestors``)."""
     out = class_a(messages, rank_node)
+    traffic = NodeTraffic.of(messages, rank_node) if feature_class in ("B", "C") else None
     if feature_class in ("B", "C"):
-        out.update(class_b(messages, rank_node))
+        out.update(class_b(messages, rank_node, traffic))
     if feature_class == "C":
         if ancestors is None:
             raise ValueError("class C features need the allocation's ancestors")
-        out.update(class_c(messages, rank_node, ancestors, kind, levels))
+        out.update(class_c(messages, rank_node, ancestors, kind, levels, traffic))
     return out

@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 
 from hpcpredict.daemon.comm.fabric import HOST_PREFIX, fabric_size, platform_xml
-from hpcpredict.daemon.comm.patterns import GRID_PATTERNS, PATTERNS
+from hpcpredict.daemon.comm.patterns import PATTERNS
 from hpcpredict.daemon.comm.records import CommRecord
 from hpcpredict.daemon.errors import CommandError, InvalidRequest
 
@@ -89,7 +89,9 @@ def plan_points(fabric: str, shape: str, pattern: str, npoints: int, seed: int,
                 ntasks = int(rng.choice([t for t in LULESH_TASKS if t <= max_ranks]))
             else:
                 ntasks = _loguniform_int(rng, 8, max_ranks)
-            n = min(total, max(1, -(-ntasks // ppn)))
+            # at least two nodes: a single-node run never touches the network, and the
+            # benchmark (like the paper's, n >= 8) does not cover it
+            n = min(total, max(2, -(-ntasks // ppn)))
             config.update(message_bytes=_loguniform_int(rng, 256, 4 << 20), peers=0)
         if n > total or ntasks < 2:
             continue

@@ -25,7 +25,6 @@ from hpcpredict.daemon.records import TIMEOUT, UNKNOWN, JobRecord
 logger = logging.getLogger(__name__)
 
 _STEP = re.compile(r"^\d+(_\d+|_\[[^\]]*\]|\+\d+)?\.")  # 123.batch, 123_4.0, 123+1.extern
-_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+(?:\.\d+)?))?$")
 _UNLIMITED = {"UNLIMITED", "PARTITION_LIMIT", "INFINITE", "NONE", ""}
 
 
@@ -37,20 +36,25 @@ def parse_duration(text: str, *, minutes_default: bool = False, source: str = ""
     value = text.strip()
     if value.upper() in _UNLIMITED:
         return 0.0
-    match = _DURATION.match(value)
-    if not match:
-        raise ParseError(f"bad duration in {field or 'field'}", source=source, line=line, part=text)
-    days, a, b, c = match.groups()
-    day_s = int(days) * 86400 if days else 0
-    if c is not None:                      # H:M:S
-        return day_s + int(a) * 3600 + int(b) * 60 + float(c)
-    if b is not None:
-        if days:                           # D-HH:MM
-            return day_s + int(a) * 3600 + int(b) * 60
-        return int(a) * 60 + float(b)      # MM:SS
-    if days:                               # D-HH
-        return day_s + int(a) * 3600
-    return int(a) * 60.0 if minutes_default else float(a)
+    days, _, clock = value.rpartition("-") if "-" in value else ("", "", value)
+    parts = clock.split(":")
+    try:
+        if days and not days.isdigit() or len(parts) > 3 or not all(parts):
+            raise ValueError(value)
+        numbers = [float(p) for p in parts]
+        if any(n < 0 for n in numbers) or any("." in p for p in parts[:-1]):
+            raise ValueError(value)
+    except ValueError as error:
+        raise ParseError(f"bad duration in {field or 'field'}", source=source, line=line, part=text) from error
+    day_s = int(days) * 86400.0 if days else 0.0
+    if days:                               # D-HH, D-HH:MM, D-HH:MM:SS
+        numbers += [0.0] * (3 - len(numbers))
+        return day_s + numbers[0] * 3600 + numbers[1] * 60 + numbers[2]
+    if len(numbers) == 3:                  # HH:MM:SS
+        return numbers[0] * 3600 + numbers[1] * 60 + numbers[2]
+    if len(numbers) == 2:                  # MM:SS(.ms)
+        return numbers[0] * 60 + numbers[1]
+    return numbers[0] * 60 if minutes_default else numbers[0]
 
 
 def parse_timestamp(text: str, *, source: str = "", line: int = 0, field: str = "") -> float:

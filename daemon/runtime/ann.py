@@ -5,10 +5,14 @@ error in training is relative error in seconds (the seed's stratification by 1/y
 aim; ``target="weighted"`` instead replicates each run ∝ 1/y). Positive numeric inputs are
 log-scaled, then standardised. Ensembles:
 
-* ``method="kfold"`` — k folds of configurations; member i trains on all folds but i and
-  stops early on fold i (the epoch with the lowest fold-i error is kept);
-* ``method="bagging"`` — member i trains on a bootstrap sample of configurations and stops
-  early on the out-of-bag ones.
+* ``method="kfold"`` — k folds of configurations, as in the seed: member i stops early on
+  fold i (the epoch with the lowest fold-i error is kept), is tested on fold i+1 and trains
+  on the other k − 2 folds;
+* ``method="bagging"`` — member i trains on a bootstrap sample of configurations, stops
+  early on half of the out-of-bag configurations and is tested on the other half.
+
+Interval calibration uses only each member's *test* runs (never seen in its training or
+early stopping), so the conformal guarantee holds.
 
 The prediction is the mean of the members; their spread is the uncertainty (used by active
 learning as CoV, and — calibrated on each member's held-out runs — for intervals).
@@ -117,19 +121,22 @@ class ANNEnsemble(RegressorMixin, BaseEstimator):
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
         unique = np.unique(groups)
         self.members_, held_out = [], []
-        if self.method == "kfold":
-            n_folds = max(2, min(self.n_members, unique.size))
+        splits = []
+        if self.method == "kfold" and unique.size >= 3:
+            n_folds = max(3, min(self.n_members, unique.size))
             folds = group_folds(groups, n_folds, rng.randint(2**31 - 1))
-            splits = [(~fold, fold) for fold in folds]
-        else:
-            splits = []
+            for i in range(n_folds):
+                stop, test = folds[i], folds[(i + 1) % n_folds]
+                splits.append((~(stop | test), stop, test))
+        elif self.method == "bagging" or unique.size < 3:
             for _ in range(self.n_members):
                 bag = rng.choice(unique, size=unique.size, replace=True)
+                out = rng.permutation(np.setdiff1d(unique, bag))
                 in_bag = np.isin(groups, bag)
-                splits.append((in_bag, ~in_bag))
-        for train, stop in splits:
+                splits.append((in_bag, np.isin(groups, out[::2]), np.isin(groups, out[1::2])))
+        for train, stop, test in splits:
             self.members_.append(self._train_member(Z, t, weights, train, stop, rng.randint(2**31 - 1)))
-            held_out.append(stop)
+            held_out.append(test)
         self.calibration_scores_ = self._calibration_scores(Z, y, held_out)
         return self
 

@@ -2,8 +2,9 @@
 
 Columns: the application's inputs (numeric or categorical, named as its parameters), the
 target runtime column, an optional ``rep`` column (repetition number of the same
-configuration) and optional runtime-feature report times ``<feature>@t`` (seconds since the
-start when ``<feature>`` was reported). Rows with the same input values are one
+configuration), optional runtime-feature report times ``<feature>@t`` (seconds since the
+start when ``<feature>`` was reported), and annotations (``config`` and any column whose name
+starts with ``_``, e.g. ``_wall_s``), which are not inputs. Rows with the same input values are one
 *configuration*; evaluation splits by configuration.
 
 >>> table = parse_runs_csv("n,solver,rep,runtime\\n10,cg,0,1.5\\n10,cg,1,1.7\\n20,gmres,0,4\\n", target="runtime")
@@ -52,9 +53,11 @@ def parse_runs_csv(text: str, *, target: str, source: str = "CSV") -> RunTable:
     if len(set(header)) != len(header):
         raise ParseError("duplicate column names", source=source, line=1)
     time_columns = {h[:-2]: h for h in header if h.endswith("@t")}
-    inputs = [h for h in header if h != target and h not in RESERVED and not h.endswith("@t") and h]
+    inputs = [h for h in header if h != target and h not in RESERVED and not h.endswith("@t")
+              and h and not h.startswith("_")]
     rows: list[dict[str, Value]] = []
     ys: list[float] = []
+    config_labels: list[str] = []
     times: dict[str, list[float]] = {name: [] for name in time_columns}
     for number, record in enumerate(reader, 2):
         if not record or all(not cell.strip() for cell in record):
@@ -69,15 +72,21 @@ def parse_runs_csv(text: str, *, target: str, source: str = "CSV") -> RunTable:
             raise ParseError(f"target {target} must be a positive number", source=source, line=number,
                              part=cells[target])
         ys.append(value)
+        config_labels.append(cells.get("config", ""))
         rows.append({name: coerce_value(cells[name]) for name in inputs if cells[name] != ""})
         for name, column in time_columns.items():
             at = coerce_value(cells[column]) if cells[column] else math.nan
             times[name].append(at if isinstance(at, float) and not isinstance(at, bool) else math.nan)
     if not rows:
         raise ParseError("no data rows", source=source)
+    # A configuration is what the user chose: the `config` column when given, else the input
+    # values without runtime features (those differ between repetitions of one configuration).
     keys: dict[tuple, int] = {}
-    groups = np.array([keys.setdefault(tuple(sorted((k, str(v)) for k, v in row.items())), len(keys))
-                       for row in rows])
+    if "config" in header:
+        labels = [(cells,) for cells in config_labels]
+    else:
+        labels = [tuple(sorted((k, str(v)) for k, v in row.items() if k not in time_columns)) for row in rows]
+    groups = np.array([keys.setdefault(label, len(keys)) for label in labels])
     return RunTable(inputs, rows, np.asarray(ys, dtype=float), groups,
                     {name: np.asarray(v, dtype=float) for name, v in times.items()})
 

@@ -73,6 +73,37 @@ def evaluate(table: RunTable, *, learner: str = "extra-trees", train_fraction: f
         "features_kept": model.kept_features, "inputs_required": model.required_inputs,
         "runtime_features_kept": rt_kept, "runtime_features_dropped": rt_dropped,
     }
+    per_config = configuration_means(table.groups[test_rows], y, predicted)
+    if per_config is not None:
+        result["mape_configuration_mean"] = mape(*per_config)
+    floor = repetition_disagreement(table.groups[test_rows], y)
+    if floor is not None:
+        result["repetition_mape"] = floor
     if cv_scores is not None:
         result["cv_mape"] = cv_scores
     return result
+
+
+def configuration_means(groups: np.ndarray, y: np.ndarray, predicted: np.ndarray):
+    """(mean runtime, prediction) per configuration, or None without repetitions."""
+    unique, index = np.unique(groups, return_inverse=True)
+    if unique.size == groups.size:
+        return None
+    counts = np.bincount(index)
+    return np.bincount(index, weights=y) / counts, np.bincount(index, weights=predicted) / counts
+
+
+def repetition_disagreement(groups: np.ndarray, y: np.ndarray) -> float | None:
+    """MAPE of predicting each run by the mean of its configuration's *other* repetitions.
+
+    How much repetitions of the same inputs disagree (measurement noise); a model of the
+    inputs alone cannot be expected to do much better.
+    """
+    unique, index = np.unique(groups, return_inverse=True)
+    counts = np.bincount(index)
+    sums = np.bincount(index, weights=y)
+    repeated = counts[index] > 1
+    if not repeated.any():
+        return None
+    others = (sums[index] - y)[repeated] / (counts[index][repeated] - 1)
+    return mape(y[repeated], others)

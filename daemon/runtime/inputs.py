@@ -7,6 +7,7 @@ What is read, in increasing precedence (a later source overrides an earlier key)
   line when there is no launcher — its executable's basename is the application key (for an
   interpreter such as ``python3 run.py`` the script's basename), and its arguments:
   ``--key=value``, ``--key value``, ``-k value`` → ``key`` / ``k``; a lone ``--flag`` → True;
+  ``-var NAME VALUE`` (LAMMPS) → ``NAME``;
   positional arguments → ``arg1``, ``arg2``...; ``$VAR`` / ``${VAR}`` are expanded from the
   exports and ``environment``;
 * ``#HPCPREDICT key=value`` directives (``app=NAME`` sets the application key);
@@ -72,6 +73,7 @@ _INTERPRETERS = frozenset({"python", "python2", "python3", "Rscript", "julia", "
                            "bash", "sh", "tclsh", "octave", "matlab"})
 _SHELL_OPERATORS = frozenset({"|", "||", "&&", ";", "&", ";;", "(", ")", ">", ">>", "2>",
                               "&>", "<<", "<<<", "|&"})
+_NAME_VALUE_OPTIONS = frozenset({"-var", "--var"})
 _DECK_OPTIONS = frozenset({"in", "i", "input", "inp", "deck", "input_file", "infile", "f", "file"})
 
 
@@ -240,6 +242,11 @@ def _parse_arguments(args: list[str], number: int, warnings: _Warnings,
             break  # `2>err.log`: a redirection, not an argument
         if word == "--":
             i += 1
+            continue
+        if word in _NAME_VALUE_OPTIONS and i + 2 < len(args) and valid_key(args[i + 1]) \
+                and not _is_option(args[i + 2]):
+            into[args[i + 1]] = coerce_value(args[i + 2])  # LAMMPS `-var x 10`
+            i += 3
             continue
         if _is_option(word):
             name, sep, raw = word.partition("=")

@@ -41,18 +41,19 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import ModelArtifactError
+from ..errors import InvalidRequest, ModelArtifactError
 from .compiled import CompiledForest
 from .conformal import conformal_multiplier
 from .encoding import InputEncoder
-from .trees import transform_features
+from .trees import log_linear_trend, transform_features
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "hpcpredict-runtime-extra-trees"
 FORMAT_VERSION = 1
 REQUEST_FIELDS = ("nodes", "ntasks", "cpus_per_task")
-_PREPROCESS = ("fill", "powers", "mean", "scale", "kept", "calibration_scores")
+_PREPROCESS = ("fill", "powers", "mean", "scale", "kept", "calibration_scores", "log_columns", "trend_coef",
+               "trend_intercept")
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,9 @@ def save_application_model(model, directory: Path, *, application: str, metadata
     target.mkdir(parents=True, exist_ok=True)
     arrays = dict(estimator.compiled_.arrays(), fill=estimator.fill_, powers=estimator.powers_,
                   mean=estimator.mean_, scale=estimator.scale_, kept=np.asarray(estimator.kept_, dtype=np.int64),
-                  calibration_scores=estimator.calibration_scores_)
+                  calibration_scores=estimator.calibration_scores_,
+                  log_columns=estimator.log_columns_.astype(np.int8), trend_coef=estimator.trend_coef_,
+                  trend_intercept=np.asarray([estimator.trend_intercept_]))
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     blob = buffer.getvalue()
@@ -141,6 +144,9 @@ class _Variant:
             self.fill, self.powers, self.mean, self.scale = (arrays[k].astype(float) for k in _PREPROCESS[:4])
             self.kept = arrays["kept"].astype(np.int64)
             self.scores = np.sort(arrays["calibration_scores"].astype(float))
+            self.log_columns = arrays["log_columns"].astype(bool)
+            self.trend_coef = arrays["trend_coef"].astype(float)
+            self.trend_intercept = float(arrays["trend_intercept"].ravel()[0])
             self.encoder = InputEncoder.from_json(description["encoder"])
             self.required = [str(name) for name in description["required_inputs"]]
             metadata = description.get("metadata") or {}
@@ -151,8 +157,10 @@ class _Variant:
         if (self.powers.shape != (self.mean.size, n_inputs) or self.fill.size != n_inputs
                 or self.scale.size != self.mean.size or self.kept.size == 0
                 or self.kept.min() < 0 or self.kept.max() >= self.mean.size
-                or self.forest.feature.max() >= self.kept.size):
+                or self.forest.feature.max() >= self.kept.size
+                or self.log_columns.size != n_inputs or self.trend_coef.size != n_inputs):
             raise ModelArtifactError(f"{path}: corrupt model: array shapes do not match")
+        self._multipliers: dict[float, float] = {}
         self.application = str(description["application"])
         self.variant = str(description["variant"])
         self.kept_features = [str(f) for f in description.get("kept_features", [])]
@@ -165,12 +173,16 @@ class _Variant:
             return None
         z = transform_features(vector, self.fill, self.powers, self.mean, self.scale, self.kept)
         m, s = self.forest.mean_std(z)
-        q = conformal_multiplier(self.scores, coverage)
+        m = m + log_linear_trend(vector, self.fill, self.log_columns, self.trend_coef, self.trend_intercept)
+        q = self._multipliers.get(coverage)
+        if q is None:
+            q = self._multipliers[coverage] = conformal_multiplier(self.scores, coverage)
         centre, spread = float(m[0]), float(s[0])
         runtime, low, high = (math.exp(min(v, 700.0)) for v in (centre, centre - q * spread, centre + q * spread))
         used = ", ".join(f"{name}={inputs[name]}" for name in self.required if name in inputs)
         explanation = (
-            f"{self.application}: extra-trees model '{self.variant}' ({self.forest.roots.size} trees)",
+            f"{self.application}: extra-trees model '{self.variant}' ({self.forest.roots.size} trees"
+            f"{', log-log trend' if self.trend_coef.any() else ''})",
             f"inputs used: {used}" if used else "inputs used: none",
             f"{coverage:.0%} interval: per-tree mean/variance, conformal-calibrated on "
             f"{self.scores.size} held-out runs",
@@ -209,6 +221,8 @@ class ApplicationModels:
     def estimate(self, application: str, inputs: Mapping[str, float | str | bool], nodes: int, ntasks: int,
                  cpus_per_task: int, *, coverage: float = 0.8) -> RuntimeEstimate | None:
         """Runtime estimate, or None when no model fits (unknown application, inputs missing)."""
+        if not 0 < coverage < 1:
+            raise InvalidRequest("coverage", f"must be between 0 and 1 (exclusive): {coverage}")
         variants = self._variants.get(application)
         if not variants:
             return None

@@ -2,7 +2,10 @@
 
 Pipeline: missing inputs filled with training medians → optional d-order polynomial
 expansion → standardisation → reduction by importance (top features up to 95 % cumulative
-MSE-decrease importance, then refit) → extra-trees on log runtime. Interval: the seed's
+MSE-decrease importance, then refit) → extra-trees on log runtime. By default
+(``trend="loglinear"``, our addition to the seed) the trees model the residual of a log-log
+ridge trend, which captures power laws (n³, steps × atoms) from few runs; ``trend="none"`` is
+the seed's plain model. Interval: the seed's
 per-tree mean/variance m ± s, calibrated by cross-conformal scores over configuration folds so
 that nominal coverage is met.
 
@@ -28,6 +31,14 @@ from .conformal import conformal_multiplier, group_folds
 from .reduction import keep_by_importance
 
 
+def log_linear_trend(X, fill, log_columns, coef, intercept) -> np.ndarray:
+    """Log-runtime trend: linear in log(positive inputs) and in the other inputs."""
+    X = np.atleast_2d(np.asarray(X, dtype=float))
+    X = np.where(np.isnan(X), fill, X)
+    X = np.where(log_columns, np.log(np.maximum(X, 1e-300)), X)
+    return X @ coef + intercept
+
+
 def transform_features(X, fill, powers, mean, scale, kept) -> np.ndarray:
     """Fill → polynomial terms (``powers``: terms × inputs) → standardise → kept columns."""
     X = np.atleast_2d(np.asarray(X, dtype=float))
@@ -39,7 +50,7 @@ def transform_features(X, fill, powers, mean, scale, kept) -> np.ndarray:
 class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
     def __init__(self, n_estimators=200, degree=1, standardize=True, importance_threshold=0.95,
                  min_samples_leaf=1, max_features=1.0, calibration_folds=5,
-                 single_leaf_variance=0.01, random_state=None):
+                 single_leaf_variance=0.01, trend="loglinear", trend_alpha=1e-3, random_state=None):
         self.n_estimators = n_estimators
         self.degree = degree
         self.standardize = standardize
@@ -48,6 +59,8 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
         self.max_features = max_features
         self.calibration_folds = calibration_folds
         self.single_leaf_variance = single_leaf_variance
+        self.trend = trend
+        self.trend_alpha = trend_alpha
         self.random_state = random_state
 
     def _forest(self, seed):
@@ -78,20 +91,53 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
         else:
             self.mean_, self.scale_ = np.zeros(terms.shape[1]), np.ones(terms.shape[1])
         Z = (terms - self.mean_) / self.scale_
-        target = np.log(y)
-        forest = self._forest(seed).fit(Z, target)
-        self.importances_ = forest.feature_importances_
+        log_y = np.log(y)
         if self.importance_threshold is not None and self.importance_threshold < 1:
+            # Importance is measured for log runtime itself (the seed's reduction), before any trend.
+            self.importances_ = self._forest(seed).fit(Z, log_y).feature_importances_
             self.kept_ = np.asarray(keep_by_importance(self.importances_, threshold=self.importance_threshold))
-            forest = self._forest(seed).fit(Z[:, self.kept_], target)
         else:
+            self.importances_ = None
             self.kept_ = all_terms
-        self.forest_ = forest
         self.kept_feature_names_ = [self.term_names_[i] for i in self.kept_]
         self.kept_inputs_ = sorted(set(np.nonzero(self.powers_[self.kept_].sum(axis=0))[0].tolist()))
+        target = log_y - self._fit_trend(X, log_y, self.kept_inputs_)
+        forest = self._forest(seed).fit(Z[:, self.kept_], target)
+        self.forest_ = forest
         self.compiled_ = CompiledForest.from_sklearn(forest, single_leaf_variance=self.single_leaf_variance)
         self.calibration_scores_ = self._calibrate(X, y, groups, seed)
         return self
+
+    def _fit_trend(self, X, log_y, columns) -> np.ndarray:
+        """``trend="loglinear"``: trees model the residual of a ridge fit of log y on log x.
+
+        Runtime is often a product of powers of its inputs (n³, steps × atoms); axis-aligned
+        trees need many samples for that, a log-log trend captures it with few.
+        """
+        n = X.shape[1]
+        self.log_columns_ = np.zeros(n, dtype=bool)
+        self.trend_coef_, self.trend_intercept_ = np.zeros(n), 0.0
+        if self.trend == "none":
+            return np.zeros(len(log_y))
+        if self.trend != "loglinear":
+            raise ValueError(f"trend must be none or loglinear: {self.trend!r}")
+        from sklearn.linear_model import Ridge
+
+        Xf = np.where(np.isnan(X), self.fill_, X)
+        self.log_columns_ = np.all(Xf > 0, axis=0)
+        L = np.where(self.log_columns_, np.log(np.maximum(Xf, 1e-300)), Xf)
+        unused = np.ones(n, dtype=bool)
+        unused[list(columns)] = False
+        L[:, unused] = 0.0  # only the inputs kept by importance enter the trend
+        mean, std = L.mean(axis=0), L.std(axis=0)
+        std = np.where(std > 0, std, 1.0)
+        ridge = Ridge(alpha=self.trend_alpha * len(log_y)).fit((L - mean) / std, log_y)
+        self.trend_coef_ = np.where(unused, 0.0, ridge.coef_ / std)
+        self.trend_intercept_ = float(ridge.intercept_ - np.sum(ridge.coef_ * mean / std))
+        return self.trend_of(X)
+
+    def trend_of(self, X) -> np.ndarray:
+        return log_linear_trend(X, self.fill_, self.log_columns_, self.trend_coef_, self.trend_intercept_)
 
     def _calibrate(self, X, y, groups, seed) -> np.ndarray:
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
@@ -112,7 +158,8 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
 
     def predict_log_dist(self, X):
         """Centre m and scale s of log runtime per row (seed 000's per-tree mixture)."""
-        return self.compiled_.mean_std(self.transform(X))
+        m, s = self.compiled_.mean_std(self.transform(X))
+        return m + self.trend_of(X), s
 
     def predict(self, X):
         return np.exp(self.predict_log_dist(X)[0])

@@ -144,17 +144,13 @@ def domain_adapt(weights: ClassifierWeights, positions: np.ndarray, noise_range:
     features = features_of(xs, ys, noise)
     estimator = _estimator(seed)
     # partial_fit once to size the network, then start from the pretrained weights.
-    estimator.partial_fit(features[:1], labels[:1], classes=np.arange(len(CLASSES)))
+    estimator.set_params(batch_size=1).partial_fit(features[:1], labels[:1], classes=np.arange(len(CLASSES)))
+    estimator.set_params(batch_size=min(256, len(features)))
     estimator.coefs_ = [c.copy() for c in weights.coefs]
     estimator.intercepts_ = [b.copy() for b in weights.intercepts]
     for _ in range(epochs):
         estimator.partial_fit(features, labels)
     return ClassifierWeights.from_estimator(estimator)
-
-
-def _per_point_noise(data: MeasurementSet) -> tuple[float, float]:
-    values = [relative_deviation_range([p]) for p in data.points if len(p.values) > 1]
-    return (min(values), max(values)) if values else (0.0, 0.0)
 
 
 class AdaptiveModeler:
@@ -181,6 +177,8 @@ class AdaptiveModeler:
         grid = NOISE_GRID
         low = max([g for g in grid if g <= noise_range[0]], default=0.0)
         high = min([g for g in grid if g >= noise_range[1] and g > low], default=grid[-1])
+        if low > 0:      # do not adapt to a narrower range than the grid step below
+            low = max([g for g in grid if g < low], default=0.0)
         key = (tuple(np.round(positions, 9)), float(low), float(high), repetitions)
         if key not in self._adapted:
             self._adapted[key] = domain_adapt(self._weights(), np.asarray(positions), (low, high), repetitions,
@@ -202,7 +200,9 @@ class AdaptiveModeler:
 
     def fit(self, data: MeasurementSet, source: str = "") -> FittedModel:
         noise = relative_deviation_range(data.points)
-        low, high = _per_point_noise(data)
+        # Adaptation range: the task's rrd and half of it (seed 001 uses the measured range;
+        # the per-point spread of 5 repetitions is itself very noisy, so we anchor on rrd).
+        low, high = noise / 2, noise
         repetitions = max(1, int(np.median([len(p.values) for p in data.points])))
         choices = {}
         for index, name in enumerate(data.parameters):

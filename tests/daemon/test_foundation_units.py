@@ -75,12 +75,12 @@ def test_registry_publish_verify_and_refuse(tmp_path):
     second = registry.publish("topology", folder)
     assert registry.current("topology").version == second.version != first.version
     assert registry.versions("topology") == sorted([first.version, second.version])
-    manifest = json.loads((second.path / "manifest.json").read_text())
+    manifest = json.loads((second.path / "artifact.json").read_text())
     assert set(manifest["files"]) == {"topology.json"}
     (second.path / "topology.json").write_text("{}")
     with pytest.raises(ModelArtifactError, match="checksum"):
         registry.load("topology")
-    (second.path / "manifest.json").unlink()
+    (second.path / "artifact.json").unlink()
     with pytest.raises(ModelArtifactError, match="manifest"):
         registry.current("topology")
     with pytest.raises(ModelArtifactError, match="unknown model kind"):

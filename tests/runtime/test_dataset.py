@@ -25,3 +25,10 @@ def test_configurations_report_times_and_categoricals():
     assert table.groups.tolist() == [0, 0, 1]
     assert table.report_times["k"][:2].tolist() == [0.1, 0.2]
     assert table.rows[0] == {"n": 1.0, "solver": "cg", "k": 5.0}
+
+
+def test_runtime_features_do_not_split_a_configuration():
+    table = parse_runs_csv("n,rep,k,k@t,t\n1,0,5,0.1,2\n1,1,7,0.2,2.2\n2,0,6,0.1,4\n", target="t")
+    assert table.groups.tolist() == [0, 0, 1]
+    table = parse_runs_csv("config,n,t\nA,1,2\nB,1,2.2\nA,1,2.1\n", target="t")
+    assert table.groups.tolist() == [0, 1, 0] and table.inputs == ["n"]

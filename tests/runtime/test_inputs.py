@@ -100,3 +100,9 @@ def test_never_raises_on_arbitrary_input(script):
     job = extract_inputs(script, deck_reader=lambda name: b"k = v\n")
     assert isinstance(job.application, str) and isinstance(job.inputs, dict)
     assert all(isinstance(v, (float, str, bool)) for v in job.inputs.values())
+
+
+def test_lammps_var_options():
+    job = extract_inputs("srun lmp -nocite -var x 10 -var newton on -in in.melt\n")
+    assert job.application == "lmp"
+    assert job.inputs == {"nocite": True, "x": 10.0, "newton": True, "in": "in.melt"}

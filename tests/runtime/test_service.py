@@ -114,3 +114,13 @@ def test_save_rejects_bad_names_and_other_learners(tmp_path):
     with pytest.raises(ModelArtifactError):
         save_application_model(linear, tmp_path, application="x", metadata={})
     assert not any(tmp_path.rglob("*.pkl"))
+
+
+def test_bad_coverage_is_an_invalid_request(site):
+    from hpcpredict.daemon.errors import InvalidRequest
+    models = ApplicationModels.load(site[0])
+    with pytest.raises(InvalidRequest, match="coverage"):
+        models.estimate("solver", {"n": 5.0}, nodes=1, ntasks=1, cpus_per_task=1, coverage=1.5)
+    wide = models.estimate("solver", {"n": 50.0}, nodes=1, ntasks=2, cpus_per_task=1, coverage=0.95)
+    narrow = models.estimate("solver", {"n": 50.0}, nodes=1, ntasks=2, cpus_per_task=1, coverage=0.5)
+    assert wide.low_s <= narrow.low_s <= narrow.high_s <= wide.high_s

@@ -47,7 +47,7 @@ def test_fit_json_with_predictions_and_saved_model(tmp_path, capsys):
 
 def test_fit_human_output_and_adaptive(tmp_path, capsys):
     data = _write_strong_scaling(tmp_path)
-    assert main(["scaling", "fit", str(data), "--modeler", "adaptive"]) == 0
+    assert main(["scaling", "fit", str(data), "--modeler", "adaptive", "--adapt-samples", "20"]) == 0
     out = capsys.readouterr().out
     assert "main / time:" in out and "p^(-1)" in out
 

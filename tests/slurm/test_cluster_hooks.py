@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import FakeHookServer, poll
+from .harness import FakeHookServer, poll
 
 JOB_SCRIPT = """#!/bin/bash
 #SBATCH -N 4
@@ -136,7 +136,9 @@ def test_fail_open_leaves_job_unchanged(cluster, daemon, failure, tmp_path):
     assert took < 5.0
     assert "hpcpredict:" not in stderr
     assert job["TimeLimit"] == "00:07:00" and job["TimeMin"] == "N/A"
-    assert "hpcpredict=" not in job.get("AdminComment", "")
+    # no submission-time prediction (PrologSlurmctld may add an allocation-time one later,
+    # once the daemon answers again)
+    assert not re.search(r"hpcpredict=\w", job.get("AdminComment", ""))
     if fake is not None:
         assert fake.accepted >= 1
     reason = {"stopped": "No such file or directory", "hung": "no answer within 300 ms",
@@ -167,6 +169,7 @@ def test_outcomes_are_stored(cluster, daemon):
     assert alice.user == "alice" and alice.application == "hello.sh" and alice.nodes == 4
     assert 1 <= alice.runtime_s < 120
     assert found[SUBMITTED["timeout"]].runtime_s >= 60
+    assert found[failing].exit_code == 3
     assert "outcome TIMEOUT" in cluster.hooks_log()
 
 

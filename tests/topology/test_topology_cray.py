@@ -83,15 +83,16 @@ def test_xtnodestat_grid_agrees_with_xtprocadmin():
     assert {state[by_nid[n]] for n in range(652, 656)} == {"Z"}
 
 
-@pytest.mark.parametrize("name, parser, line", [
-    ("xtprocadmin.truncated.txt", parse_xtprocadmin, 301),
-    ("xtprocadmin.bad-cname.txt", parse_xtprocadmin, 340),
-    ("xtnodestat.truncated.txt", parse_xtnodestat, 9),
+@pytest.mark.parametrize("name, parser, line, part", [
+    ("xtprocadmin.truncated.txt", parse_xtprocadmin, 301, "   303    0x12f c1-0c1s11"),
+    ("xtprocadmin.bad-cname.txt", parse_xtprocadmin, 340, "c1-0c7s5n2"),
+    ("xtnodestat.truncated.txt", parse_xtnodestat, 9, ""),
 ])
-def test_truncated_or_garbled_cray_listings(name, parser, line):
+def test_truncated_or_garbled_cray_listings(name, parser, line, part):
     with pytest.raises(ParseError) as info:
         parser((NEG / name).read_text(), name)
     assert info.value.line == line and str(info.value).startswith(f"{name}:{line}")
+    assert info.value.part == part
 
 
 def test_xtprocadmin_needs_header_and_unique_nids():

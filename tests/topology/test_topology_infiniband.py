@@ -154,17 +154,23 @@ def test_ibstat_samples():
         parse_ibstat((DATA / "negative" / "ibstat.garbled.txt").read_text(), "ibstat.garbled.txt")
 
 
-def test_listings_agree_with_the_fabric():
+@pytest.mark.parametrize("name, kind, count", [
+    ("ibswitches.txt", "switch", 6), ("ibhosts.txt", "ca", 64), ("ibnodes.txt", None, 70),
+    ("ibnetdiscover-l.txt", None, 70), ("ibnetdiscover-S.txt", "switch", 6),
+    ("ibnetdiscover-H.txt", "ca", 64),
+])
+def test_listings_agree_with_the_fabric(name, kind, count):
     fabric = parse_ibnetdiscover((FAT / "ibnetdiscover.txt").read_text())
-    for name, kind, count in [("ibswitches.txt", "switch", 6), ("ibhosts.txt", "ca", 64),
-                              ("ibnodes.txt", None, 70), ("ibnetdiscover-l.txt", None, 70),
-                              ("ibnetdiscover-S.txt", "switch", 6), ("ibnetdiscover-H.txt", "ca", 64)]:
-        listed = parse_ib_listing((FAT / name).read_text(), name)
-        assert len(listed) == count, name
-        for node in listed:
-            assert fabric.nodes[node.guid].description == node.description
-            assert kind is None or node.kind == kind
+    listed = parse_ib_listing((FAT / name).read_text(), name)
+    assert len(listed) == count
+    for node in listed:
+        assert fabric.nodes[node.guid].description == node.description
+        assert kind is None or node.kind == kind
+
+
+def test_listing_lids_and_foreign_text():
     switches = parse_ib_listing((EDGE / "ibswitches.txt").read_text())
     assert {s.lid for s in switches} == {1, 2, 7}
-    with pytest.raises(ParseError, match="ibstat:1"):
+    with pytest.raises(ParseError, match="ibstat:1") as info:
         parse_ib_listing((FAT / "ibstat.node001.ibsim.txt").read_text(), "ibstat")
+    assert info.value.part == "CA 'ibsim0'"

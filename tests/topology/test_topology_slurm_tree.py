@@ -80,3 +80,9 @@ def test_other_bad_lines():
         parse_topology_conf("# nothing\n")
     with pytest.raises(ParseError, match="defined again"):
         parse_topology_conf("SwitchName=s Nodes=a1\nSwitchName=s Nodes=a2\n")
+
+
+@pytest.mark.parametrize("expression", ["@rack1", "node[1-3]!node2", "a&b", "node[5-1]"])
+def test_clustershell_only_syntax_is_not_a_slurm_hostlist(expression):
+    with pytest.raises(ParseError, match=r"t:1: bad hostlist"):
+        parse_topology_conf(f"SwitchName=s Nodes={expression}\n", "t")

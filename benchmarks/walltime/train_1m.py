@@ -1,0 +1,94 @@
+"""Training time on 10^6 jobs and per-Predict latency of our walltime model.
+
+The 10^6 jobs are synthesised by resampling KTH-SP2: the trace is replayed in consecutive
+copies (copy k shifted by k x the trace span, users renamed per copy so each copy adds new
+users) with every runtime jittered by a log-normal factor (sigma 0.1, capped at the request).
+Usage: python benchmarks/walltime/train_1m.py [--jobs 1000000]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hpcpredict.daemon.history import load_model, save_model, train_model
+from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.records import TIMEOUT, JobRecord
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def resample(jobs: list[JobRecord], total: int, seed: int = 0) -> list[JobRecord]:
+    rng = np.random.default_rng(seed)
+    jobs = [j for j in jobs if j.runtime_s >= 0]
+    span = max(j.end_time for j in jobs) - min(j.submit_time for j in jobs) + 1.0
+    out: list[JobRecord] = []
+    copy = 0
+    while len(out) < total:
+        jitter = np.exp(rng.normal(0.0, 0.1, len(jobs)))
+        shift = copy * span
+        for job, factor in zip(jobs, jitter):
+            runtime = job.runtime_s * float(factor)
+            if job.requested_time_s > 0:
+                runtime = min(runtime, job.requested_time_s)
+            start = job.start_time + shift
+            out.append(dataclasses.replace(
+                job, job_id=f"{copy}.{job.job_id}", user=f"{copy}:{job.user}", submit_time=job.submit_time + shift,
+                start_time=start, end_time=start + runtime, runtime_s=runtime,
+                state=TIMEOUT if job.requested_time_s > 0 and runtime >= job.requested_time_s else job.state))
+            if len(out) == total:
+                break
+        copy += 1
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "walltime" / "train_1m.json")
+    args = parser.parse_args()
+    base = read_trace(ROOT / "tests" / "data" / "traces" / "KTH-SP2.swf")
+    started = time.perf_counter()
+    jobs = resample(base, args.jobs)
+    synth_s = time.perf_counter() - started
+
+    started = time.perf_counter()
+    model = train_model(jobs)
+    train_s = time.perf_counter() - started
+    print(f"train on {len(jobs)} jobs: {train_s:.1f} s (synthesis {synth_s:.1f} s)")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        save_model(model, Path(tmp))
+        save_s = time.perf_counter() - started
+        size = sum(p.stat().st_size for p in Path(tmp).iterdir())
+        started = time.perf_counter()
+        model = load_model(Path(tmp))
+        load_s = time.perf_counter() - started
+
+    # Predict latency: jobs of known users (warm) and strangers (cold), one call at a time.
+    probes = jobs[-10_000:]
+    latencies = []
+    for job in probes:
+        probe = dataclasses.replace(job, job_id="", runtime_s=-1.0)
+        t0 = time.perf_counter()
+        model.predict(probe)
+        latencies.append(time.perf_counter() - t0)
+    lat = np.array(latencies) * 1e6
+    result = {"jobs": len(jobs), "users": len(model.state.history.by_user), "train_s": round(train_s, 1),
+              "save_s": round(save_s, 2), "load_s": round(load_s, 2), "artifact_mb": round(size / 2**20, 1),
+              "predict_us_median": round(float(np.median(lat)), 1),
+              "predict_us_p99": round(float(np.percentile(lat, 99)), 1),
+              "predict_us_max": round(float(lat.max()), 1)}
+    print(json.dumps(result))
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

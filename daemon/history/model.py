@@ -1,0 +1,373 @@
+"""Our walltime model: per-user experts chosen online, with a conformal upper bound.
+
+Point estimate (``time_min``). For a job whose user has ended jobs, several candidate
+estimates ("experts") are built from that user's recent history (log seconds of occupancy):
+a similarity-weighted *medoid* under the accuracy metric itself (the recent runtime that best
+agrees with the others, weighting runs with the same request/size or application up and older
+runs down), the last runtime, the last runtime of a run with the same request and size, the
+last run of the same application, the median of the last five, the request, and the request x
+the largest recent runtime/request ratio. Each expert's accuracy min(p, r)/max(p, r) is tracked
+per user (exponentially weighted) and over all users; the user's best expert answers, the
+cluster's best until the user has a few scored jobs. A user without history gets the request
+x the cluster's typical runtime/request ratio (``fallback=True``).
+
+Upper bound (``time_limit``) at risk a: split-conformal on the log residuals log(r / p) of
+recent predictions, made out of sample (each residual comes from the estimate given at the
+job's submission). Scores are kept per user (used once a user has enough of them) and per
+regime (with / without user history). Censored jobs (killed at their limit) are *not* scored:
+their runtime is only known to be >= the limit, and the bound is capped at the request, so they
+cannot be killed earlier by it; the risk is thus the probability of outliving the bound among
+jobs that end within their request — what the kill rate measures.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict, deque
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from hpcpredict.daemon.history.features import HistoryIndex, PastJob, occupancy_log
+from hpcpredict.daemon.history.predictors import DEFAULT_NO_REQUEST_S, OnlinePredictor, WalltimePrediction
+from hpcpredict.daemon.records import JobRecord
+
+EXPERTS = ("medoid", "last", "same_request", "same_application", "median5", "request", "max_ratio5")
+_EXPERT_TEXT = {
+    "medoid": "the most typical of your recent runs",
+    "last": "your last run",
+    "same_request": "your last run with this request and size",
+    "same_application": "your last run of this application",
+    "median5": "the median of your last 5 runs",
+    "request": "your request (your runs have been close to it)",
+    "max_ratio5": "your request x the largest runtime/request ratio of your last 5 runs",
+}
+COLD, WARM = "cold", "warm"
+_LOG_DEFAULT = math.log(DEFAULT_NO_REQUEST_S)
+_INTERVAL = (0.1, 0.9)  # central interval reported as low/high (80 % nominal)
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """Hyper-parameters (stored with the model)."""
+
+    history_depth: int = 24          # ended jobs remembered per user
+    decay: float = 0.9               # medoid weight per step back in a user's history
+    similar_weight: float = 3.0      # medoid weight of a run with the same request and size
+    same_app_weight: float = 2.0     # ... with the same application
+    expert_rate: float = 0.15        # per-user expert score update rate
+    global_rate: float = 0.005       # cluster-wide expert score update rate
+    min_user_scored: int = 3         # scored jobs before a user's own expert scores are used
+    calibration_window: int = 4000   # residuals kept per regime
+    user_window: int = 200           # residuals kept per user
+    user_min: int = 40               # residuals before a user's own quantile is used
+    ratio_window: int = 500          # recent runtime/request ratios for cold starts
+    pending_limit: int = 200_000     # predictions remembered until their job ends
+    new_request_factor: float = 4.0  # a request this far from all the user's past ones: cold start
+    adapt_rate: float = 0.002        # adaptive conformal step (Gibbs & Candes 2021) on the risk
+
+
+def conformal_quantile(ordered: np.ndarray, level: float) -> float:
+    """The split-conformal quantile of sorted scores: the ceil((n+1) level)-th smallest
+    (inf when there are too few scores for that level)."""
+    n = len(ordered)
+    rank = math.ceil((n + 1) * level)
+    if rank > n or n == 0:
+        return math.inf
+    return float(ordered[max(rank, 1) - 1])
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+
+
+def _medoid(values: np.ndarray, weights: np.ndarray) -> float:
+    """The value maximising the weighted sum of exp(-|value - other|) (the accuracy metric)."""
+    agreement = np.exp(-np.abs(values[:, None] - values[None, :])) @ weights
+    return float(values[int(np.argmax(agreement))])
+
+
+def _span(low_log: float, high_log: float) -> str:
+    """"41–58 min" / "1.5–2.0 h" / "30 s–2 min" for a range of log seconds."""
+    def unit(seconds: float) -> tuple[str, str]:
+        if seconds < 90:
+            return f"{seconds:.0f}", "s"
+        if seconds < 5400:
+            return f"{seconds / 60:.0f}", "min"
+        return f"{seconds / 3600:.1f}", "h"
+    (low, low_unit), (high, high_unit) = unit(math.exp(low_log)), unit(math.exp(high_log))
+    if low_unit == high_unit:
+        return f"{low}–{high} {high_unit}" if low != high else f"{high} {high_unit}"
+    return f"{low} {low_unit}–{high} {high_unit}"
+
+
+@dataclass
+class _State:
+    history: HistoryIndex = field(default_factory=HistoryIndex)
+    user_scores: dict = field(default_factory=dict)       # user -> [count, [score per expert]]
+    global_scores: np.ndarray = field(default_factory=lambda: np.full(len(EXPERTS), 0.5))
+    residuals: dict = field(default_factory=dict)          # regime -> deque of log residuals
+    user_residuals: dict = field(default_factory=dict)     # user -> deque of log residuals
+    ratios: deque = field(default_factory=deque)           # recent log(runtime / request)
+    pending: OrderedDict = field(default_factory=OrderedDict)  # job_id -> (experts, point, regime, bound, risk)
+    observed: int = 0
+    risk_offset: float = 0.0      # adaptive conformal: effective risk = risk + offset
+    trained_until: float = -math.inf  # end time of the last job train_model saw (replays skip older ones)
+
+
+class HpcPredictModel(OnlinePredictor):
+    """Online walltime model (point + bound). Not thread-safe: callers hold one lock."""
+
+    name = "hpcpredict"
+    has_bound = True
+
+    def __init__(self, params: ModelParams | None = None):
+        self.params = params or ModelParams()
+        self.state = _State(history=HistoryIndex(self.params.history_depth))
+        self.state.ratios = deque(maxlen=self.params.ratio_window)
+        self._cache: dict = {}
+
+    # ------------------------------------------------------------------ experts
+    def _experts(self, job: JobRecord) -> np.ndarray | None:
+        """Candidate log estimates for ``job`` (None when its user has no ended job)."""
+        history = self.state.history.by_user.get(job.user)
+        if not history:
+            return None
+        p = self.params
+        log_request = math.log(job.requested_time_s) if job.requested_time_s > 0 else -1.0
+        past = list(history)
+        if log_request != -1.0 and p.new_request_factor > 0:
+            near = math.log(p.new_request_factor)
+            if all(abs(j.log_request - log_request) > near for j in past if j.log_request != -1.0):
+                return None
+        runtimes = np.fromiter((j.log_runtime for j in past), float, len(past))
+        weights = np.empty(len(past))
+        same_request = same_app = None
+        weight = 1.0
+        for i in range(len(past) - 1, -1, -1):
+            job_i = past[i]
+            w = weight
+            if job_i.log_request == log_request and job_i.procs == job.procs:
+                w *= p.similar_weight
+                if same_request is None:
+                    same_request = job_i.log_runtime
+            if job.application and job_i.application == job.application:
+                w *= p.same_app_weight
+                if same_app is None:
+                    same_app = job_i.log_runtime
+            weights[i] = w
+            weight *= p.decay
+        medoid = _medoid(runtimes, weights)
+        ratios = [j.log_runtime - j.log_request for j in past[-5:] if j.log_request != -1.0]
+        experts = np.array([
+            medoid, runtimes[-1],
+            medoid if same_request is None else same_request,
+            medoid if same_app is None else same_app,
+            _median([j.log_runtime for j in past[-5:]]),
+            log_request if log_request != -1.0 else medoid,
+            log_request + max(ratios) if ratios and log_request != -1.0 else medoid,
+        ])
+        if log_request != -1.0:
+            np.minimum(experts, log_request, out=experts)
+        return experts
+
+    def _cold_estimate(self, job: JobRecord) -> float:
+        if job.requested_time_s <= 0:
+            return _LOG_DEFAULT
+        log_request = math.log(job.requested_time_s)
+        typical = self._cached(("ratio",), self._typical_ratio)
+        return log_request + min(typical, 0.0)
+
+    def _typical_ratio(self) -> float:
+        """Medoid of recent log(runtime/request) over all users (0 = the request itself)."""
+        ratios = np.fromiter(self.state.ratios, float)
+        if len(ratios) < 20:
+            return 0.0
+        candidates = np.quantile(ratios, np.linspace(0.02, 0.98, 25))
+        agreement = np.exp(-np.abs(candidates[:, None] - ratios[None, :])).sum(axis=1)
+        return float(candidates[int(np.argmax(agreement))])
+
+    def _choose(self, user: str, experts: np.ndarray) -> int:
+        scored = self.state.user_scores.get(user)
+        if scored and scored[0] >= self.params.min_user_scored:
+            return int(np.argmax(scored[1]))
+        return int(np.argmax(self.state.global_scores))
+
+    # ------------------------------------------------------------------ calibration
+    def _cached(self, key, compute):
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = compute()
+        return value
+
+    def _quantile(self, user: str, regime: str, level: float) -> float:
+        user_scores = self.state.user_residuals.get(user)
+        if regime == WARM and user_scores is not None and len(user_scores) >= self.params.user_min:
+            ordered = self._cached(("user", user), lambda: np.sort(np.fromiter(user_scores, float)))
+        else:
+            scores = self.state.residuals.get(regime, ())
+            ordered = self._cached(("regime", regime), lambda: np.sort(np.fromiter(scores, float)))
+        return conformal_quantile(ordered, level)
+
+    # ------------------------------------------------------------------ interface
+    def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
+        return self.answer(job, risk, explain=True)
+
+    def answer(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> WalltimePrediction:
+        """:meth:`predict`, optionally without the (costlier) explanation text."""
+        if not 0.0 < risk < 1.0:
+            raise ValueError(f"risk must be in (0, 1), got {risk}")
+        experts = self._experts(job)
+        if experts is None:
+            regime, estimate, chosen = COLD, self._cold_estimate(job), -1
+        else:
+            regime, chosen = WARM, self._choose(job.user, experts)
+            estimate = float(experts[chosen])
+        state = self.state
+        log_request = math.log(job.requested_time_s) if job.requested_time_s > 0 else math.inf
+        # Without history of its own a job keeps its request as limit: correlated batches (a
+        # job array after two test runs) break the exchangeability the calibration relies on.
+        effective = min(max(risk + state.risk_offset, 1e-3), 0.5)
+        shift = self._quantile(job.user, regime, 1.0 - effective) if regime == WARM or log_request == math.inf \
+            else math.inf
+        bound = min(estimate + shift, log_request)
+        if not math.isfinite(bound):       # no calibration yet and no request
+            bound = estimate + math.log(4.0)
+        if job.job_id:   # remembered so the job's outcome scores this very answer
+            state.pending[job.job_id] = (experts, estimate, regime, bound, risk)
+            if len(state.pending) > self.params.pending_limit:
+                state.pending.popitem(last=False)
+        low = estimate + self._quantile(job.user, regime, _INTERVAL[0])
+        high = min(estimate + self._quantile(job.user, regime, _INTERVAL[1]), log_request)
+        coverage = _INTERVAL[1] - _INTERVAL[0]
+        if not (math.isfinite(low) and math.isfinite(high)):
+            low = high = estimate
+            coverage = 0.0
+        return WalltimePrediction(
+            runtime_s=max(math.exp(estimate), 1.0), bound_s=max(math.exp(bound), 1.0),
+            low_s=max(math.exp(min(low, estimate)), 1.0), high_s=max(math.exp(max(high, estimate)), 1.0),
+            coverage=coverage, explanation=self._explain(job, chosen, risk, shift) if explain else (),
+            fallback=experts is None, source=self.name)
+
+    def observe(self, record: JobRecord) -> None:
+        if record.runtime_s < 0 or self._already_trained(record):
+            return
+        state, p = self.state, self.params
+        runtime = occupancy_log(record)
+        pending = state.pending.pop(record.job_id, None) if record.job_id else None
+        if pending is None:   # never predicted (e.g. history loaded from the store)
+            experts = self._experts(record)
+            pending = (experts, float(experts[self._choose(record.user, experts)]) if experts is not None
+                       else self._cold_estimate(record), WARM if experts is not None else COLD, None, None)
+        experts, estimate, regime, bound, risk = pending
+        if experts is not None:
+            accuracy = np.exp(-np.abs(experts - runtime))
+            scored = state.user_scores.get(record.user)
+            if scored is None:
+                scored = state.user_scores[record.user] = [0, np.full(len(EXPERTS), 0.5)]
+            scored[0] += 1
+            scored[1] += p.expert_rate * (accuracy - scored[1])
+            state.global_scores += p.global_rate * (accuracy - state.global_scores)
+        if not record.censored:
+            if bound is not None and regime == WARM:
+                killed = 1.0 if runtime > bound else 0.0
+                state.risk_offset += p.adapt_rate * (risk - killed)
+            residual = runtime - estimate
+            window = state.residuals.get(regime)
+            if window is None:
+                window = state.residuals[regime] = deque(maxlen=p.calibration_window)
+            window.append(residual)
+            if regime == WARM:
+                user_window = state.user_residuals.get(record.user)
+                if user_window is None:
+                    user_window = state.user_residuals[record.user] = deque(maxlen=p.user_window)
+                user_window.append(residual)
+        if record.requested_time_s > 0:
+            state.ratios.append(runtime - math.log(record.requested_time_s))
+        state.history.add(record)
+        state.observed += 1
+        # Cluster-wide quantiles move slowly: refresh them every 100 jobs; a user's at once.
+        if state.observed % 100 == 0:
+            self._cache.clear()
+        else:
+            self._cache.pop(("user", record.user), None)
+
+    def _already_trained(self, record: JobRecord) -> bool:
+        """True for a job that ended before training stopped: the daemon replays its whole store
+        into a freshly loaded model, and those jobs are in the model already."""
+        ended = record.end_time if record.end_time >= 0 else record.submit_time + record.runtime_s
+        return ended <= self.state.trained_until
+
+    def remember(self, record: JobRecord) -> None:
+        """Add an ended job to the history without scoring any answer (bulk warm-up of old
+        history: only the per-user recent jobs and the ratio window keep anything of it)."""
+        if record.runtime_s < 0:
+            return
+        if record.requested_time_s > 0:
+            self.state.ratios.append(occupancy_log(record) - math.log(record.requested_time_s))
+        self.state.history.add(record)
+        self.state.observed += 1
+
+    # ------------------------------------------------------------------ explanation
+    def _explain(self, job: JobRecord, chosen: int, risk: float, shift: float) -> tuple[str, ...]:
+        past: list[PastJob] = self.state.history.recent(job.user)
+        if chosen < 0:
+            if job.requested_time_s > 0:
+                ratio = math.exp(min(self._cached(("ratio",), self._typical_ratio), 0.0))
+                return (f"no history for this user: request x {ratio:.2f} (typical on this cluster)",)
+            return ("no history and no request: default 1 h",)
+        same = [j for j in past if job.application and j.application == job.application][-5:]
+        runs = same or past[-5:]
+        what = f" of {job.application}" if same else ""
+        low, high = min(j.log_runtime for j in runs), max(j.log_runtime for j in runs)
+        lines = [f"your last {len(runs)} runs{what}: {_span(low, high)}",
+                 f"estimate: {_EXPERT_TEXT[EXPERTS[chosen]]}"]
+        if math.isfinite(shift):
+            lines.append(f"limit: {100 * (1 - risk):.0f} % of comparable jobs ended within "
+                         f"x{math.exp(shift):.2f} of their estimate")
+        return tuple(lines)
+
+    # ------------------------------------------------------------------ persistence helpers
+    def to_state(self) -> dict:
+        """Plain-data snapshot (JSON-able) of everything learned."""
+        s = self.state
+        return {
+            "params": asdict(self.params),
+            "history": {user: [[j.log_runtime, j.log_request, j.procs, j.application, j.censored, j.end_time]
+                               for j in jobs] for user, jobs in s.history.by_user.items()},
+            "user_totals": s.history.user_totals,
+            "user_scores": {u: [c, v.tolist()] for u, (c, v) in s.user_scores.items()},
+            "global_scores": s.global_scores.tolist(),
+            "residuals": {k: list(v) for k, v in s.residuals.items()},
+            "user_residuals": {u: list(v) for u, v in s.user_residuals.items()},
+            "ratios": list(s.ratios),
+            "observed": s.observed,
+            "risk_offset": s.risk_offset,
+            "trained_until": s.trained_until if math.isfinite(s.trained_until) else None,
+        }
+
+    @classmethod
+    def from_state(cls, data: dict) -> "HpcPredictModel":
+        """Inverse of :meth:`to_state` (raises KeyError/TypeError/ValueError on bad data)."""
+        params = ModelParams(**data["params"])
+        model = cls(params)
+        s = model.state
+        for user, jobs in data["history"].items():
+            bucket = s.history.by_user[str(user)] = deque(maxlen=params.history_depth)
+            for lr, lq, procs, app, censored, end in jobs:
+                bucket.append(PastJob(float(lr), float(lq), int(procs), str(app), bool(censored), float(end)))
+        s.history.user_totals = {str(u): [float(c), float(t)] for u, (c, t) in data["user_totals"].items()}
+        s.user_scores = {str(u): [int(c), np.asarray(v, float)] for u, (c, v) in data["user_scores"].items()}
+        s.global_scores = np.asarray(data["global_scores"], float)
+        if s.global_scores.shape != (len(EXPERTS),):
+            raise ValueError("global_scores has the wrong length")
+        s.residuals = {str(k): deque(map(float, v), maxlen=params.calibration_window)
+                       for k, v in data["residuals"].items()}
+        s.user_residuals = {str(u): deque(map(float, v), maxlen=params.user_window)
+                            for u, v in data["user_residuals"].items()}
+        s.ratios = deque(map(float, data["ratios"]), maxlen=params.ratio_window)
+        s.observed = int(data["observed"])
+        s.risk_offset = float(data["risk_offset"])
+        s.trained_until = -math.inf if data["trained_until"] is None else float(data["trained_until"])
+        return model

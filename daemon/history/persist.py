@@ -1,0 +1,104 @@
+"""Train, save and load our walltime model — plain JSON, never pickle.
+
+The model's learned state (per-user recent history, expert scores, calibration residuals) is
+plain data; it is written as one JSON document plus a small manifest with a checksum.
+
+>>> import tempfile, pathlib
+>>> from hpcpredict.daemon.records import JobRecord
+>>> jobs = [JobRecord(str(i), "ann", 100.0 * i, runtime_s=60.0, requested_time_s=600.0,
+...                   end_time=100.0 * i + 60.0) for i in range(5)]
+>>> directory = pathlib.Path(tempfile.mkdtemp())
+>>> save_model(train_model(jobs), directory)
+>>> round(load_model(directory).predict(JobRecord("9", "ann", 999.0, requested_time_s=600.0)).runtime_s, 3)
+60.0
+"""
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+from hpcpredict.daemon.errors import ModelArtifactError
+from hpcpredict.daemon.history.evaluate import end_time, scorable
+from hpcpredict.daemon.history.model import HpcPredictModel, ModelParams
+from hpcpredict.daemon.records import JobRecord
+
+KIND = "walltime-history"
+FORMAT_VERSION = 1
+STATE_FILE = "state.json"
+MANIFEST_FILE = "manifest.json"
+
+
+def train_model(records: list[JobRecord], params: ModelParams | None = None, risk: float = 0.03,
+                replay_last: int = 200_000,
+                progress: Callable[[int, int], None] | None = None) -> HpcPredictModel:
+    """Fit by replaying ``records`` online (predict at submit, observe at end), exactly as the
+    daemon would have seen them, so every calibration residual is out of sample.
+
+    Everything the model learns is windowed (a user's last jobs, recent residuals, decaying
+    expert scores), so only the last ``replay_last`` submissions are replayed in full; older
+    jobs are just added to the history (:meth:`HpcPredictModel.remember`), which is what
+    keeps training on 10^6 jobs within the time budget.
+
+    The model remembers the last end time it was trained on: replaying the same history into
+    it again (as the daemon does with its store at start) is ignored, newer jobs are learned."""
+    model = HpcPredictModel(params)
+    ordered = scorable(records)
+    full_from = max(len(ordered) - replay_last, 0)
+    running: list[tuple[float, int]] = []
+    for index, job in enumerate(ordered):
+        while running and running[0][0] <= job.submit_time:
+            done = heapq.heappop(running)[1]
+            if done < full_from:
+                model.remember(ordered[done])
+            else:
+                model.observe(ordered[done])
+        if index >= full_from:
+            model.answer(job, risk, explain=False)
+        heapq.heappush(running, (end_time(job), index))
+        if progress is not None and index % 5000 == 0:
+            progress(index, len(ordered))
+    while running:
+        done = heapq.heappop(running)[1]
+        (model.remember if done < full_from else model.observe)(ordered[done])
+    if ordered:
+        model.state.trained_until = max(end_time(job) for job in ordered)
+    return model
+
+
+def save_model(model: HpcPredictModel, directory: Path) -> None:
+    """Write ``model`` under ``directory`` (created) atomically: state, then manifest."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(model.to_state(), separators=(",", ":")).encode()
+    manifest = {"kind": KIND, "format_version": FORMAT_VERSION, "predictor": model.name,
+                "sha256": hashlib.sha256(payload).hexdigest(), "observed": model.state.observed,
+                "users": len(model.state.history.by_user)}
+    for name, data in ((STATE_FILE, payload), (MANIFEST_FILE, json.dumps(manifest, indent=1).encode())):
+        temporary = directory / f".{name}.tmp"
+        temporary.write_bytes(data)
+        os.replace(temporary, directory / name)
+
+
+def load_model(directory: Path) -> HpcPredictModel:
+    """Read a model written by :func:`save_model`; any defect -> ModelArtifactError."""
+    directory = Path(directory)
+    try:
+        manifest = json.loads((directory / MANIFEST_FILE).read_text())
+        payload = (directory / STATE_FILE).read_bytes()
+    except (OSError, ValueError) as error:
+        raise ModelArtifactError(f"{directory}: cannot read walltime model: {error}") from error
+    if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
+        raise ModelArtifactError(f"{directory}: not a walltime model (kind {manifest.get('kind')!r})"
+                                 if isinstance(manifest, dict) else f"{directory}: bad manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ModelArtifactError(f"{directory}: unsupported format version {manifest.get('format_version')!r}")
+    if hashlib.sha256(payload).hexdigest() != manifest.get("sha256"):
+        raise ModelArtifactError(f"{directory}: {STATE_FILE} does not match its checksum")
+    try:
+        return HpcPredictModel.from_state(json.loads(payload))
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ModelArtifactError(f"{directory}: corrupt walltime model state: {error!r}") from error

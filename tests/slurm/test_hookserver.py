@@ -1,0 +1,176 @@
+"""The hook socket (slurm_plugin/hookserver.py) against the real daemon's servicer.
+
+Raw lines go over a real Unix socket; answers are checked for the contract the Lua hook and
+the prolog scripts rely on: one JSON line back, ok/response or ok=false/error naming the field.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from hpcpredict.slurm_plugin import hookclient
+
+
+def exchange(path: str, payload: bytes, timeout: float = 10.0) -> dict:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(timeout)
+    conn.connect(path)
+    try:
+        try:
+            conn.sendall(payload)
+        except BrokenPipeError:
+            pass  # a busy server answers and closes before reading; its line is still readable
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        conn.close()
+    assert data.endswith(b"\n") and data.count(b"\n") == 1
+    return json.loads(data)
+
+
+JOB = {"job": {"user": "carol", "job_name": "cg"}, "resources": {"nodes": 2, "ntasks": 8},
+       "time_limit_s": 1200, "script": base64.b64encode(b"#!/bin/sh\nsrun ./cg.x -n 64\n").decode()}
+
+
+def test_predict_answers_an_estimate(daemon):
+    reply = exchange(daemon.hook_socket, json.dumps({"method": "Predict", "request": JOB}).encode() + b"\n")
+    assert reply["ok"] is True
+    estimate = reply["response"]
+    assert len(estimate["prediction_id"]) == 32
+    assert estimate["runtime_s"] > 0 and estimate["suggested_time_limit_s"] >= estimate["runtime_s"]
+    assert estimate["application"] == "cg.x"
+
+
+def test_several_requests_on_one_connection(daemon):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(10)
+    conn.connect(daemon.hook_socket)
+    reader = conn.makefile("rb")
+    line = json.dumps({"method": "Predict", "request": JOB}).encode() + b"\n"
+    ids = set()
+    for _ in range(3):
+        conn.sendall(line)
+        ids.add(json.loads(reader.readline())["response"]["prediction_id"])
+    conn.close()
+    assert len(ids) == 3
+
+
+@pytest.mark.parametrize("payload, expected", [
+    (b"not json\n", "request is not JSON"),
+    (b"[1, 2]\n", "request must be a JSON object"),
+    (b'{"method": "ReloadModels", "request": {}}\n', "method: must be one of"),
+    (b'{"method": "Predict", "request": 7}\n', "request: must be a JSON object"),
+    (b'{"method": "Predict", "request": {"resources": {"nodes": -4}}}\n', "request: "),
+    (b'{"method": "Predict", "request": {"no_such_field": 1}}\n', "no_such_field"),
+    (b'{"method": "Predict", "request": {"job": {"user": ""}}}\n', "job.user: required"),
+    (b'{"method": "Predict", "request": {"job": {"user": "x"}, "script": 5}}\n', "script"),
+    (b'{"method": "ReportOutcome", "request": {"job_id": "9", "state": "EXPLODED"}}\n', "state: unknown final state"),
+    (b'\xff\xfe{"method": "Predict"}\n', "request is not JSON"),
+])
+def test_bad_requests_get_one_clear_error_line(daemon, payload, expected):
+    reply = exchange(daemon.hook_socket, payload)
+    assert reply["ok"] is False
+    assert expected in reply["error"]
+    # and the daemon keeps serving
+    assert exchange(daemon.hook_socket, json.dumps({"method": "Predict", "request": JOB}).encode() + b"\n")["ok"]
+
+
+def test_invalid_argument_code_is_passed_on(daemon):
+    reply = exchange(daemon.hook_socket, b'{"method": "Predict", "request": {"job": {"user": "x"}, '
+                                         b'"resources": {"nodes": 4, "ntasks": 2}}}\n')
+    assert reply == {"ok": False, "error": reply["error"], "code": "INVALID_ARGUMENT"}
+    assert reply["error"].startswith("resources.ntasks")
+
+
+def test_report_outcome_is_stored_once(daemon):
+    outcome = {"job_id": "hookserver-1", "state": "COMPLETED", "start_time": 1000, "end_time": 1600,
+               "request": JOB}
+    first = hookclient.call("ReportOutcome", outcome, socket_path=daemon.hook_socket)
+    again = hookclient.call("ReportOutcome", outcome, socket_path=daemon.hook_socket)
+    assert first == {"stored": True, "job_id": "hookserver-1", "duplicate": False}
+    assert again["duplicate"] is True
+
+
+def test_hookclient_reports_refusal_and_missing_socket(daemon, tmp_path):
+    with pytest.raises(hookclient.HookRefused, match="job.user: required"):
+        hookclient.call("Predict", {"job": {"user": ""}}, socket_path=daemon.hook_socket)
+    with pytest.raises(hookclient.HookError, match="connect"):
+        hookclient.call("Predict", JOB, socket_path=str(tmp_path / "none.sock"), timeout=0.2)
+
+
+@pytest.fixture
+def private_server(daemon, tmp_path):
+    """A second HookServer in this process, on the servicer of an in-process daemon, so its
+    limits (line size, workers) can be set small."""
+    from hpcpredict.daemon.config import load_config
+    from hpcpredict.daemon.server import create_daemon
+    from hpcpredict.slurm_plugin.hookserver import HookServer
+
+    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_DAEMON_METRICS": "",
+                                        "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(tmp_path)})
+    inner = create_daemon(config)
+    inner.start()
+    servers = []
+
+    def make(**options):
+        server = HookServer(str(tmp_path / f"h{len(servers)}.sock"), inner.servicer, **options).start()
+        servers.append(server)
+        return server
+    yield make
+    for server in servers:
+        server.stop(1.0)
+    inner.stop(1.0)
+
+
+def test_overlong_line_is_refused(private_server):
+    server = private_server(max_line_bytes=1000)
+    reply = exchange(server.path, b'{"method": "Predict", "request": {"job": {"user": "' + b"x" * 5000 + b'"}}}\n')
+    assert reply == {"ok": False, "error": "request line longer than 1000 bytes"}
+
+
+def test_busy_server_answers_at_once_instead_of_queueing(private_server):
+    server = private_server(workers=1, read_timeout=5.0)
+    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    holder.connect(server.path)        # takes the only worker and sends nothing
+    time.sleep(0.2)
+    try:
+        reply = exchange(server.path, json.dumps({"method": "Predict", "request": JOB}).encode() + b"\n", timeout=2)
+        assert reply == {"ok": False, "error": "busy"}
+    finally:
+        holder.close()
+    time.sleep(0.2)
+    assert exchange(server.path, json.dumps({"method": "Predict", "request": JOB}).encode() + b"\n")["ok"]
+
+
+def test_stop_removes_socket_and_second_server_refuses_live_socket(private_server):
+    from hpcpredict.slurm_plugin.hookserver import HookServer
+
+    server = private_server()
+    with pytest.raises(OSError, match="in use"):
+        HookServer(server.path, server.servicer).start()
+    server.stop(0.5)
+    import os
+    assert not os.path.exists(server.path)
+
+
+def test_concurrent_clients_all_answered(daemon):
+    line = json.dumps({"method": "Predict", "request": JOB}).encode() + b"\n"
+    results = []
+
+    def client():
+        results.append(exchange(daemon.hook_socket, line)["ok"])
+    threads = [threading.Thread(target=client) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [True] * 6
