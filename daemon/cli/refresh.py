@@ -103,7 +103,7 @@ def _refresh(args) -> int:
     console = Console(stderr=True)
     result: dict = {}
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True, disable=args.json) as progress:
+    with Progress(*columns, console=console, transient=True, disable=args.json or not console.is_terminal) as progress:
         step = progress.add_task("reading accounting (sacct --json)", total=None)
         if args.sacct_json:
             source = args.sacct_json

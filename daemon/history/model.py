@@ -17,7 +17,11 @@ job's submission). Scores are kept per user (used once a user has enough of them
 regime (with / without user history). Censored jobs (killed at their limit) are *not* scored:
 their runtime is only known to be >= the limit, and the bound is capped at the request, so they
 cannot be killed earlier by it; the risk is thus the probability of outliving the bound among
-jobs that end within their request — what the kill rate measures.
+jobs that end within their request — what the kill rate measures. Because job streams drift,
+the level is adapted online (adaptive conformal inference, Gibbs & Candès 2021): every job that
+ends within its request moves the effective risk by ``adapt_rate x (risk - killed)``. A job
+whose user has no relevant history keeps its request as bound (batches of identical jobs
+submitted together break the exchangeability the calibration relies on).
 """
 from __future__ import annotations
 

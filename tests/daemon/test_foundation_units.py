@@ -81,7 +81,7 @@ def test_registry_publish_verify_and_refuse(tmp_path):
     with pytest.raises(ModelArtifactError, match="checksum"):
         registry.load("topology")
     (second.path / "artifact.json").unlink()
-    with pytest.raises(ModelArtifactError, match="manifest"):
+    with pytest.raises(ModelArtifactError, match="not a model artifact"):
         registry.current("topology")
     with pytest.raises(ModelArtifactError, match="unknown model kind"):
         registry.publish("pickle", folder)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import CLUSTER, SLURM_DIR, Cluster, Daemon, cluster_env, write_hooks_conf
+from .harness import APP_SCRIPT, CLUSTER, SLURM_DIR, Cluster, Daemon, cluster_env, write_hooks_conf
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """Harness of tests/slurm: a real hpcpredictd, the real Slurm test cluster, broken sockets.
 
-The session fixture starts (once) a real ``hpcpredictd`` on Unix sockets in a temp dir, then
+The session fixtures (conftest.py) start (once) a real ``hpcpredictd`` on Unix sockets in a temp dir, then
 the cluster of ``tests/slurm/cluster/start-cluster.sh`` (munged, MariaDB + slurmdbd,
 slurmctld, 8 slurmd) with the project's own hooks installed: ``job_submit.lua``,
 ``prolog_slurmctld.py``, ``task_prolog.sh``/``.py``, ``epilog_slurmctld.py`` and their
@@ -10,10 +10,8 @@ only the pids it started). Needs root (slurmd, runuser) and the Debian packages 
 """
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,9 +20,8 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 import hpcpredict.slurm_plugin as slurm_plugin
+from hpcpredict.slurm_plugin import hookclient, slurmjob
 
 HERE = Path(__file__).resolve().parent
 CLUSTER = HERE / "cluster"
@@ -33,8 +30,6 @@ VENV_BIN = Path(sys.executable).parent
 SLURM_DIR = Path(os.environ.get("HPCPREDICT_TEST_SLURM_DIR", "/tmp/hpcpredict-slurm-test"))
 PORTS = {"CTLD_PORT": "26817", "SLURMD_PORT_BASE": "27001", "DBD_PORT": "26819", "MYSQL_PORT": "23306"}
 HOOK_FILES = ("hookclient.py", "slurmjob.py", "task_prolog.py")
-
-from hpcpredict.slurm_plugin import hookclient, slurmjob  # noqa: E402  (the prolog scripts' client)
 
 APP_SCRIPT = """#!/bin/bash
 # a stand-in application: one line per rank, then a short sleep

@@ -11,6 +11,7 @@ import base64
 import json
 import math
 import re
+import subprocess
 import time
 
 import pytest
@@ -111,6 +112,21 @@ def test_job_without_time_gets_limit_from_bound(cluster, daemon):
     assert job["TimeLimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00"
     assert job["TimeMin"] == "N/A"
     assert ";limit=auto" in job["AdminComment"]
+
+
+def test_latin1_script_and_interactive_srun(cluster):
+    # a script with Latin-1 bytes, a NUL-free control character and a very long line still
+    # gets a prediction (the hook cleans it into valid UTF-8 / base64)
+    script = b"#!/bin/bash\n# Auteur: Andr\xe9 \x01\n#HPCPREDICT size=8\nexport X=" + b"y" * 5000 + b"\nsrun ./hello.sh\n"
+    (cluster.jobs / "latin1.sh").write_bytes(script)
+    job_id, _, stderr, _ = cluster.sbatch("bob", "-N", "1", "-t", "3", "-o", "/dev/null", "latin1.sh")
+    assert "sbatch: hpcpredict: predicted runtime" in stderr
+    assert cluster.job(job_id)["AdminComment"].startswith("hpcpredict=")
+    # srun without a batch script: the hook leaves it alone (no script to read)
+    done = subprocess.run(["runuser", "-u", "alice", "--", "env", f"SLURM_CONF={cluster.conf}", "srun", "-N", "1",
+                           "-t", "2", "true"], cwd=cluster.jobs, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "hpcpredict" not in done.stderr
 
 
 @pytest.mark.parametrize("failure", ["stopped", "hung", "garbage"])
