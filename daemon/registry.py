@@ -3,7 +3,7 @@
 Layout under the models directory::
 
     <kind>/<key>/<version>/artifact.json   # kind, key, version, created, metadata, sha256 per file
-    <kind>/<key>/<version>/...             # the model's own plain files (JSON, .npz, .skops)
+    <kind>/<key>/<version>/model/...       # the model's own plain files (JSON, .npz, .skops)
     <kind>/<key>/CURRENT                   # the version being served (replaced atomically)
 
 ``key`` is the application or cluster the model is for; ``_site`` when site-wide. Publishing
@@ -31,6 +31,7 @@ from hpcpredict.daemon.errors import ModelArtifactError, ModelNotFound
 logger = logging.getLogger(__name__)
 
 SITE_KEY = "_site"
+MODEL_DIR = "model"  # the loader sees only this folder, never the registry's own files
 MANIFEST = "artifact.json"  # not "manifest.json": a model may have its own
 CURRENT = "CURRENT"
 
@@ -55,6 +56,10 @@ class Artifact:
     created: str
     path: Path
     metadata: dict = field(default_factory=dict)
+
+    @property
+    def model_path(self) -> Path:
+        return self.path / MODEL_DIR
 
     @property
     def name(self) -> str:
@@ -114,7 +119,7 @@ class ModelRegistry:
         now = _dt.datetime.now(_dt.timezone.utc)
         version = now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:6]
         staging = home / f".tmp-{version}"
-        shutil.copytree(source, staging, ignore=shutil.ignore_patterns(MANIFEST))
+        shutil.copytree(source, staging / MODEL_DIR)
         files = {}
         for path in sorted(p for p in staging.rglob("*") if p.is_file()):
             with open(path, "rb") as handle:
@@ -128,7 +133,7 @@ class ModelRegistry:
             os.fsync(handle.fileno())
         if validate:
             try:
-                resolve_loader(kind)(staging)
+                resolve_loader(kind)(staging / MODEL_DIR)
             except Exception as error:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise ModelArtifactError(f"refusing to publish {kind} model from {source}: {error}") from error
@@ -204,7 +209,7 @@ class ModelRegistry:
     def load(self, kind: str, key: str = SITE_KEY) -> tuple[Artifact, Any]:
         artifact = self.current(kind, key)
         try:
-            model = resolve_loader(kind)(artifact.path)
+            model = resolve_loader(kind)(artifact.model_path)
         except ModelArtifactError:
             raise
         except Exception as error:

@@ -339,7 +339,7 @@ local function human(seconds)
 end
 
 -- Checks the estimate and returns the changes to make; nil + reason when it is unusable.
-local function plan(estimate, requested_min)
+local function plan(estimate, requested_min, user_time_min)
   local runtime = tonumber(estimate.runtime_s)
   local interval_t = type(estimate.interval) == "table" and estimate.interval or {}
   local low, high = tonumber(interval_t.low_s) or 0, tonumber(interval_t.high_s) or 0
@@ -362,6 +362,8 @@ local function plan(estimate, requested_min)
   if requested_min ~= nil and estimate.fallback == true then
     -- no history: the "prediction" is the request itself, so there is nothing to tell backfill
     said = said .. string.format("; kept your --time=%d min", requested_min)
+  elseif requested_min ~= nil and user_time_min then
+    said = said .. string.format("; kept your --time=%d min and --time-min", requested_min)
   elseif requested_min ~= nil then
     local time_min = math.min(minutes(tonumber(estimate.suggested_time_min_s) or runtime), requested_min)
     if CONFIG.set_time_min and time_min >= 1 then
@@ -397,7 +399,7 @@ local function submit(job_desc)
   end
   local estimate, why = call("Predict", request)
   local changes
-  if estimate ~= nil then changes, why = plan(estimate, requested) end
+  if estimate ~= nil then changes, why = plan(estimate, requested, isset(job_desc.time_min) and job_desc.time_min > 0) end
   local took_ms = ((socket_ok and socket.gettime() or os.time()) - started) * 1000
   if changes == nil then
     slurm.log_error("hpcpredict: fail-open, job of %s accepted unchanged (%.0f ms): %s",

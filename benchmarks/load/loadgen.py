@@ -38,10 +38,10 @@ from benchmarks.load.world import build_world, requests
 LEVELS = (1, 8, 32, 128)
 
 
-def start_daemon(data_dir: Path, timeout: float = 60.0) -> tuple[subprocess.Popen, dict]:
+def start_daemon(data_dir: Path, extra_env: dict | None = None, timeout: float = 60.0) -> tuple[subprocess.Popen, dict]:
     socket_path = data_dir / "hpcpredictd.sock"
     env = {**os.environ, "HPCPREDICT_DATA_DIR": str(data_dir), "HPCPREDICT_DAEMON_HOOK_SOCKET": "",
-           "HPCPREDICT_DAEMON_LOG_LEVEL": "WARNING"}
+           "HPCPREDICT_DAEMON_LOG_LEVEL": "WARNING", **(extra_env or {})}
     log = open(data_dir / "daemon.log", "ab")
     proc = subprocess.Popen([sys.executable, "-m", "hpcpredict.daemon.server", "--socket", str(socket_path)],
                             env=env, stdout=log, stderr=log)
@@ -170,20 +170,24 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="time per phase (upper bound)")
     parser.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
     parser.add_argument("--trace", type=Path, default=None, help="SWF trace for the history (default: hpc2n subset)")
+    parser.add_argument("--daemon-env", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="config overrides for the daemon, e.g. HPCPREDICT_DAEMON_WORKERS=2")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
+    extra_env = dict(item.split("=", 1) for item in args.daemon_env)
     data_dir = Path(tempfile.mkdtemp(prefix="hpd-load-"))
     proc = None
     try:
         world = build_world(data_dir, **({"trace": args.trace} if args.trace else {}))
         payloads = requests(world, 2000)
-        proc, info = start_daemon(data_dir)
+        proc, info = start_daemon(data_dir, extra_env)
         results = asyncio.run(measure(info["socket"], info["metrics_port"], payloads, args))
         print(table(results))
         if args.json:
             meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "loadavg": os.getloadavg(),
                     "cpus": os.cpu_count(), "history_jobs": world["history_jobs"], "runtime_model": world["runtime"],
-                    "walltime_model": world["walltime"], "requests": args.requests, "seconds": args.seconds}
+                    "walltime_model": world["walltime"], "requests": args.requests, "seconds": args.seconds,
+                    "daemon_env": extra_env}
             args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     finally:
         if proc is not None:

@@ -67,6 +67,26 @@ def accuracy(tables: dict, seeds: list[int], fractions: list[float]) -> list[dic
     return rows
 
 
+def coverage_check(table, seeds: list[int]) -> list[dict]:
+    """Interval coverage at 50 % training over many splits (one split's coverage is noisy)."""
+    rows = []
+    for label, (learner, params) in {"extra-trees (cross-conformal)": ("extra-trees", {}),
+                                     "extra-trees (split conformal)": ("extra-trees", {"calibration": "split",
+                                                                                       "calibration_folds": 4}),
+                                     "ann k-fold ensemble": ("ann", {}),
+                                     "linear": ("linear", {})}.items():
+        results = [evaluate(table, learner=learner, train_fraction=0.5, seed=s, params=params, time_share=None)
+                   for s in seeds]
+        row = {"learner": label, "seeds": len(seeds)}
+        for key in ("coverage80", "coverage95", "interval_width80", "mape"):
+            values = [r[key] for r in results]
+            row[key] = float(np.mean(values))
+            row[key + "_std"] = float(np.std(values))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def runtime_features(table, seeds: list[int]) -> list[dict]:
     rows = []
     for share in (None, 0.05, 0.25):
@@ -197,7 +217,7 @@ def main() -> None:
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results["machine"] = "2-core Debian 12 development VM (shared), LAMMPS 20220106 (Debian)"
     results["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    parts = args.only or ["latency", "accuracy", "runtime_features", "transfer", "active_learning"]
+    parts = args.only or ["latency", "accuracy", "coverage", "runtime_features", "transfer", "active_learning"]
     for part in parts:
         started = time.time()
         if part == "latency":
@@ -205,6 +225,8 @@ def main() -> None:
         elif part == "accuracy":
             results[part] = accuracy({"lammps_melt (real)": lammps, "power law (synthetic)": synthetic_power_law()},
                                      seeds, [0.1, 0.25, 0.5])
+        elif part == "coverage":
+            results[part] = coverage_check(lammps, list(range(10)))
         elif part == "runtime_features":
             results[part] = runtime_features(lammps, seeds)
         elif part == "transfer":

@@ -103,7 +103,8 @@ def _refresh(args) -> int:
     console = Console(stderr=True)
     result: dict = {}
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True, disable=args.json or not console.is_terminal) as progress:
+    quiet = args.json or not console.is_terminal          # progress only for a person at a terminal
+    with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
         step = progress.add_task("reading accounting (sacct --json)", total=None)
         if args.sacct_json:
             source = args.sacct_json

@@ -50,7 +50,8 @@ def transform_features(X, fill, powers, mean, scale, kept) -> np.ndarray:
 class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
     def __init__(self, n_estimators=200, degree=1, standardize=True, importance_threshold=0.95,
                  min_samples_leaf=1, max_features=1.0, calibration_folds=5,
-                 single_leaf_variance=0.01, trend="loglinear", trend_alpha=1e-3, random_state=None):
+                 single_leaf_variance=0.01, trend="loglinear", trend_alpha=1e-3, calibration="cv",
+                 random_state=None):
         self.n_estimators = n_estimators
         self.degree = degree
         self.standardize = standardize
@@ -61,6 +62,7 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
         self.single_leaf_variance = single_leaf_variance
         self.trend = trend
         self.trend_alpha = trend_alpha
+        self.calibration = calibration
         self.random_state = random_state
 
     def _forest(self, seed):
@@ -70,6 +72,8 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
     def fit(self, X, y, groups=None, feature_names=None):
         X = np.asarray(X, dtype=float)
         y = np.asarray(y, dtype=float)
+        if self.calibration == "split" and self.calibration_folds:
+            return self._fit_split(X, y, groups, feature_names)
         if X.ndim != 2 or X.shape[0] != y.shape[0] or X.shape[0] < 2:
             raise ValueError("X must be (n_runs, n_features) with n_runs >= 2 matching y")
         if np.any(~np.isfinite(y)) or np.any(y <= 0):
@@ -138,6 +142,21 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
 
     def trend_of(self, X) -> np.ndarray:
         return log_linear_trend(X, self.fill_, self.log_columns_, self.trend_coef_, self.trend_intercept_)
+
+    def _fit_split(self, X, y, groups, feature_names):
+        """Split conformal: fit on all configurations but one fold, score that fold."""
+        groups = np.arange(len(y)) if groups is None else np.asarray(groups)
+        folds = self.calibration_folds
+        seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
+        held_out = group_folds(groups, max(2, folds), seed)[0]
+        self.calibration_folds = 0
+        try:
+            self.fit(X[~held_out], y[~held_out], feature_names=feature_names)
+        finally:
+            self.calibration_folds = folds
+        m, s = self.predict_log_dist(X[held_out])
+        self.calibration_scores_ = np.sort(np.abs(np.log(y[held_out]) - m) / s)
+        return self
 
     def _calibrate(self, X, y, groups, seed) -> np.ndarray:
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)

@@ -185,7 +185,7 @@ def test_corrupt_model_is_refused_and_the_old_one_keeps_serving(daemon, admin_st
     assert [m.version for m in reply.models if m.kind == "topology"] == [good.version]
     # a version whose file no longer matches its checksum becomes CURRENT behind the daemon's back
     bad = registry.publish("topology", folder)
-    (bad.path / "topology.json").write_text('{"kind": "tree", "levels": [], "nodes": {"n1": ')
+    (bad.model_path / "topology.json").write_text('{"kind": "tree", "levels": [], "nodes": {"n1": ')
     reply = admin_stub.ReloadModels(pb.ReloadRequest(), timeout=30)
     assert any("checksum mismatch" in error for error in reply.errors)
     # the refused artifact is reported, and the daemon keeps answering

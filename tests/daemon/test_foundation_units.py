@@ -76,8 +76,8 @@ def test_registry_publish_verify_and_refuse(tmp_path):
     assert registry.current("topology").version == second.version != first.version
     assert registry.versions("topology") == sorted([first.version, second.version])
     manifest = json.loads((second.path / "artifact.json").read_text())
-    assert set(manifest["files"]) == {"topology.json"}
-    (second.path / "topology.json").write_text("{}")
+    assert set(manifest["files"]) == {"model/topology.json"}
+    (second.model_path / "topology.json").write_text("{}")
     with pytest.raises(ModelArtifactError, match="checksum"):
         registry.load("topology")
     (second.path / "artifact.json").unlink()

@@ -150,6 +150,7 @@ def test_missing_socket_fails_open(tmp_path):
     ({"runtime_s": 600, "suggested_time_limit_s": 960, "prediction_id": "p1"}, "nil", "min=nil limit=16"),
     ({"runtime_s": 5000, "suggested_time_min_s": 5000, "prediction_id": "p1"}, "30", "min=30 limit=nil"),
     ({"runtime_s": 600, "fallback": True, "prediction_id": "p1"}, "30", "min=nil limit=nil"),
+    ({"runtime_s": 600, "suggested_time_min_s": 600, "prediction_id": "p1"}, "30, true", "min=nil limit=nil"),
     ({"runtime_s": "abc"}, "30", "nil"),
     ({"runtime_s": -5}, "nil", "nil"),
     ({}, "nil", "nil"),

@@ -1,0 +1,75 @@
+"""Trained models of every family, published and served by the real daemon."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from hpcpredict.daemon.registry import ModelRegistry
+from hpcpredict.daemon.server import admin_socket_path
+from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+from hpcpredict.proto.v1 import hpcpredict_pb2_grpc as pb_grpc
+
+
+@pytest.fixture
+def stubs(daemon):
+    public = grpc.insecure_channel(f"unix:{daemon.socket}")
+    admin = grpc.insecure_channel(f"unix:{admin_socket_path(daemon.socket)}")
+    yield pb_grpc.PredictorStub(public), pb_grpc.PredictorStub(admin)
+    public.close()
+    admin.close()
+
+
+def _number(value: float) -> pb.Value:
+    return pb.Value(number=value)
+
+
+def test_runtime_model_answers_from_inputs_and_runtime_features(daemon, stubs, tmp_path):
+    from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+    from hpcpredict.daemon.runtime.model import RuntimeModel
+    from hpcpredict.daemon.runtime.service import save_application_model
+
+    stub, admin = stubs
+    csv = "n,ntasks,t\n" + "\n".join(f"{n},{p},{n / p:.3f}" for n in range(10, 400, 5) for p in (1, 2, 4, 8))
+    model = RuntimeModel(params={"n_estimators": 30, "random_state": 0}).fit(parse_runs_csv(csv, target="t"))
+    folder = tmp_path / "runtime"
+    save_application_model(model, folder, application="solver", metadata={"version": "7"})
+    ModelRegistry(daemon.data_dir / "models").publish("runtime", folder)
+    reply = admin.ReloadModels(pb.ReloadRequest(), timeout=60)
+    assert not reply.errors and [m.kind for m in reply.models] == ["runtime"]
+
+    request = pb.JobRequest(job=pb.JobIdentity(user="dana", application="solver"),
+                            resources=pb.Resources(nodes=1, ntasks=4), inputs={"n": _number(100.0)})
+    estimate = stub.Predict(request, timeout=10)
+    assert not estimate.fallback
+    assert 18 < estimate.runtime_s < 32  # truth: 100 / 4 = 25 s
+    assert estimate.interval.low_s <= estimate.runtime_s <= estimate.interval.high_s
+    assert estimate.interval.coverage == pytest.approx(0.8)
+    assert estimate.suggested_time_limit_s >= estimate.interval.high_s
+    assert any("solver" in line for line in estimate.explanation)
+    # the application reports a larger problem early in its run: the daemon re-predicts
+    refined = stub.ReportRuntimeFeatures(pb.RuntimeFeatures(
+        prediction_id=estimate.prediction_id,
+        features=[pb.ReportedFeature(key="n", value=_number(300.0), at_s=2.0)]), timeout=10)
+    assert refined.runtime_s > 2 * estimate.runtime_s  # truth: 75 s
+    # without the input the model needs, the history path answers instead
+    assert stub.Predict(pb.JobRequest(job=pb.JobIdentity(user="dana", application="solver")), timeout=10).fallback
+
+
+def test_scaling_model_gives_node_count_advice(daemon, stubs, tmp_path):
+    from hpcpredict.daemon.scaling.advice import ScalingModel, save_scaling_model
+
+    stub, admin = stubs
+    model = ScalingModel(application="lulesh", expression="10 + 640 * p^(-1)", parameters=("p",), constant=10.0,
+                         terms=((640.0, (("p", -1.0, 0),)),), scaling_parameter="p", ranges={"p": (4.0, 64.0)})
+    folder = tmp_path / "scaling"
+    save_scaling_model(model, folder)
+    ModelRegistry(daemon.data_dir / "models").publish("scaling", folder)
+    assert not admin.ReloadModels(pb.ReloadRequest(), timeout=60).errors
+    estimate = stub.Predict(pb.JobRequest(job=pb.JobIdentity(user="erin", application="lulesh"),
+                                          resources=pb.Resources(nodes=4, ntasks=16, ntasks_per_node=4),
+                                          time_limit_s=3600), timeout=10)
+    rows = list(estimate.node_advice)
+    assert len(rows) >= 3 and sum(r.recommended for r in rows) == 1
+    by_nodes = {r.nodes: r for r in rows}
+    assert by_nodes[4].runtime_s == pytest.approx(10 + 640 / 16)
+    assert any("node-count advice" in line for line in estimate.explanation)
