@@ -203,9 +203,16 @@ class PredictorServicer(pb_grpc.PredictorServicer):
             _check_expansions((("node_list", request.node_list), ("request.node_list", request.request.node_list)),
                               request.tasks_per_node or request.request.resources.tasks_per_node,
                               self.limits.max_nodes)
-            spec = job_spec_from_request(request.request, self.limits, node_list=request.node_list,
+            job_request = request.request
+            if not job_request.job.user and request.prediction_id:
+                # The prolog may send only ids: the submission's own request says who and what.
+                row = self.store.prediction(request.prediction_id)
+                if row is None or not row.request:
+                    raise InvalidRequest("prediction_id", f"unknown prediction {request.prediction_id!r}")
+                job_request = pb.JobRequest.FromString(row.request)
+            spec = job_spec_from_request(job_request, self.limits, node_list=request.node_list,
                                          job_id=request.job_id, tasks_per_node=request.tasks_per_node)
-            return self._answer(spec, "allocation", True, request.request)
+            return self._answer(spec, "allocation", True, job_request)
         return self._run("PredictAtAllocation", context, body)
 
     def ReportOutcome(self, request, context):

@@ -1,1 +1,13 @@
-"""slurm_plugin"""
+"""hpcpredict's edges into Slurm (installed by ``contrib/slurm/install-hooks.sh``).
+
+- ``job_submit.lua``       JobSubmitPlugins=lua: Predict at submission, site policy, fail-open.
+- ``prolog_slurmctld.py``  PrologSlurmctld: PredictAtAllocation on the chosen nodes.
+- ``task_prolog.sh/.py``   TaskProlog: the walltime suggestion in the job's output.
+- ``epilog_slurmctld.py``  EpilogSlurmctld: ReportOutcome (state from sacct when it answers).
+- ``hookclient.py``        the scripts' standard-library client of the hook socket.
+- ``slurmjob.py``          pure parsers of scontrol/sacct output for those scripts.
+- ``hookserver``           the daemon side: newline-delimited JSON on a Unix socket.
+
+The scripts run under the system ``/usr/bin/python3`` with the standard library only; the
+admin guide is ``contrib/slurm/ADMIN.md``.
+"""

@@ -28,6 +28,7 @@ def final_from_sacct(settings: dict, job_id: str, wait_s: float):
     """Poll ``sacct --json -j ID`` until the job is final or ``wait_s`` passes."""
     deadline = time.monotonic() + wait_s
     pause = 0.5
+    problem = ""
     while True:
         try:
             data = json.loads(hookclient.run_command(["sacct", "--json", "-a", "-j", job_id], settings, timeout=10))
@@ -37,8 +38,10 @@ def final_from_sacct(settings: dict, job_id: str, wait_s: float):
                     if final is not None:
                         return final
         except (hookclient.HookError, ValueError) as error:
-            hookclient.log(settings, HOOK, f"sacct: {error}")
+            problem = str(error)
         if time.monotonic() + pause > deadline:
+            if problem:  # once, not once per poll (a site without slurmdbd sees this every job)
+                hookclient.log(settings, HOOK, f"no final state from sacct ({problem}); using scontrol's view")
             return None
         time.sleep(pause)
         pause = min(pause * 1.5, 5.0)
@@ -96,6 +99,9 @@ def main() -> int:
         outcome = slurmjob.outcome_from_snapshot(slurmjob.parse_scontrol_job(text),
                                                  os.environ.get("SLURM_JOB_EXIT_CODE2", ""))
         outcome["node_list"] = outcome["node_list"] or os.environ.get("SLURM_JOB_NODELIST", "")
+        if not outcome["start_time"]:
+            hookclient.log(settings, HOOK, "job never started: no outcome to learn from")
+            return 0
     except Exception as error:  # never fail slurmctld's epilog because of the predictor
         hookclient.log(settings, HOOK, f"no outcome: {type(error).__name__}: {error}")
         return 0

@@ -22,7 +22,7 @@ from hpcpredict.daemon.runtime.ann import ANNEnsemble
 from hpcpredict.daemon.runtime.dataset import parse_runs_csv, read_runs_csv
 from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration
 from hpcpredict.daemon.runtime.inputs import extract_inputs
-from hpcpredict.daemon.runtime.metrics import mape, rank_accuracy
+from hpcpredict.daemon.runtime.metrics import mape
 from hpcpredict.daemon.runtime.model import RuntimeModel
 from hpcpredict.daemon.runtime.service import ApplicationModels
 from hpcpredict.daemon.runtime.training import train_application
@@ -38,13 +38,14 @@ LEARNERS = {
 }
 
 
-def synthetic_power_law(seed: int = 0, n_configs: int = 150, reps: int = 3):
+def synthetic_power_law(seed: int = 0, n_configs: int = 150, reps: int = 3, scale: float = 1.0,
+                        exponent: float = 1.0):
     rng = np.random.default_rng(seed)
     lines = ["n,m,p,noise_a,noise_b,rep,runtime"]
     for _ in range(n_configs):
         n, m, p = int(rng.integers(10, 60)), int(rng.integers(1, 20)), int(rng.choice([1, 2, 4, 8]))
         a, b = rng.uniform(0, 1), int(rng.integers(0, 100))
-        value = 0.01 * n * n * m / p + 0.5
+        value = scale * (0.01 * n * n * m / p + 0.5) ** exponent
         for rep in range(reps):
             lines.append(f"{n},{m},{p},{a:.4f},{b},{rep},{value * np.exp(rng.normal(0, 0.03)):.6f}")
     return parse_runs_csv("\n".join(lines), target="runtime")
@@ -102,7 +103,7 @@ def runtime_features(table, seeds: list[int]) -> list[dict]:
     return rows
 
 
-def transfer(source_table, target_table, seeds: list[int], shares=(0.05, 0.10)) -> list[dict]:
+def transfer(source_table, target_table, seeds: list[int], shares=(0.05, 0.10), dataset: str = "") -> list[dict]:
     inputs = [name for name in source_table.inputs if name not in source_table.report_times]
     source = RuntimeModel("extra-trees", {"random_state": 0, "calibration_folds": 0}, inputs).fit(source_table)
     X = source.matrix(target_table.rows)
@@ -125,7 +126,7 @@ def transfer(source_table, target_table, seeds: list[int], shares=(0.05, 0.10)) 
                 errors.setdefault(label, []).append(mape(y[test], model.predict(X[test])))
             errors.setdefault("source model unchanged", []).append(mape(y[test], source.estimator_.predict(X[test])))
         for label, values in errors.items():
-            row = {"target_share": share, "model": label, "mape": float(np.mean(values)),
+            row = {"dataset": dataset, "target_share": share, "model": label, "mape": float(np.mean(values)),
                    "n_target_runs": int(round(share * len(np.unique(target_table.groups))))}
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -231,7 +232,12 @@ def main() -> None:
             results[part] = runtime_features(lammps, seeds)
         elif part == "transfer":
             target = read_runs_csv(DATA / "lammps_melt_opt.csv", target="runtime_s")
-            results[part] = transfer(lammps, target, list(range(max(5, args.seeds))))
+            results[part] = transfer(lammps, target, list(range(max(5, args.seeds))),
+                                     dataset="LAMMPS -> LAMMPS -sf opt (real)")
+            results[part] += transfer(synthetic_power_law(seed=7, reps=1),
+                                      synthetic_power_law(seed=8, reps=1, scale=2.5, exponent=1.1),
+                                      list(range(max(5, args.seeds))),
+                                      dataset="synthetic: target = 2.5 * source^1.1")
         elif part == "active_learning":
             results[part] = active_learning(lammps, seeds)
         print(f"== {part}: {time.time() - started:.0f} s", flush=True)

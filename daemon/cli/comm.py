@@ -29,6 +29,7 @@ def register(subparsers) -> None:
     sim.add_argument("--iterations", type=int, default=0, help="iterations per point (default 5 with background, else 1)")
     sim.add_argument("--max-ranks", type=int, default=256)
     sim.add_argument("--repeats", type=int, default=2, help="allocations per configuration")
+    sim.add_argument("--peers", default="1-4", metavar="MIN-MAX", help="benchmark PM range (paper: 1-4)")
     sim.add_argument("--out", required=True, metavar="DATA.csv")
     sim.add_argument("--append", action="store_true", help="append to DATA.csv")
     sim.add_argument("--topology-out", metavar="TOPOLOGY.json", help="write the fabric's placement JSON")
@@ -72,8 +73,15 @@ def _simulate(args) -> int:
     from hpcpredict.daemon.comm.records import write_records
     from hpcpredict.daemon.comm.simulate import plan_points, simulate
 
+    from hpcpredict.daemon.errors import InvalidRequest
+
+    try:
+        low, _, high = args.peers.partition("-")
+        peers = (int(low), int(high or low))
+    except ValueError as error:
+        raise InvalidRequest("peers", f"expected MIN-MAX, got {args.peers!r}") from error
     points = plan_points(args.fabric, args.shape, args.pattern, args.points, args.seed,
-                         max_ranks=args.max_ranks, repeats=args.repeats)
+                         max_ranks=args.max_ranks, repeats=args.repeats, peers=peers)
     placement = fabric_placement(args.fabric, args.shape)
     with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
         task = progress.add_task(f"simulating {args.pattern} (SimGrid)", total=len(points))

@@ -52,7 +52,6 @@ def _grid(specs: list[str]) -> list[dict]:
 
 
 def run(args) -> int:
-    import numpy as np
 
     from hpcpredict.daemon.errors import InvalidRequest
     from hpcpredict.daemon.runtime.active import suggest_runs

@@ -66,8 +66,13 @@ def _loguniform_int(rng, low: float, high: float) -> int:
 
 
 def plan_points(fabric: str, shape: str, pattern: str, npoints: int, seed: int,
-                max_ranks: int = 256, repeats: int = 2) -> list[dict]:
-    """``npoints`` points: configurations drawn at random, each on ``repeats`` allocations."""
+                max_ranks: int = 256, repeats: int = 2, peers: tuple[int, int] = (1, 4)) -> list[dict]:
+    """``npoints`` points: configurations drawn at random, each on ``repeats`` allocations.
+
+    ``peers`` is the benchmark's PM range (the paper's 1-4 by default).
+    """
+    if not 1 <= peers[0] <= peers[1]:
+        raise InvalidRequest("peers", f"bad PM range {peers}")
     if pattern not in PATTERNS or pattern == "explicit":
         raise InvalidRequest("pattern", f"cannot simulate pattern {pattern!r}")
     if npoints < 1:
@@ -83,7 +88,7 @@ def plan_points(fabric: str, shape: str, pattern: str, npoints: int, seed: int,
             n = _loguniform_int(rng, 2, nmax + 0.49)
             ntasks = n * ppn
             config.update(message_bytes=_loguniform_int(rng, 16, 16 << 20),
-                          peers=int(rng.integers(1, 5)))
+                          peers=int(rng.integers(peers[0], peers[1] + 1)))
         else:
             if pattern.startswith("lulesh"):
                 ntasks = int(rng.choice([t for t in LULESH_TASKS if t <= max_ranks]))

@@ -42,10 +42,9 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import InvalidRequest, ModelArtifactError
-from .compiled import CompiledForest
+from .compiled import CompiledForest, log_linear_trend, transform_features
 from .conformal import conformal_multiplier
 from .encoding import InputEncoder
-from .trees import log_linear_trend, transform_features
 
 logger = logging.getLogger(__name__)
 

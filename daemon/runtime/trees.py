@@ -26,25 +26,9 @@ from sklearn.ensemble import ExtraTreesRegressor
 from sklearn.preprocessing import PolynomialFeatures
 from sklearn.utils.validation import check_is_fitted
 
-from .compiled import CompiledForest
+from .compiled import CompiledForest, log_linear_trend, transform_features
 from .conformal import conformal_multiplier, group_folds
 from .reduction import keep_by_importance
-
-
-def log_linear_trend(X, fill, log_columns, coef, intercept) -> np.ndarray:
-    """Log-runtime trend: linear in log(positive inputs) and in the other inputs."""
-    X = np.atleast_2d(np.asarray(X, dtype=float))
-    X = np.where(np.isnan(X), fill, X)
-    X = np.where(log_columns, np.log(np.maximum(X, 1e-300)), X)
-    return X @ coef + intercept
-
-
-def transform_features(X, fill, powers, mean, scale, kept) -> np.ndarray:
-    """Fill → polynomial terms (``powers``: terms × inputs) → standardise → kept columns."""
-    X = np.atleast_2d(np.asarray(X, dtype=float))
-    X = np.where(np.isnan(X), fill, X)
-    terms = np.prod(X[:, None, :] ** powers[None, :, :], axis=2)
-    return ((terms - mean) / scale)[:, kept]
 
 
 class ExtraTreesRuntime(RegressorMixin, BaseEstimator):

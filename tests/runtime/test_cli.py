@@ -1,8 +1,6 @@
 import json
 from pathlib import Path
 
-import pytest
-
 from hpcpredict.daemon.cli.main import main
 
 DATA = Path(__file__).parent.parent / "data" / "runtime"

@@ -173,6 +173,11 @@ class Cluster:
         path.chmod(0o755)
         return name
 
+    def set_hook_setting(self, key: str, value: str) -> None:
+        """Change one hook setting; the prolog/epilog scripts read it at their next run."""
+        self.hooks_conf[key] = value
+        write_hooks_conf(SLURM_DIR / "etc" / "hpcpredict-hooks.conf", self.hooks_conf)
+
     def set_hook_socket(self, path: str) -> None:
         """Point job_submit.lua at another socket: rewrite its settings and bump its mtime,
         which makes slurmctld reload the script (and so re-read the settings)."""
@@ -202,7 +207,7 @@ def write_hooks_conf(path: Path, values: dict) -> None:
 
 def cluster_env(staging: Path) -> dict:
     env = dict(os.environ, SLURM_TEST_DIR=str(SLURM_DIR), NODES="8", NODES_PER_SWITCH="4", ACCOUNTING="1",
-               TEST_USERS="alice bob", **PORTS)
+               TEST_USERS="alice bob carol", **PORTS)
     env.update(JOB_SUBMIT_LUA=str(PLUGIN / "job_submit.lua"),
                PROLOG_SLURMCTLD=str(PLUGIN / "prolog_slurmctld.py"),
                EPILOG_SLURMCTLD=str(PLUGIN / "epilog_slurmctld.py"),

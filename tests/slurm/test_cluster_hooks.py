@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from hpcpredict.slurm_plugin import slurmjob
+
 from .harness import FakeHookServer, poll
 
 JOB_SCRIPT = """#!/bin/bash
@@ -112,6 +114,29 @@ def test_job_without_time_gets_limit_from_bound(cluster, daemon):
     assert job["TimeLimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00"
     assert job["TimeMin"] == "N/A"
     assert ";limit=auto" in job["AdminComment"]
+
+
+def test_prolog_lowers_an_automatic_limit_with_the_refined_bound(cluster, daemon):
+    """Site option prolog_adjust_time_limit: carol has no history at submission (limit = the
+    site default bound); history arrives while the job is held; at allocation the refined
+    bound is lower and PrologSlurmctld lowers the limit the hook had set."""
+    script = "#!/bin/bash\nsrun ./hello.sh --steps 1\n"
+    cluster.write_script("carol.sh", script)
+    job_id, _, stderr, _ = cluster.sbatch("carol", "--hold", "-N", "1", "-o", "/dev/null", "carol.sh")
+    assert "no --time given, set --time=" in stderr and "[no history yet]" in stderr
+    submitted_limit = slurmjob.slurm_duration_s(cluster.job(job_id)["TimeLimit"])
+    seed_history(daemon, "carol", script, [20.0, 25.0, 22.0])
+    cluster.set_hook_setting("prolog_adjust_time_limit", "true")
+    try:
+        subprocess.run(["scontrol", "release", job_id], env=cluster.env(), check=True, timeout=10)
+        poll(lambda: f"prolog_slurmctld job {job_id}: refined" in cluster.hooks_log(), 30, "the prolog")
+    finally:
+        cluster.set_hook_setting("prolog_adjust_time_limit", "false")
+    refined = prediction(daemon, re.search(r";alloc=(\w+)", cluster.job(job_id)["AdminComment"]).group(1))
+    assert refined.stage == "allocation" and not refined.fallback
+    limit = slurmjob.slurm_duration_s(cluster.job(job_id)["TimeLimit"])
+    # the refined bound (rounded up to whole minutes, at least the site's minimum limit)
+    assert refined.bound_s <= limit < submitted_limit
 
 
 def test_latin1_script_and_interactive_srun(cluster):
