@@ -24,6 +24,13 @@ def _extract_cached(script: bytes, environment: tuple[tuple[str, str], ...]):
     return _extract_inputs(script, dict(environment))
 
 
+try:  # counts a hostlist's names from its text, never expanding it (issue 3)
+    from hpcpredict.topology.hostlist import count as _count_hosts
+except ImportError:  # pragma: no cover
+    def _count_hosts(expression: str) -> int:
+        return 0
+
+
 PATTERNS = frozenset({"benchmark", "halo3d", "halo4d", "lulesh1", "lulesh2", "lulesh3", "explicit"})
 DISTRIBUTIONS = ("block", "cyclic", "plane", "arbitrary", "")
 
@@ -190,6 +197,8 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
     node_list = node_list or request.node_list
     if len(node_list) > limits.max_node_list_bytes:
         raise InvalidRequest("node_list", f"longer than {limits.max_node_list_bytes} bytes")
+    if node_list and _count_hosts(node_list) > limits.max_nodes:
+        raise InvalidRequest("node_list", f"names {_count_hosts(node_list)} nodes, more than the limit {limits.max_nodes}")
     inputs: dict = {}
     application = _text(job.application, "job.application", limits)
     if request.script and _extract_inputs is not None:

@@ -17,6 +17,53 @@ from ClusterShell.RangeSet import RangeSetException
 from hpcpredict.daemon.errors import ParseError
 
 
+# The most names one expression may stand for. ClusterShell builds every index of a range
+# before anything can count them, so `n[0-99999999]` (14 bytes) would take gigabytes:
+# count first, from the text, and refuse beyond this.
+MAX_NAMES = 1_000_000
+
+_BRACKET = re.compile(r"\[([^\[\]]*)\]")
+_RANGE_ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?(?:/\s*(\d+)\s*)?$")
+
+
+def count(expression: str) -> int:
+    """How many names ``expression`` stands for, computed from its text without expanding it.
+
+    Overlapping ranges are counted twice, so this is an upper bound (exact for Slurm's own
+    folded lists). Malformed ranges count as 1 and are left for :func:`expand` to report.
+
+    >>> count("n[001-016,020],gpu[1-4]-ib[0-1]")
+    25
+    """
+    total = 0
+    depth = 0
+    start = 0
+    items = []
+    for index, char in enumerate(expression):  # split on commas outside brackets
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(expression[start:index])
+            start = index + 1
+    items.append(expression[start:])
+    for item in items:
+        names = 1
+        for group in _BRACKET.findall(item):
+            size = 0
+            for part in group.split(","):
+                match = _RANGE_ITEM.match(part)
+                if not match:
+                    size += 1
+                    continue
+                low, high, step = int(match[1]), int(match[2] or match[1]), int(match[3] or 1)
+                size += max(0, (high - low) // max(step, 1) + 1)
+            names *= max(size, 1)
+        total += names
+    return total
+
+
 # Slurm hostlists are plain ``prefix[ranges],...``; ClusterShell's extras (@groups, the set
 # operators ! & ^, blanks) would silently change what a topology file means, so refuse them.
 _NOT_SLURM = re.compile(r"[@!&^\s]")
@@ -29,6 +76,10 @@ def expand(expression: str, *, source: str = "", line: int = 0) -> list[str]:
     if bad or not expression:
         why = f"{bad.group()!r} is not hostlist syntax" if bad else "empty"
         raise ParseError(f"bad hostlist expression ({why})", source=source, line=line, part=expression)
+    names_named = count(expression)
+    if names_named > MAX_NAMES:
+        raise ParseError(f"hostlist expression names {names_named} hosts, more than the limit {MAX_NAMES}",
+                         source=source, line=line, part=expression[:80])
     try:
         names = list(NodeSet(expression, resolver=RESOLVER_NOGROUP))
     except (NodeSetException, RangeSetException, ValueError) as error:

@@ -44,6 +44,8 @@ from hpcpredict.daemon.errors import InvalidRequest
 logger = logging.getLogger(__name__)
 
 _TPN_ITEM = re.compile(r"^\s*(\d+)\s*(?:\(\s*x\s*(\d+)\s*\))?\s*$")
+# More per-node counts than any allocation has nodes: refused before expanding `1(x2000000000)`.
+MAX_NODES = 1_000_000
 _PLANE = re.compile(r"^plane\s*=\s*(\d+)$", re.IGNORECASE)
 
 
@@ -52,6 +54,7 @@ def parse_tasks_per_node(text: str) -> list[int]:
     if not isinstance(text, str) or not text.strip():
         raise InvalidRequest("tasks_per_node", "empty per-node task count list")
     counts: list[int] = []
+    total = 0
     for item in text.split(","):
         match = _TPN_ITEM.match(item)
         if not match:
@@ -60,6 +63,9 @@ def parse_tasks_per_node(text: str) -> list[int]:
         count, repeat = int(match.group(1)), int(match.group(2) or 1)
         if repeat < 1:
             raise InvalidRequest("tasks_per_node", f"repeat must be >= 1 in {item.strip()!r}")
+        total += repeat
+        if total > MAX_NODES:
+            raise InvalidRequest("tasks_per_node", f"names more than {MAX_NODES} nodes: {text[:80]!r}")
         counts.extend([count] * repeat)
     return counts
 

@@ -96,6 +96,9 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
+_sent = 0  # payloads used so far (each is sent once)
+
+
 async def run_phase(channel, kind: str, clients: int, total: int, seconds: float, payloads: list[bytes]) -> dict:
     predict = channel.unary_unary("/hpcpredict.v1.Predictor/Predict", request_serializer=None,
                                   response_deserializer=pb.Estimate.FromString)
@@ -108,9 +111,11 @@ async def run_phase(channel, kind: str, clients: int, total: int, seconds: float
 
     async def client():
         nonlocal issued
+        global _sent
         while issued < total and time.perf_counter() < deadline:
-            index = issued
             issued += 1
+            index = _sent
+            _sent += 1
             start = time.perf_counter()
             try:
                 if kind == "predict":
@@ -179,7 +184,7 @@ def main(argv=None) -> int:
     proc = None
     try:
         world = build_world(data_dir, **({"trace": args.trace} if args.trace else {}))
-        payloads = requests(world, 2000)
+        payloads = requests(world, args.requests * (len(args.levels) + 1))  # no payload is sent twice
         proc, info = start_daemon(data_dir, extra_env)
         results = asyncio.run(measure(info["socket"], info["metrics_port"], payloads, args))
         print(table(results))

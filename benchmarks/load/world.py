@@ -65,6 +65,7 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100)
 
 
 LAMMPS_SCRIPT = """#!/bin/bash
+# submission {serial}
 #SBATCH -N {nodes}
 #SBATCH -t 00:30:00
 #HPCPREDICT x={x} y={y} z={z} steps={steps} cutoff={cutoff} skin={skin} temp={temp} newton={newton}
@@ -73,14 +74,18 @@ srun lmp -in in.melt
 
 
 def requests(world: dict, count: int, seed: int = 0) -> list[bytes]:
-    """Serialized JobRequests: half LAMMPS jobs with inputs, half trace users' jobs."""
+    """Serialized JobRequests: half LAMMPS jobs with inputs, half trace users' jobs.
+
+    Every script is different (a serial number in a comment), as real submissions are, so no
+    cache of parsed scripts can answer for the parser.
+    """
     rng = random.Random(seed)
     users = world["users"] or ["alice"]
     out = []
     for i in range(count):
         if i % 2 == 0:
             nodes = rng.choice((1, 2, 4))
-            script = LAMMPS_SCRIPT.format(nodes=nodes, x=rng.randint(5, 20), y=rng.randint(5, 20),
+            script = LAMMPS_SCRIPT.format(serial=i, nodes=nodes, x=rng.randint(5, 20), y=rng.randint(5, 20),
                                           z=rng.randint(5, 20), steps=rng.choice((100, 300, 1000)),
                                           cutoff=round(rng.uniform(2.5, 3.0), 2), skin=0.2, temp=1.5,
                                           newton=rng.choice(("on", "off")))

@@ -218,7 +218,8 @@ def main() -> None:
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results["machine"] = "2-core Debian 12 development VM (shared), LAMMPS 20220106 (Debian)"
     results["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    parts = args.only or ["latency", "accuracy", "coverage", "runtime_features", "transfer", "active_learning"]
+    parts = args.only or ["latency", "accuracy", "coverage", "runtime_features", "transfer", "active_learning",
+                          "active_learning_synthetic"]
     for part in parts:
         started = time.time()
         if part == "latency":
@@ -240,6 +241,8 @@ def main() -> None:
                                       dataset="synthetic: target = 2.5 * source^1.1")
         elif part == "active_learning":
             results[part] = active_learning(lammps, seeds)
+        elif part == "active_learning_synthetic":
+            results[part] = active_learning(synthetic_power_law(seed=11, n_configs=300, reps=1), seeds)
         print(f"== {part}: {time.time() - started:.0f} s", flush=True)
         args.out.write_text(json.dumps(results, indent=1))
 

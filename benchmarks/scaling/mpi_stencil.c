@@ -4,6 +4,11 @@
  * updates its block (compute, ~1/P), exchanges halo rows with MPI_Sendrecv (p2p) and sums the
  * residual with MPI_Allreduce (collective, ~log P). Fixed total N => strong scaling.
  *
+ * Optional emulated work: with STENCIL_EMULATED_WORK_S=W in the environment each rank also
+ * sleeps W/(ITERATIONS*P) per iteration, i.e. W seconds of perfectly divisible work in total.
+ * This stands in for a compute kernel that a 2-core machine cannot scale past 2 processes;
+ * halos, reductions, process start-up and oversubscription stay real.
+ *
  * usage: mpi_stencil N ITERATIONS [PROFILE.csv]
  * stdout: "wall_s=<max over ranks> processes=<P> n=<N> iterations=<I> residual=<r>"
  * PROFILE.csv (optional, rank 0 writes): call,count,bytes,time_s totals over all ranks, timed
@@ -14,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -35,6 +41,10 @@ int main(int argc, char **argv) {
         for (long j = 0; j < n; j++) a[i * n + j] = (double)(((first + i) * 13 + j) % 100);
     int up = rank > 0 ? rank - 1 : MPI_PROC_NULL;
     int down = rank < size - 1 ? rank + 1 : MPI_PROC_NULL;
+    const char *emulated = getenv("STENCIL_EMULATED_WORK_S");
+    double sleep_s = emulated ? atof(emulated) / ((double)iterations * size) : 0.0;
+    struct timespec nap = {(time_t)sleep_s, (long)((sleep_s - (time_t)sleep_s) * 1e9)};
+    double t_emulated = 0;
     double t_sendrecv = 0, t_allreduce = 0, t_stencil = 0, t_copy = 0, residual = 0;
     long n_sendrecv = 0, n_allreduce = 0, bytes_sendrecv = 0, bytes_allreduce = 0;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -60,6 +70,12 @@ int main(int argc, char **argv) {
         }
         double t2 = MPI_Wtime();
         t_stencil += t2 - t1;
+        if (sleep_s > 0) {
+            nanosleep(&nap, NULL);
+            double t2b = MPI_Wtime();
+            t_emulated += t2b - t2;
+            t2 = t2b;
+        }
         memcpy(&a[n], &b[n], (size_t)rows * n * sizeof(double));
         double t3 = MPI_Wtime();
         t_copy += t3 - t2;
@@ -70,9 +86,9 @@ int main(int argc, char **argv) {
     }
     double elapsed = MPI_Wtime() - start, wall;
     MPI_Reduce(&elapsed, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    double mine[4] = {t_sendrecv, t_allreduce, t_stencil, t_copy}, sum[4];
+    double mine[5] = {t_sendrecv, t_allreduce, t_stencil, t_copy, t_emulated}, sum[5];
     long counts[4] = {n_sendrecv, n_allreduce, bytes_sendrecv, bytes_allreduce}, csum[4];
-    MPI_Reduce(mine, sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(mine, sum, 5, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(counts, csum, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("wall_s=%.6f processes=%d n=%ld iterations=%d residual=%.6g\n", wall, size, n, iterations, residual);
@@ -83,6 +99,7 @@ int main(int argc, char **argv) {
             fprintf(f, "MPI_Sendrecv,%ld,%ld,%.6f\n", csum[0], csum[2], sum[0]);
             fprintf(f, "MPI_Allreduce,%ld,%ld,%.6f\n", csum[1], csum[3], sum[1]);
             fprintf(f, "# function,seconds\n# stencil,%.6f\n# copy,%.6f\n", sum[2], sum[3]);
+            if (sleep_s > 0) fprintf(f, "# emulated-work,%.6f\n", sum[4]);
             fclose(f);
         }
     }

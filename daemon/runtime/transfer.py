@@ -1,10 +1,12 @@
 """Transfer to a new platform (seed 000): h(f_source(x), x) fitted on few target runs.
 
 ``source`` is any fitted runtime learner of the *source* platform on the same feature
-matrix. The target model sees the source's log prediction as an extra input; with
-``base="ridge"`` (default, robust with a handful of runs) it is a ridge regression of log
-runtime on [log f_source(x), standardised x]; with ``base="extra-trees"`` the seed's
-extra-trees. Intervals: conformal on cross-validated log residuals.
+matrix. The target model sees the source's log prediction as an extra input. With
+``base="ridge"`` (default, robust with a handful of runs) h is log f_source(x) plus a ridge
+correction fitted on [log f_source(x), standardised x], its penalty chosen by leave-one-out
+(so with too few runs h shrinks to "the source model, rescaled"); with
+``base="extra-trees"`` h is the seed's extra-trees on [log f_source(x), x]. Intervals:
+conformal on cross-validated log residuals.
 
 >>> import numpy as np
 >>> from hpcpredict.daemon.runtime.trees import ExtraTreesRuntime
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.linear_model import Ridge
+from sklearn.linear_model import RidgeCV
 from sklearn.utils.validation import check_is_fitted
 
 from .conformal import conformal_multiplier, group_folds
@@ -45,9 +47,10 @@ class TransferRuntime(RegressorMixin, BaseEstimator):
             Zf = np.where(np.isnan(Z), fill, Z)
             mean, scale = Zf.mean(axis=0), Zf.std(axis=0)
             scale = np.where(scale > 0, scale, 1.0)
-            scale[0] = 1.0  # keep log f_source in its own units: the prior is "slope 1"
-            mean[0] = 0.0
-            ridge = Ridge(alpha=self.alpha).fit((Zf - mean) / scale, np.log(y))
+            # The correction log y − log f_s is shrunk towards a constant: the prior is
+            # "target = source × a factor", learnt from the first few runs.
+            alphas = np.logspace(-3, 3, 13) * max(self.alpha, 1e-9)
+            ridge = RidgeCV(alphas=alphas).fit((Zf - mean) / scale, np.log(y) - Zf[:, 0])
             return ("ridge", fill, mean, scale, ridge)
         if self.base == "extra-trees":
             from .trees import ExtraTreesRuntime
@@ -61,7 +64,7 @@ class TransferRuntime(RegressorMixin, BaseEstimator):
         if fitted[0] == "ridge":
             _, fill, mean, scale, ridge = fitted
             Zf = np.where(np.isnan(Z), fill, Z)
-            return ridge.predict((Zf - mean) / scale)
+            return Zf[:, 0] + ridge.predict((Zf - mean) / scale)
         return np.log(fitted[1].predict(Z))
 
     def fit(self, X, y, groups=None, feature_names=None):

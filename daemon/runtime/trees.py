@@ -109,7 +109,7 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
             return np.zeros(len(log_y))
         if self.trend != "loglinear":
             raise ValueError(f"trend must be none or loglinear: {self.trend!r}")
-        from sklearn.linear_model import Ridge
+        from sklearn.linear_model import RidgeCV
 
         Xf = np.where(np.isnan(X), self.fill_, X)
         self.log_columns_ = np.all(Xf > 0, axis=0)
@@ -119,7 +119,9 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
         L[:, unused] = 0.0  # only the inputs kept by importance enter the trend
         mean, std = L.mean(axis=0), L.std(axis=0)
         std = np.where(std > 0, std, 1.0)
-        ridge = Ridge(alpha=self.trend_alpha * len(log_y)).fit((L - mean) / std, log_y)
+        # Penalty by leave-one-out among trend_alpha × 10^k: strong when runs are few.
+        alphas = self.trend_alpha * len(log_y) * np.logspace(0, 5, 11)
+        ridge = RidgeCV(alphas=alphas).fit((L - mean) / std, log_y)
         self.trend_coef_ = np.where(unused, 0.0, ridge.coef_ / std)
         self.trend_intercept_ = float(ridge.intercept_ - np.sum(ridge.coef_ * mean / std))
         return self.trend_of(X)

@@ -45,27 +45,21 @@ def test_small_expansions_still_work():
         == "ACCEPTED"
 
 
-@pytest.mark.xfail(strict=True, reason="topology/mapping.py (issue 3): parse_tasks_per_node expands "
-                                       "COUNT(xREPEAT) with no bound on REPEAT; reachable from PredictAtAllocation")
 def test_tasks_per_node_repeat_is_bounded():
     outcome = _outcome("from hpcpredict.topology.mapping import parse_tasks_per_node; "
                        "parse_tasks_per_node('1(x2000000000)')")
     assert outcome.startswith("REFUSED tasks_per_node"), outcome
 
 
-@pytest.mark.xfail(strict=True, reason="topology/hostlist.py (issue 3): expand() hands any range to ClusterShell, "
-                                       "which builds every index before we can count them")
 def test_hostlist_range_is_bounded():
     outcome = _outcome("from hpcpredict.topology.hostlist import expand; expand('n[0-9999999]')")
     assert outcome.startswith("REFUSED"), outcome
 
 
-@pytest.mark.xfail(strict=True, reason="daemon/jobspec.py (lead): node_list is checked for bytes, not for how many "
-                                       "nodes it names; the engine expands it with NodeSet at allocation")
 def test_request_node_list_names_at_most_max_nodes():
     outcome = _outcome(
-        "from hpcpredict.daemon.config import LimitsConfig\\n"
-        "from hpcpredict.daemon.jobspec import job_spec_from_request\\n"
-        "from hpcpredict.proto.v1 import hpcpredict_pb2 as pb\\n"
+        "from hpcpredict.daemon.config import LimitsConfig\n"
+        "from hpcpredict.daemon.jobspec import job_spec_from_request\n"
+        "from hpcpredict.proto.v1 import hpcpredict_pb2 as pb\n"
         "job_spec_from_request(pb.JobRequest(job=pb.JobIdentity(user='a'), node_list='n[0-99999999]'), LimitsConfig())")
     assert outcome.startswith("REFUSED node_list"), outcome
