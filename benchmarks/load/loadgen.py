@@ -115,7 +115,7 @@ async def run_phase(channel, kind: str, clients: int, total: int, seconds: float
         while issued < total and time.perf_counter() < deadline:
             issued += 1
             index = _sent
-            _sent += 1
+            _sent += kind == "predict"
             start = time.perf_counter()
             try:
                 if kind == "predict":
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
     proc = None
     try:
         world = build_world(data_dir, **({"trace": args.trace} if args.trace else {}))
-        payloads = requests(world, args.requests * (len(args.levels) + 1))  # no payload is sent twice
+        payloads = requests(world, args.requests * len(args.levels) + 400)  # no payload is sent twice
         proc, info = start_daemon(data_dir, extra_env)
         results = asyncio.run(measure(info["socket"], info["metrics_port"], payloads, args))
         print(table(results))
