@@ -308,13 +308,13 @@ class PredictorServicer(pb_grpc.PredictorServicer):
 
         def body():
             from hpcpredict.daemon import __version__
-            faults = dict(self.engine.faults)
             try:
                 counts = self.store.counts()
                 accuracy = self.store.recent_accuracy()
             except StoreError as error:
-                faults["store"] = str(error)
+                self.set_fault("store", str(error))
                 counts, accuracy = {"jobs": 0, "outcomes": 0, "predictions": 0}, {}
+            faults = dict(self.engine.faults)
             self.metrics.set_faults(faults)
             return pb.Status(version=__version__, uptime_s=time.time() - self.started, models=self._model_infos(),
                              jobs=counts["jobs"], outcomes=counts["outcomes"], predictions=counts["predictions"],

@@ -1,6 +1,9 @@
 """Runtime-model benchmarks (issue 6): accuracy, coverage, transfer, active learning, latency.
 
-    nice -n 10 python benchmarks/runtime/run_benchmarks.py --out benchmarks/runtime/results.json
+    nice -n 10 python benchmarks/runtime/run_benchmarks.py --out benchmarks/runtime/results.json \
+        [--only latency accuracy coverage runtime_features transfer active_learning active_learning_synthetic]
+    python benchmarks/runtime/tables.py benchmarks/runtime/results.json      # markdown for the README
+    python benchmarks/runtime/plot_results.py benchmarks/runtime/results.json benchmarks/runtime/active_learning.png
 
 Datasets: tests/data/runtime/lammps_melt.csv (real LAMMPS runs, see SOURCES.md there),
 lammps_melt_opt.csv (transfer target), and a synthetic power law generated here

@@ -12,6 +12,18 @@ def register(subparsers) -> None:
     parser.add_argument("--no-reload", action="store_true", help="do not ask a running daemon to reload")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=_train)
+    runtime = subparsers.add_parser(
+        "train-runtime", help="train an application's runtime model from its runs (CSV) and publish it",
+        description="Fit the extra-trees runtime model of one application from DATA.csv (one row per run: "
+                    "input columns, the runtime column, optional `rep`/`config`) and publish it beside the "
+                    "other applications' models.")
+    runtime.add_argument("data", metavar="DATA.csv")
+    runtime.add_argument("--target", required=True, help="the runtime column (seconds)")
+    runtime.add_argument("--application", required=True, help="application key jobs are matched on")
+    runtime.add_argument("--alias", action="append", default=[], metavar="INPUT=FIELD",
+                         help="map a model input to a request field (nodes, ntasks, cpus_per_task)")
+    runtime.add_argument("--no-reload", action="store_true")
+    runtime.set_defaults(handler=_train_runtime)
     publish = subparsers.add_parser("publish", help="publish a trained model folder as a new version")
     publish.add_argument("kind", choices=("walltime", "runtime", "comm", "scaling", "topology"))
     publish.add_argument("folder")
@@ -54,6 +66,41 @@ def _train(args) -> int:
         print_json({"kind": artifact.kind, "version": artifact.version, "jobs": count, "path": str(artifact.path)})
     else:
         print(f"trained walltime model on {count} jobs: version {artifact.version}")
+    if not args.no_reload:
+        _try_reload(socket_of(args, config))
+    return 0
+
+
+def _train_runtime(args) -> int:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from hpcpredict.daemon.cli.common import config_of, socket_of
+    from hpcpredict.daemon.cli.ingest import _try_reload
+    from hpcpredict.daemon.errors import HpcPredictError, ModelNotFound
+    from hpcpredict.daemon.registry import ModelRegistry
+    from hpcpredict.daemon.runtime.training import train_application
+
+    aliases = {}
+    for item in args.alias:
+        name, sep, field = item.partition("=")
+        if not sep or field not in ("nodes", "ntasks", "cpus_per_task"):
+            raise HpcPredictError(f"--alias {item!r}: expected INPUT=nodes|ntasks|cpus_per_task")
+        aliases[name] = field
+    config = config_of(args)
+    registry = ModelRegistry(config.models.dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "runtime"
+        try:  # every application's model lives in one artifact: start from the served one
+            shutil.copytree(registry.current("runtime").model_path, folder)
+        except ModelNotFound:
+            folder.mkdir()
+        shutil.rmtree(folder / args.application, ignore_errors=True)
+        variants = train_application(Path(args.data), target=args.target, application=args.application,
+                                     directory=folder, input_aliases=aliases or None)
+        artifact = registry.publish("runtime", folder, metadata={"trained": args.application})
+    print(f"trained runtime model of {args.application} ({', '.join(variants)}): version {artifact.version}")
     if not args.no_reload:
         _try_reload(socket_of(args, config))
     return 0

@@ -29,7 +29,7 @@ from hpcpredict.daemon.errors import ModelArtifactError
 from hpcpredict.daemon.scaling.measurements import MeasurementSet, relative_deviation_range
 from hpcpredict.daemon.scaling.pmnf import CLASSES, ExponentPair
 from hpcpredict.daemon.scaling.regression import (
-    FittedModel, combine, parameter_line, rank_single_parameter)
+    FittedModel, combine, parameter_line, prefer_two_terms, rank_single_parameter)
 from hpcpredict.daemon.scaling.synthetic import class_training_set
 
 logger = logging.getLogger(__name__)
@@ -212,4 +212,6 @@ class AdaptiveModeler:
             shrink = 1.0 / np.sqrt(lines)
             choices[name] = self.candidates(x, y, noise * shrink, (low * shrink, high * shrink), repetitions)
         function, cv = combine(data, choices)
+        if any(pair[0] < 0 for pair in choices[data.parameters[0]]):   # strong scaling seen
+            function, cv = prefer_two_terms(data, function, cv)
         return FittedModel(function, cv, "adaptive", noise)

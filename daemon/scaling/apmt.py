@@ -3,8 +3,9 @@
 ``T(P) = sum_kernels (T_comp + BF_mem * T_mem) + BF_comm * T_comm``:
 
 * ``T_comp = instructions * CPI / (f * P)`` from perf counters (totals over all ranks); when the
-  machine has no hardware counters (``<not supported>``), computation falls back to
-  ``task-clock / P`` minus the per-process MPI time (MPI busy-polls, so task-clock includes it).
+  machine has no hardware counters (``<not supported>``), computation falls back to the
+  per-function seconds of the profile / P when given, else ``task-clock / P`` minus the
+  per-process MPI time (MPI busy-polls by default, so task-clock includes it).
 * ``T_mem`` = (L1 hits * L1 latency + LLC hits * LLC latency + LLC misses * memory latency) /
   (f * P) when cache events exist; ``BF_mem = stall cycles / memory cycles`` when a stall event
   exists, else 0 (then ``T_comp`` already contains the memory time via the measured cycles).
@@ -125,7 +126,7 @@ def select_kernels(runs: Sequence[ProfiledRun], share: float = KERNEL_SHARE) -> 
 class Decomposition:
     processes: tuple[int, ...]
     fits: Mapping[str, CounterFit]
-    compute_source: str                   # "hardware counters" or "task-clock"
+    compute_source: str                   # "hardware counters", "function timers" or "task-clock"
     bf_mem: float
     bf_comm: float
     latency_cycles: Mapping[str, float]
@@ -211,12 +212,19 @@ def decompose(runs: Sequence[ProfiledRun], latency_cycles: Mapping[str, float] |
             else:
                 notes.append("no stall counter: BF_mem = 0, memory time stays inside measured CPI")
     elif have("task-clock"):
-        source = "task-clock"
         unreadable = sorted({n for r in runs for n in r.counters.unsupported})
-        notes.append("hardware counters unavailable" + (f" ({', '.join(unreadable)} not supported)" if unreadable else "")
-                     + ": computation = task-clock / P - MPI time per process")
-        cpu = np.array([r.counters.get("task-clock") / r.processes for r in runs])
-        fits["compute_s_per_process"] = fit_against_p(p, np.maximum(cpu - mpi_time, 0.0))
+        reason = "hardware counters unavailable" + (f" ({', '.join(unreadable)} not supported)" if unreadable else "")
+        if all(r.functions for r in runs):
+            # Per-function seconds from the profile are the kernels' own time: prefer them.
+            source = "function timers"
+            notes.append(f"{reason}: computation = sum of per-function seconds / P")
+            compute = np.array([sum(r.functions.values()) / r.processes for r in runs])
+        else:
+            source = "task-clock"
+            notes.append(f"{reason}: computation = task-clock / P - MPI time per process")
+            cpu = np.array([r.counters.get("task-clock") / r.processes for r in runs])
+            compute = np.maximum(cpu - mpi_time, 0.0)
+        fits["compute_s_per_process"] = fit_against_p(p, compute)
     else:
         raise ParseError("perf stat files need instructions+cycles+task-clock or at least task-clock",
                          part="perf")

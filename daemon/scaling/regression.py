@@ -187,13 +187,54 @@ def combine(data: MeasurementSet, choices: Mapping[str, Sequence[ExponentPair]])
     return best[1], best[0]
 
 
+def strong_scaling_two_terms(x: np.ndarray, y: np.ndarray) -> tuple[PmnfFunction, float] | None:
+    """Best ``c0 + c1*x^-a + c2*x^i*log2(x)^j`` (c1, c2 > 0) by leave-one-out SMAPE.
+
+    Our extension beyond seed 001's one term per parameter, used for a single scaling
+    parameter when negative exponents are on: strong scaling often shrinks (work / P) and
+    then grows again (start-up, communication), a U shape no single PMNF term can express.
+    Needs >= 6 points (4 coefficients plus one left out).
+    """
+    if len(x) < 6:
+        return None
+    shrinking = [p for p in NEGATIVE_EXPONENTS if p[1] == 0]
+    growing = [p for p in CLASSES if p != CONSTANT]
+    pairs = [(a, b) for a in shrinking for b in growing]
+    designs = np.stack([np.column_stack([np.ones_like(x), factor(x, a), factor(x, b)]) for a, b in pairs])
+    coef, cv = _loo_fit(designs, y)
+    cv = np.where((coef[:, 1:] <= 0).any(axis=1), np.inf, cv)
+    k = int(np.argmin(cv))
+    if not np.isfinite(cv[k]):
+        return None
+    name_terms = (CompoundTerm(float(coef[k, 1]), {"_": pairs[k][0]}), CompoundTerm(float(coef[k, 2]), {"_": pairs[k][1]}))
+    return PmnfFunction(float(coef[k, 0]), name_terms), float(cv[k])
+
+
 def fit_regression(data: MeasurementSet, *, negative: bool | str = "auto", source: str = "") -> FittedModel:
-    """Extra-P's regression modeler on one measurement set."""
+    """Extra-P's regression modeler on one measurement set (plus the two-term strong-scaling
+    hypotheses for a single parameter when negative exponents are on)."""
     from hpcpredict.daemon.scaling.measurements import relative_deviation_range
 
     choices = {}
+    use_negative = {}
     for index, name in enumerate(data.parameters):
         x, y = parameter_line(data, index, source)
-        choices[name] = [rank_single_parameter(x, y, negative=negative)[0].pair]
+        pairs = candidate_pairs(x, y, negative)
+        use_negative[name] = len(pairs) > len(CLASSES)
+        choices[name] = [rank_single_parameter(x, y, pairs=pairs)[0].pair]
     function, cv = combine(data, choices)
+    if use_negative[data.parameters[0]]:
+        function, cv = prefer_two_terms(data, function, cv)
     return FittedModel(function, cv, "regression", relative_deviation_range(data.points))
+
+
+def prefer_two_terms(data: MeasurementSet, function: PmnfFunction, cv: float) -> tuple[PmnfFunction, float]:
+    """For single-parameter data, switch to the two-term strong-scaling form if clearly better."""
+    if len(data.parameters) != 1:
+        return function, cv
+    name = data.parameters[0]
+    two = strong_scaling_two_terms(data.coordinates()[:, 0], data.medians())
+    if two is None or two[1] >= cv - max(1e-9, 1e-3 * cv):
+        return function, cv
+    renamed = tuple(CompoundTerm(t.coefficient, {name: t.exponents["_"]}) for t in two[0].terms)
+    return PmnfFunction(two[0].constant, renamed), two[1]

@@ -94,3 +94,11 @@ def test_plan_points_shapes_and_fresh_allocations():
         assert max(p["hosts"]) < 16
     assert pts[0]["ntasks"] == pts[1]["ntasks"]                  # one configuration, two allocations
     assert tasks_per_node_string([4, 4, 4, 3]) == "4(x3),3"
+
+
+def test_plan_points_peer_range_and_minimum_two_nodes():
+    pts = plan_points("fattree", "2;4,4;1,2;1,2", "benchmark", 20, seed=4, max_ranks=32, peers=(5, 9))
+    assert all(5 <= p["peers"] <= 9 for p in pts)
+    assert all(max(p["rank_node"]) + 1 >= 2 for p in pts)
+    halo = plan_points("fattree", "2;4,4;1,2;1,2", "halo3d", 20, seed=4, max_ranks=32)
+    assert all(len(p["hosts"]) >= 2 for p in halo)             # never a network-free single node

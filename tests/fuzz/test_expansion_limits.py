@@ -3,9 +3,7 @@
 A 14-byte hostlist ``n[0-9999999]`` names ten million nodes; ``1(x2000000000)`` is two
 billion task counts. Each case runs in a child process capped at 512 MiB of address space
 and 60 s, so a parser that expands first fails here (MemoryError / timeout) instead of taking
-the machine down. Known gaps are marked ``xfail(strict=True)`` with the owner named: when the
-owner adds the bound, the test passes, strict xfail turns that into a failure, and the mark
-must go — nothing stays silently excused.
+the machine down (all three failed that way before the bounds were added).
 """
 from __future__ import annotations
 

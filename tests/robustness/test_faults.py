@@ -137,7 +137,7 @@ def test_corrupt_model_at_start_then_a_good_one(world_dir, tmp_path):
 
     registry = ModelRegistry(world_dir / "models")
     bad = registry.publish("runtime", _runtime_model(tmp_path / "m"))
-    blob = bad.path / "lmp" / "inputs.npz"
+    (blob,) = bad.path.rglob("inputs.npz")  # wherever the registry keeps the model's own files
     data = bytearray(blob.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped bit-pattern on disk
     blob.write_bytes(bytes(data))

@@ -106,3 +106,15 @@ def test_lammps_var_options():
     job = extract_inputs("srun lmp -nocite -var x 10 -var newton on -in in.melt\n")
     assert job.application == "lmp"
     assert job.inputs == {"nocite": True, "x": 10.0, "newton": True, "in": "in.melt"}
+
+
+def test_launcher_after_many_commands_wins_over_first_command():
+    job = extract_inputs("./prepare --mesh 3\n" * 2000 + "export N=5\nsrun ./app --n $N\n")
+    assert (job.application, job.launcher) == ("app", "srun")
+    assert job.inputs == {"N": 5.0, "n": 5.0}
+
+
+def test_budgets_bound_work_and_say_so():
+    job = extract_inputs("#HPCPREDICT a=1\n" * 1500 + "export A=1\n" * 1500 + "srun ./app\n")
+    assert any("directives" in w for w in job.warnings) and any("export lines" in w for w in job.warnings)
+    assert job.application == "app"

@@ -40,9 +40,12 @@ def test_real_mpi_profile_and_function_times():
     assert set(parse_function_times(lines)) == {"stencil", "copy"}
 
 
-def test_decompose_real_runs_falls_back_to_task_clock():
+def test_decompose_real_runs_without_hardware_counters():
     result = decompose([_real_run(p) for p in (1, 2, 3, 4)])
-    assert result.compute_source == "task-clock"
+    assert result.compute_source == "function timers"
+    runs = [_real_run(p) for p in (1, 2, 3, 4)]
+    bare = [ProfiledRun(r.processes, r.counters, r.mpi, r.wall_s) for r in runs]
+    assert decompose(bare).compute_source == "task-clock"
     assert any("hardware counters unavailable" in note for note in result.notes)
     assert set(result.p2p_calls) == {"MPI_Sendrecv"} and set(result.collective_calls) == {"MPI_Allreduce"}
     parts = result.components(8.0)

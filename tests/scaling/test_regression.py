@@ -70,3 +70,16 @@ def test_covering_families_counts():
     assert len(covering_families(["a"])) == 1
     assert len(covering_families(["a", "b"])) == 5   # a+b, ab, a+ab, b+ab, a+b+ab
     assert covering_families([]) == [()]
+
+
+def test_strong_scaling_u_shape_gets_two_terms():
+    # work / p shrinks, start-up grows with p: one PMNF term cannot bend back up
+    ps = (1, 2, 3, 4, 6, 8, 12, 16, 24)
+    lines = [json.dumps({"params": {"p": p}, "value": [0.9 + 6.0 / p + 0.05 * p]}) for p in ps]
+    fit = fit_regression(parse_jsonlines(lines)[("<root>", "time")])
+    exponents = sorted(t.exponents["p"] for t in fit.function.terms)
+    assert exponents == [(-1.0, 0), (1.0, 0)]
+    assert fit.function.evaluate({"p": 48.0}) == pytest.approx(0.9 + 6 / 48 + 0.05 * 48, rel=1e-6)
+    # five points are too few for four coefficients plus cross-validation: stays one term
+    few = fit_regression(parse_jsonlines(lines[:5])[("<root>", "time")])
+    assert len(few.function.terms) == 1
