@@ -120,6 +120,7 @@ class PredictionEngine:
                 placement = Placement.load(self.config.topology.file)
             except (HpcPredictError, OSError) as error:
                 errors.append(f"topology file {self.config.topology.file}: {error}")
+                placement = self.models.placement  # keep serving the last good one until the file returns
         comm_request = advice = expand = None
         if comm:
             from hpcpredict.daemon.comm.service import CommRequest as comm_request
