@@ -14,12 +14,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 
 class DaemonProcess:
-    def __init__(self, data_dir: Path, *, env: dict | None = None, config: Path | None = None):
+    def __init__(self, data_dir: Path, *, env: dict | None = None, config: Path | None = None,
+                 user: str | None = None):
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket = str(self.data_dir / "hpcpredictd.sock")
         self.env = {**os.environ, "HPCPREDICT_DATA_DIR": str(self.data_dir), **(env or {})}
         self.config = config
+        self.user = user
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir / "daemon.log"
 
@@ -31,7 +33,7 @@ class DaemonProcess:
         if self.config:
             argv += ["--config", str(self.config)]
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(argv, env=self.env, stdout=self._log, stderr=self._log)
+        self.proc = subprocess.Popen(argv, env=self.env, stdout=self._log, stderr=self._log, user=self.user)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -199,3 +199,28 @@ def test_corrupt_model_is_refused_and_the_old_one_keeps_serving(daemon, admin_st
     with pytest.raises(ModelArtifactError):
         registry.publish("topology", junk)
     assert (registry.root / "topology" / "_site" / CURRENT).read_text().strip() == bad.version
+
+
+def test_daemon_runs_unprivileged_and_root_is_still_admin(world_dir):
+    """The daemon as `nobody`: it serves, writes its store, and root may still administer it."""
+    import pwd
+
+    from tests.daemon.daemonproc import DaemonProcess
+
+    nobody = pwd.getpwnam("nobody")
+    data = world_dir / "state"
+    data.mkdir()
+    os.chown(data, nobody.pw_uid, nobody.pw_gid)
+    process = DaemonProcess(data, user="nobody", env={"HOME": str(data)}).start()
+    try:
+        with open(f"/proc/{process.info['pid']}/status") as status:
+            uids = next(line for line in status if line.startswith("Uid:")).split()[1:]
+        assert set(uids) == {str(nobody.pw_uid)}  # real, effective, saved, filesystem
+        with grpc.insecure_channel(f"unix:{process.socket}") as channel:
+            assert pb_grpc.PredictorStub(channel).Predict(job(), timeout=5).prediction_id
+        assert os.stat(data / "hpcpredict.sqlite").st_uid == nobody.pw_uid
+        with grpc.insecure_channel(f"unix:{admin_socket_path(process.socket)}") as channel:
+            status = pb_grpc.PredictorStub(channel).GetStatus(pb.StatusRequest(), timeout=5)
+        assert status.predictions == 1
+    finally:
+        process.stop()
