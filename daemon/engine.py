@@ -203,18 +203,16 @@ class PredictionEngine:
 
         if models.runtime is not None and spec.application:
             try:
+                # The bound at the risk target is the upper end of the two-sided interval whose
+                # upper tail holds `risk` of the mass (conformal-calibrated by the model).
                 by_inputs = models.runtime.estimate(spec.application, spec.inputs, spec.nodes, spec.ntasks,
-                                                    spec.cpus_per_task)
+                                                    spec.cpus_per_task, bound_coverage=max(0.5, 1.0 - 2.0 * risk))
             except HpcPredictError as error:
                 by_inputs = None
                 explanation.append(f"runtime model not used: {error}")
             if by_inputs is not None:
                 point, low, high, coverage = by_inputs.runtime_s, by_inputs.low_s, by_inputs.high_s, by_inputs.coverage
-                # The bound at the risk target is the upper end of the two-sided interval whose
-                # upper tail holds `risk` of the mass (conformal-calibrated by the model).
-                tail = models.runtime.estimate(spec.application, spec.inputs, spec.nodes, spec.ntasks,
-                                               spec.cpus_per_task, coverage=max(0.5, 1.0 - 2.0 * risk))
-                bound = max(tail.high_s if tail is not None else by_inputs.high_s, point)
+                bound = max(by_inputs.bound_s, by_inputs.high_s, point)
                 name, version, fallback = by_inputs.model_name, by_inputs.model_version, False
                 explanation = list(by_inputs.explanation) + explanation
 

@@ -64,6 +64,7 @@ class RuntimeEstimate:
     explanation: tuple[str, ...]
     model_name: str
     model_version: str
+    bound_s: float = 0.0   # upper end of the interval at `bound_coverage`, when asked for
 
 
 def _safe_name(name: str, what: str) -> str:
@@ -166,17 +167,25 @@ class _Variant:
         self.name = f"runtime-extra-trees/{self.application}/{self.variant}"
         self.version = str(metadata.get("version", description["arrays_sha256"][:12]))
 
-    def estimate(self, inputs: Mapping[str, object], coverage: float) -> RuntimeEstimate | None:
+    def _multiplier(self, coverage: float) -> float:
+        q = self._multipliers.get(coverage)
+        if q is None:
+            q = self._multipliers[coverage] = conformal_multiplier(self.scores, coverage)
+        return q
+
+    def estimate(self, inputs: Mapping[str, object], coverage: float,
+                 bound_coverage: float | None = None) -> RuntimeEstimate | None:
         vector = self.encoder.encode_one(inputs, needed=self.required)
         if vector is None:
             return None
         z = transform_features(vector, self.fill, self.powers, self.mean, self.scale, self.kept)
         m, s = self.forest.mean_std(z)
         m = m + log_linear_trend(vector, self.fill, self.log_columns, self.trend_coef, self.trend_intercept)
-        q = self._multipliers.get(coverage)
-        if q is None:
-            q = self._multipliers[coverage] = conformal_multiplier(self.scores, coverage)
+        q = self._multiplier(coverage)
         centre, spread = float(m[0]), float(s[0])
+        bound = 0.0
+        if bound_coverage is not None:  # same forest pass, another calibrated width
+            bound = math.exp(min(centre + self._multiplier(bound_coverage) * spread, 700.0))
         runtime, low, high = (math.exp(min(v, 700.0)) for v in (centre, centre - q * spread, centre + q * spread))
         used = ", ".join(f"{name}={inputs[name]}" for name in self.required if name in inputs)
         explanation = (
@@ -186,7 +195,7 @@ class _Variant:
             f"{coverage:.0%} interval: per-tree mean/variance, conformal-calibrated on "
             f"{self.scores.size} held-out runs",
         )
-        return RuntimeEstimate(runtime, low, high, coverage, explanation, self.name, self.version)
+        return RuntimeEstimate(runtime, low, high, coverage, explanation, self.name, self.version, bound)
 
 
 class ApplicationModels:
@@ -218,10 +227,16 @@ class ApplicationModels:
         return {v.variant: v.kept_features for v in self._variants.get(application, [])}
 
     def estimate(self, application: str, inputs: Mapping[str, float | str | bool], nodes: int, ntasks: int,
-                 cpus_per_task: int, *, coverage: float = 0.8) -> RuntimeEstimate | None:
-        """Runtime estimate, or None when no model fits (unknown application, inputs missing)."""
-        if not 0 < coverage < 1:
-            raise InvalidRequest("coverage", f"must be between 0 and 1 (exclusive): {coverage}")
+                 cpus_per_task: int, *, coverage: float = 0.8,
+                 bound_coverage: float | None = None) -> RuntimeEstimate | None:
+        """Runtime estimate, or None when no model fits (unknown application, inputs missing).
+
+        ``bound_coverage`` also fills ``bound_s``: the upper end of that two-sided interval,
+        computed from the same forest pass (the daemon's limit at its risk target).
+        """
+        for value, name in ((coverage, "coverage"), (bound_coverage, "bound_coverage")):
+            if value is not None and not 0 < value < 1:
+                raise InvalidRequest(name, f"must be between 0 and 1 (exclusive): {value}")
         variants = self._variants.get(application)
         if not variants:
             return None
@@ -233,7 +248,7 @@ class ApplicationModels:
             if variant.aliases:
                 values = dict(merged)
                 values.update((name, merged[field]) for name, field in variant.aliases.items() if field in merged)
-            estimate = variant.estimate(values, coverage)
+            estimate = variant.estimate(values, coverage, bound_coverage)
             if estimate is not None:
                 return estimate
         return None
