@@ -26,4 +26,6 @@ def _packages():
 
 
 packages, package_dir = _packages()
-setup(packages=packages, package_dir=package_dir, package_data={name: DATA for name in packages})
+package_data = {name: list(DATA) for name in packages}
+package_data["hpcpredict.daemon"].append("bundled_models/**/*")  # example models (not a package)
+setup(packages=packages, package_dir=package_dir, package_data=package_data)

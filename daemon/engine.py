@@ -213,8 +213,10 @@ class PredictionEngine:
             if by_inputs is not None:
                 point, low, high, coverage = by_inputs.runtime_s, by_inputs.low_s, by_inputs.high_s, by_inputs.coverage
                 bound = max(by_inputs.bound_s, by_inputs.high_s, point)
-                name, version, fallback = by_inputs.model_name, by_inputs.model_version, False
-                explanation = list(by_inputs.explanation) + explanation
+                name, version = by_inputs.model_name, by_inputs.model_version
+                # History lines stay only when history itself answered something.
+                explanation = list(by_inputs.explanation) + ([] if fallback else explanation)
+                fallback = False
 
         comm_time = None
         feature_class = comm_model = ""
@@ -227,6 +229,15 @@ class PredictionEngine:
         if scaling is not None:
             advice, lines = self._advice(spec, scaling, models)
             explanation.extend(lines)
+            at_request = next((row for row in advice if row.nodes == (spec.nodes or 1)), None)
+            if fallback and at_request is not None:
+                # No history and no inputs model, but the scaling model knows this size.
+                point = at_request.runtime_s
+                low = high = point
+                coverage = 0.0
+                name, version, fallback = f"scaling/{spec.application}", getattr(scaling, "modeler", "1"), False
+                explanation = [f"scaling model of {spec.application} at {at_request.nodes} nodes: {human(point)}"] + \
+                    [line for line in explanation if not line.startswith("no history")]
 
         bound = max(bound, point)
         time_limit = max(policy.min_time_limit_s, _ceil_minute(bound))

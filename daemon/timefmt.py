@@ -22,6 +22,8 @@ def human(seconds: float) -> str:
 
 def human_range(low: float, high: float) -> str:
     """``human_range(2460, 3480) == '41–58 min'``: one unit for both ends."""
+    if high < 120:
+        return f"{low:.0f}–{high:.0f} s"
     if high < 7200:
         return f"{low / 60:.0f}–{high / 60:.0f} min"
     if high < 3 * 86400:

@@ -44,7 +44,7 @@ def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
         lines.append("Node-count advice:  nodes   runtime   node-hours  efficiency")
         for row in estimate.node_advice:
             mark = "  <- recommended" if row.recommended else ""
-            lines.append(f"                    {row.nodes:5d}  {human(row.runtime_s):>9}  {row.node_hours:10.1f}"
+            lines.append(f"                    {row.nodes:5d}  {human(row.runtime_s):>9}  {row.node_hours:10.3g}"
                          f"  {row.efficiency:9.0%}{mark}")
     model = f"{estimate.model_name} {estimate.model_version}".strip()
     lines.append(f"Model: {model}{' (fallback: no trained model for this job)' if estimate.fallback else ''}"

@@ -33,9 +33,11 @@ def test_runtime_model_answers_from_inputs_and_runtime_features(daemon, stubs, t
     model = RuntimeModel(params={"n_estimators": 30, "random_state": 0}).fit(parse_runs_csv(csv, target="t"))
     folder = tmp_path / "runtime"
     save_application_model(model, folder, application="solver", metadata={"version": "7"})
-    ModelRegistry(daemon.data_dir / "models").publish("runtime", folder)
+    published = ModelRegistry(daemon.data_dir / "models").publish("runtime", folder)
     reply = admin.ReloadModels(pb.ReloadRequest(), timeout=60)
-    assert not reply.errors and [m.kind for m in reply.models] == ["runtime"]
+    assert not reply.errors
+    # the site's published model shadows the bundled example of the same kind
+    assert [m.version for m in reply.models if m.kind == "runtime"] == [published.version]
 
     request = pb.JobRequest(job=pb.JobIdentity(user="dana", application="solver"),
                             resources=pb.Resources(nodes=1, ntasks=4), inputs={"n": _number(100.0)})
@@ -73,3 +75,23 @@ def test_scaling_model_gives_node_count_advice(daemon, stubs, tmp_path):
     by_nodes = {r.nodes: r for r in rows}
     assert by_nodes[4].runtime_s == pytest.approx(10 + 640 / 16)
     assert any("node-count advice" in line for line in estimate.explanation)
+
+
+def test_bundled_example_models_answer_on_embedded_defaults(daemon, stubs):
+    """A first-time user (no config, nothing published) gets the bundled example models."""
+    from pathlib import Path
+
+    from hpcpredict.daemon.cli.predict import build_request
+
+    stub, admin = stubs
+    kinds = {m.kind for m in admin.ListModels(pb.ListModelsRequest(), timeout=10).models}
+    assert {"runtime", "scaling"} <= kinds
+    examples = Path(__file__).resolve().parents[2] / "contrib" / "examples"
+    lammps, _ = build_request((examples / "lammps-job.sh").read_bytes(), [], user="newcomer")
+    estimate = stub.Predict(lammps, timeout=10)
+    assert estimate.application == "lmp" and not estimate.fallback
+    assert estimate.model_name.startswith("runtime-extra-trees/lmp")
+    stencil, _ = build_request((examples / "stencil-job.sh").read_bytes(), [], user="newcomer")
+    estimate = stub.Predict(stencil, timeout=10)
+    assert estimate.application == "stencil"
+    assert sum(row.recommended for row in estimate.node_advice) == 1
