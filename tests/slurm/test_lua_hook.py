@@ -123,8 +123,13 @@ def test_policy_with_history(daemon):
     assert f"kept your --time=45 min, set --time-min={expected_min} min".encode() in given.stderr
 
 
-@pytest.mark.parametrize("mode, reason", [("hang", b"no answer within 300 ms"), ("garbage", b"bad reply: json")])
-def test_budget_and_fail_open(tmp_path, mode, reason):
+# A hung daemon usually shows as no answer; on a loaded machine the 300 ms can also run out
+# while sending or connecting. Any of these is the budget doing its job.
+@pytest.mark.parametrize("mode, reasons", [
+    ("hang", (b"no answer within 300 ms", b"timeout while sending", b"timeout")),
+    ("garbage", (b"bad reply: json",)),
+])
+def test_budget_and_fail_open(tmp_path, mode, reasons):
     fake = FakeHookServer(str(tmp_path / "fake.sock"), mode)
     try:
         started = time.monotonic()
@@ -133,7 +138,7 @@ def test_budget_and_fail_open(tmp_path, mode, reason):
     finally:
         fake.close()
     assert b"limit=45 min=nil comment=nil" in done.stdout, done.stdout + done.stderr
-    assert b"ERROR hpcpredict: fail-open" in done.stderr and reason in done.stderr
+    assert b"ERROR hpcpredict: fail-open" in done.stderr and any(r in done.stderr for r in reasons), done.stderr
     assert took < 5  # a hang check (budget 0.3 s), not a benchmark
 
 
