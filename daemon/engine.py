@@ -48,15 +48,6 @@ class ModelSet:
 
 
 @dataclass(frozen=True)
-class AdviceRow:
-    nodes: int
-    runtime_s: float
-    node_hours: float
-    efficiency: float
-    recommended: bool
-
-
-@dataclass(frozen=True)
 class Answer:
     runtime_s: float
     low_s: float
@@ -74,7 +65,7 @@ class Answer:
     comm_time_s: float | None = None
     feature_class: str = ""
     comm_model: str = ""
-    node_advice: tuple[AdviceRow, ...] = ()
+    node_advice: tuple = ()              # hpcpredict.daemon.scaling.advice.NodeAdviceRow
 
 
 def _ceil_minute(seconds: float) -> int:
@@ -224,7 +215,7 @@ class PredictionEngine:
             comm_time, feature_class, comm_model, lines = self._comm(spec, models, at_allocation)
             explanation.extend(lines)
 
-        advice: tuple[AdviceRow, ...] = ()
+        advice: tuple = ()
         scaling = models.scaling.get(spec.application) if spec.application else None
         if scaling is not None:
             advice, lines = self._advice(spec, scaling, models)
@@ -292,7 +283,7 @@ class PredictionEngine:
                                tolerance=self.config.policy.advice_tolerance)
         except HpcPredictError as error:
             return (), [f"no node-count advice: {error}"]
-        advice = tuple(AdviceRow(r.nodes, r.runtime_s, r.node_hours, r.efficiency, r.recommended) for r in rows)
+        advice = tuple(rows)
         best = next((r for r in advice if r.recommended), None)
         lines = [f"node-count advice: {best.nodes} nodes ({human(best.runtime_s)}, {best.node_hours:.1f} node-h)"] if best else []
         return advice, lines

@@ -43,15 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", default=None, help="TOML config file (default: embedded defaults)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    register_modules(subparsers, COMMAND_MODULES)
+    return parser
+
+
+def register_modules(subparsers, names) -> None:
+    """Import ``hpcpredict.daemon.cli.<name>`` for each name and let it add its parser."""
+    for name in names:
         try:
             module = importlib.import_module(f"hpcpredict.daemon.cli.{name}")
         except ModuleNotFoundError as error:
             if error.name != f"hpcpredict.daemon.cli.{name}":
                 raise
-            continue  # command group not built yet
+            continue  # a command group this installation does not have
         module.register(subparsers)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
