@@ -12,8 +12,9 @@ TEST=${2:-120}
 STAGES=${STAGES:-"train-sim test-sim fit"}
 TRAIN_SET=${TRAIN_SET:-train}      # data/FABRIC-$TRAIN_SET.csv (train-ext: with the PM 5-26 extension)
 MODELS=${MODELS:-/tmp/hpcpredict-comm-models}   # ~25 MB per fabric: not kept in the repo
+RESULTS=${RESULTS:-v1-paper-ranges}              # results JSON/TXT and scatter PNGs
 has() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
-mkdir -p data "$MODELS"
+mkdir -p data "$MODELS" "$RESULTS"
 for fabric in fattree dragonfly; do
   if [ "$fabric" = fattree ]; then shape="3;8,4,4;1,2,2;1,2,2"; bg=6; else shape="4,2;4,1;4,1;4"; bg=8; fi
   start=$(date +%s)
@@ -37,8 +38,8 @@ for fabric in fattree dragonfly; do
     $H comm train data/$fabric-$TRAIN_SET.csv --topology data/$fabric-topology.json --out "$MODELS/$fabric" --tune-iter 3
     echo "$fabric: trained in $(( $(date +%s) - start )) s"
     $H comm evaluate --model "$MODELS/$fabric" --data data/$fabric-test.csv --topology data/$fabric-topology.json \
-       --json > results-$fabric.json
+       --json > "$RESULTS/results-$fabric.json"
     $H comm evaluate --model "$MODELS/$fabric" --data data/$fabric-test.csv --topology data/$fabric-topology.json \
-       --plots scatter-$fabric --title "SIMULATED $fabric $shape (SimGrid 3.32)" | tee results-$fabric.txt
+       --plots "$RESULTS/scatter-$fabric" --title "SIMULATED $fabric $shape (SimGrid 3.32)" | tee "$RESULTS/results-$fabric.txt"
   fi
 done

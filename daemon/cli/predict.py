@@ -10,14 +10,33 @@ def register(subparsers) -> None:
         description="Predict the runtime of JOB_SCRIPT as if submitted with the given sbatch options, "
                     "e.g. `hpcpredict predict job.sh -N 4 -t 2:00:00`.")
     parser.add_argument("script", metavar="JOB_SCRIPT")
+    _add_own_options(parser)
+    parser.add_argument("sbatch", nargs=argparse.REMAINDER, metavar="SBATCH_OPTIONS",
+                        help="sbatch-style options, e.g. -N 4 -t 2:00:00")
+    parser.set_defaults(handler=_predict)
+
+
+def _add_own_options(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the Estimate as JSON")
     parser.add_argument("--user", help="predict as this user (default: you)")
     parser.add_argument("--app", help="application key (default: from the script's launch line)")
     parser.add_argument("--risk", type=float, default=0.0, help="target P(job outlives the suggested limit)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the daemon")
-    parser.add_argument("sbatch", nargs=argparse.REMAINDER, metavar="SBATCH_OPTIONS",
-                        help="sbatch-style options, e.g. -N 4 -t 2:00:00")
-    parser.set_defaults(handler=_predict)
+
+
+def split_own_options(args) -> list[str]:
+    """Options of ours given after JOB_SCRIPT land in the sbatch remainder: take them back.
+
+    None of ours is an sbatch option, so whatever is left is passed to the sbatch parser.
+    """
+    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    _add_own_options(own)
+    given, rest = own.parse_known_args([a for a in args.sbatch if a != "--"])
+    defaults = vars(own.parse_args([]))
+    for key, value in vars(given).items():
+        if value != defaults[key]:
+            setattr(args, key, value)
+    return rest
 
 
 def build_request(script: bytes, sbatch_argv, *, user: str, app: str = "", risk: float = 0.0):
@@ -47,7 +66,7 @@ def _predict(args) -> int:
             script = handle.read(4 << 20)
     except OSError as error:
         raise HpcPredictError(f"cannot read job script {args.script}: {error.strerror}") from error
-    sbatch = [a for a in args.sbatch if a != "--"]
+    sbatch = split_own_options(args)
     request, opts = build_request(script, sbatch, user=args.user or getpass.getuser(), app=args.app or "",
                                   risk=args.risk)
     config = config_of(args)

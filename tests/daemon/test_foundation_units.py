@@ -100,3 +100,14 @@ def test_sbatch_options_and_times():
     assert parse_slurm_time("2-03:04:05") == ((2 * 24 + 3) * 60 + 4) * 60 + 5
     with pytest.raises(InvalidRequest, match="--time"):
         parse_sbatch(b"#!/bin/sh\n", ["-t", "soon"])
+
+
+def test_predict_cli_reads_its_own_options_after_the_script():
+    from hpcpredict.daemon.cli.main import build_parser
+    from hpcpredict.daemon.cli.predict import split_own_options
+
+    args = build_parser().parse_args(["predict", "job.sh", "-N", "4", "--user", "91", "-t", "1:00:00", "--json"])
+    assert split_own_options(args) == ["-N", "4", "-t", "1:00:00"]
+    assert (args.user, args.json) == ("91", True)
+    args = build_parser().parse_args(["predict", "--user", "7", "job.sh", "-N", "2"])
+    assert split_own_options(args) == ["-N", "2"] and args.user == "7"
