@@ -45,6 +45,7 @@ class ModelSet:
     expand_nodes: Any = None             # ClusterShell NodeSet expansion
     artifacts: tuple[Artifact, ...] = ()
     errors: tuple[str, ...] = ()
+    loaded: dict = field(default_factory=dict)     # (kind, key) -> (Artifact, model), for the next reload
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ class PredictionEngine:
 
     def _build(self) -> ModelSet:
         loaded, errors = self.registry.load_all()
+        for entry, previous in self.models.loaded.items():
+            if entry not in loaded and entry in self.registry.entries():
+                loaded[entry] = previous  # the new version was refused: keep serving the last good one
         runtime = comm = scaling = None
         walltime = placement = None
         comm, scaling = {}, {}
@@ -124,7 +128,8 @@ class PredictionEngine:
                 return list(NodeSet(text))
         return ModelSet(walltime=walltime, runtime=runtime, comm=comm, scaling=scaling, placement=placement,
                         comm_request=comm_request, node_advice=advice, expand_nodes=expand,
-                        artifacts=tuple(artifact for artifact, _ in loaded.values()), errors=tuple(errors))
+                        artifacts=tuple(artifact for artifact, _ in loaded.values()), errors=tuple(errors),
+                        loaded=loaded)
 
     def reload(self) -> ModelSet:
         """Build a new model set beside the serving one, replay history into it, swap."""

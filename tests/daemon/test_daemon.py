@@ -188,6 +188,7 @@ def test_corrupt_model_is_refused_and_the_old_one_keeps_serving(daemon, admin_st
     (bad.model_path / "topology.json").write_text('{"kind": "tree", "levels": [], "nodes": {"n1": ')
     reply = admin_stub.ReloadModels(pb.ReloadRequest(), timeout=30)
     assert any("checksum mismatch" in error for error in reply.errors)
+    assert [m.version for m in reply.models if m.kind == "topology"] == [good.version]  # still serving
     # the refused artifact is reported, and the daemon keeps answering
     status = admin_stub.GetStatus(pb.StatusRequest(), timeout=5)
     assert any("checksum" in fault for fault in status.faults)
