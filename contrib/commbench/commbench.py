@@ -55,7 +55,7 @@ def _powers(limit):
 
 
 def run_point(comm, peers, nbytes, iterations, warmup):
-    rank, size = comm.Get_rank(), comm.Get_size()
+    rank = comm.Get_rank()
     dst = peers[:, rank]
     src = np.array([int(np.flatnonzero(row == rank)[0]) for row in peers])
     sendbuf = np.zeros(max(nbytes, 1), dtype=np.uint8)

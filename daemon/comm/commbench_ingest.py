@@ -43,8 +43,8 @@ def ingest_lines(lines: Iterable[str], source: str = "<commbench>") -> list[Comm
                 raise ValueError(f"time_s must be > 0, got {time_s}")
             records.append(CommRecord(
                 pattern=str(raw["pattern"]), ntasks=int(raw["ntasks"]),
-                message_bytes=int(raw["message_bytes"]), nodes=",".join(ordered) if len(ordered) < 2
-                else str(NodeSet.fromlist(ordered)), time_s=time_s, peers=int(raw["peers"]),
+                message_bytes=int(raw["message_bytes"]), nodes=str(NodeSet.fromlist(ordered)),
+                time_s=time_s, peers=int(raw["peers"]),
                 seed=int(raw["seed"]), rank_node_list=" ".join(map(str, rank_nodes)),
                 source="mpi", iterations=int(raw.get("iterations", 1))))
         except (ValueError, TypeError, IndexError, KeyError) as error:
