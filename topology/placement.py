@@ -170,6 +170,10 @@ class Placement:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 json.dump(self.to_dict(), out, indent=1)
                 out.write("\n")
+            # mkstemp creates 0600; a topology is read by the daemon's own (other) user.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, path)
         except BaseException:
             try:

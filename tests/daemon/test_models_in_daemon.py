@@ -95,3 +95,43 @@ def test_bundled_example_models_answer_on_embedded_defaults(daemon, stubs):
     estimate = stub.Predict(stencil, timeout=10)
     assert estimate.application == "stencil"
     assert sum(row.recommended for row in estimate.node_advice) == 1
+
+
+def test_comm_model_class_b_at_submission_and_class_c_at_allocation(daemon, stubs, tmp_path):
+    """A SimGrid-trained (simulated fat tree) comm model served through Predict and PredictAtAllocation."""
+    import shutil
+
+    from hpcpredict.daemon.cli.main import main as cli
+
+    stub, admin = stubs
+    shape = "2;4,4;1,2;1,2"
+    data, topology = tmp_path / "train.csv", tmp_path / "topology.json"
+    assert cli(["comm", "simulate", "--fabric", "fattree", "--shape", shape, "--pattern", "benchmark",
+                "--points", "24", "--seed", "5", "--max-ranks", "32", "--out", str(data),
+                "--topology-out", str(topology)]) == 0
+    model_dir = tmp_path / "comm"
+    assert cli(["comm", "train", str(data), "--topology", str(topology), "--out", str(model_dir),
+                "--tune-iter", "0"]) == 0
+    registry = ModelRegistry(daemon.data_dir / "models")
+    registry.publish("comm", model_dir)
+    placement_dir = tmp_path / "placement"
+    placement_dir.mkdir()
+    shutil.copy(topology, placement_dir / "topology.json")
+    registry.publish("topology", placement_dir)
+    assert not admin.ReloadModels(pb.ReloadRequest(), timeout=60).errors
+
+    job = pb.JobRequest(job=pb.JobIdentity(user="fay", application="halo"),
+                        resources=pb.Resources(nodes=4, ntasks=8, ntasks_per_node=2),
+                        comm=pb.CommPattern(name="halo3d", message_bytes=65536, phases=10))
+    submitted = stub.Predict(job, timeout=30)
+    assert submitted.HasField("comm_time_s") and submitted.comm_time_s > 0
+    assert submitted.feature_class == "B"
+    allocated = stub.PredictAtAllocation(pb.AllocationRequest(
+        node_list="node-[0-1,8,12]", job_id="42", prediction_id=submitted.prediction_id), timeout=30)
+    assert allocated.feature_class == "C" and allocated.comm_time_s > 0
+    assert any("class C" in line for line in allocated.explanation)
+    # nodes the placement does not know: the answer falls back to class B and says why
+    unknown = stub.PredictAtAllocation(pb.AllocationRequest(request=job, node_list="other[1-4]", job_id="43"),
+                                       timeout=30)
+    assert unknown.feature_class == "B"
+    assert any("class C features unavailable" in line for line in unknown.explanation)
