@@ -32,7 +32,7 @@ def register(subparsers) -> None:
     publish.set_defaults(handler=_publish)
 
 
-def train_and_publish(config, *, progress=None):
+def train_and_publish(config):
     """Train the walltime model on every stored job and publish it; returns the Artifact."""
     import tempfile
     from pathlib import Path
@@ -60,8 +60,11 @@ def _train(args) -> int:
     from hpcpredict.daemon.cli.common import config_of, print_json, socket_of
     from hpcpredict.daemon.cli.ingest import _try_reload
 
+    from rich.console import Console
+
     config = config_of(args)
-    artifact, count = train_and_publish(config)
+    with Console(stderr=True).status("training the walltime model on the stored history..."):
+        artifact, count = train_and_publish(config)
     if args.json:
         print_json({"kind": artifact.kind, "version": artifact.version, "jobs": count, "path": str(artifact.path)})
     else:
@@ -97,8 +100,11 @@ def _train_runtime(args) -> int:
         except ModelNotFound:
             folder.mkdir()
         shutil.rmtree(folder / args.application, ignore_errors=True)
-        variants = train_application(Path(args.data), target=args.target, application=args.application,
-                                     directory=folder, input_aliases=aliases or None)
+        from rich.console import Console
+
+        with Console(stderr=True).status(f"training the runtime model of {args.application}..."):
+            variants = train_application(Path(args.data), target=args.target, application=args.application,
+                                         directory=folder, input_aliases=aliases or None)
         artifact = registry.publish("runtime", folder, metadata={"trained": args.application})
     print(f"trained runtime model of {args.application} ({', '.join(variants)}): version {artifact.version}")
     if not args.no_reload:
