@@ -6,10 +6,16 @@ a similarity-weighted *medoid* under the accuracy metric itself (the recent runt
 agrees with the others, weighting runs with the same request/size or application up and older
 runs down), the last runtime, the last runtime of a run with the same request and size, the
 last run of the same application, the median of the last five, the request, and the request x
-the largest recent runtime/request ratio. Each expert's accuracy min(p, r)/max(p, r) is tracked
-per user (exponentially weighted) and over all users; the user's best expert answers, the
-cluster's best until the user has a few scored jobs. A user without history gets the request
-x the cluster's typical runtime/request ratio (``fallback=True``).
+the largest recent runtime/request ratio, the request x the last (or the most typical)
+runtime/request ratio, and the median of the last three runs with the same request and size.
+Each expert's accuracy min(p, r)/max(p, r) is tracked per user (exponentially weighted) and over
+all users. A learned selector picks the expert: one linear model per expert predicts its
+accuracy on this job from the user's and the cluster's expert scores, how far each expert lies
+from the others and from the request, and whether the user ran this request and size before;
+the expert with the highest predicted accuracy answers. The selector is trained online
+(normalised least mean squares) only on jobs that have ended, each on the features it had at
+submission. A user without history gets the request x the cluster's typical runtime/request
+ratio (``fallback=True``).
 
 Upper bound (``time_limit``) at risk a: split-conformal on the log residuals log(r / p) of
 recent predictions, made out of sample (each residual comes from the estimate given at the
@@ -35,7 +41,8 @@ from hpcpredict.daemon.history.features import HistoryIndex, PastJob, occupancy_
 from hpcpredict.daemon.history.predictors import DEFAULT_NO_REQUEST_S, OnlinePredictor, WalltimePrediction
 from hpcpredict.daemon.records import JobRecord
 
-EXPERTS = ("medoid", "last", "same_request", "same_application", "median5", "request", "max_ratio5")
+EXPERTS = ("medoid", "last", "same_request", "same_application", "median5", "request", "max_ratio5",
+           "ratio_last", "ratio_medoid", "same_request_median3")
 _EXPERT_TEXT = {
     "medoid": "the most typical of your recent runs",
     "last": "your last run",
@@ -44,7 +51,14 @@ _EXPERT_TEXT = {
     "median5": "the median of your last 5 runs",
     "request": "your request (your runs have been close to it)",
     "max_ratio5": "your request x the largest runtime/request ratio of your last 5 runs",
+    "ratio_last": "your request x the runtime/request ratio of your last run",
+    "ratio_medoid": "your request x your most typical runtime/request ratio",
+    "same_request_median3": "the median of your last 3 runs with this request and size",
 }
+# Selector inputs: bias, user experience, then per expert: user score, cluster score, offset from
+# the experts' mean, distance to their median, user score minus the user's best, room below the
+# request; last, whether the user ran this request and size before.
+N_SELECTOR_FEATURES = 2 + 6 * len(EXPERTS) + 1
 COLD, WARM = "cold", "warm"
 _LOG_DEFAULT = math.log(DEFAULT_NO_REQUEST_S)
 _INTERVAL = (0.1, 0.9)  # central interval reported as low/high (80 % nominal)
@@ -60,7 +74,7 @@ class ModelParams:
     same_app_weight: float = 2.0     # ... with the same application
     expert_rate: float = 0.15        # per-user expert score update rate
     global_rate: float = 0.005       # cluster-wide expert score update rate
-    min_user_scored: int = 3         # scored jobs before a user's own expert scores are used
+    min_user_scored: int = 3         # unused since the learned selector (kept: saved models name it)
     calibration_window: int = 4000   # residuals kept per regime
     user_window: int = 200           # residuals kept per user
     user_min: int = 40               # residuals before a user's own quantile is used
@@ -68,6 +82,7 @@ class ModelParams:
     pending_limit: int = 200_000     # predictions remembered until their job ends
     new_request_factor: float = 4.0  # a request this far from all the user's past ones: cold start
     adapt_rate: float = 0.002        # adaptive conformal step (Gibbs & Candes 2021) on the risk
+    selector_rate: float = 0.03      # NLMS step of the learned expert selector
 
 
 def conformal_quantile(ordered: np.ndarray, level: float) -> float:
@@ -111,10 +126,13 @@ class _State:
     history: HistoryIndex = field(default_factory=HistoryIndex)
     user_scores: dict = field(default_factory=dict)       # user -> [count, [score per expert]]
     global_scores: np.ndarray = field(default_factory=lambda: np.full(len(EXPERTS), 0.5))
+    # Selector: row k predicts expert k's accuracy; starts at 0.5 for all (bias column).
+    selector: np.ndarray = field(default_factory=lambda: np.hstack(
+        (np.full((len(EXPERTS), 1), 0.5), np.zeros((len(EXPERTS), N_SELECTOR_FEATURES - 1)))))
     residuals: dict = field(default_factory=dict)          # regime -> deque of log residuals
     user_residuals: dict = field(default_factory=dict)     # user -> deque of log residuals
     ratios: deque = field(default_factory=deque)           # recent log(runtime / request)
-    pending: OrderedDict = field(default_factory=OrderedDict)  # job_id -> (experts, point, regime, bound, risk)
+    pending: OrderedDict = field(default_factory=OrderedDict)  # job_id -> (experts, features, point, regime, bound, risk)
     observed: int = 0
     risk_offset: float = 0.0      # adaptive conformal: effective risk = risk + offset
     trained_until: float = -math.inf  # end time of the last job train_model saw (replays skip older ones)
@@ -133,8 +151,9 @@ class HpcPredictModel(OnlinePredictor):
         self._cache: dict = {}
 
     # ------------------------------------------------------------------ experts
-    def _experts(self, job: JobRecord) -> np.ndarray | None:
-        """Candidate log estimates for ``job`` (None when its user has no ended job)."""
+    def _experts(self, job: JobRecord) -> tuple[np.ndarray, np.ndarray] | None:
+        """Candidate log estimates for ``job`` and the selector's features (None when its user
+        has no ended job, or none with a comparable request)."""
         history = self.state.history.by_user.get(job.user)
         if not history:
             return None
@@ -164,17 +183,38 @@ class HpcPredictModel(OnlinePredictor):
             weight *= p.decay
         medoid = _medoid(runtimes, weights)
         ratios = [j.log_runtime - j.log_request for j in past[-5:] if j.log_request != -1.0]
+        with_request = [i for i, j in enumerate(past) if j.log_request != -1.0]
+        all_ratios = np.fromiter((past[i].log_runtime - past[i].log_request for i in with_request), float,
+                                 len(with_request))
+        same_runs = [j.log_runtime for j in past if j.log_request == log_request and j.procs == job.procs][-3:]
+        has_request = log_request != -1.0
         experts = np.array([
             medoid, runtimes[-1],
             medoid if same_request is None else same_request,
             medoid if same_app is None else same_app,
             _median([j.log_runtime for j in past[-5:]]),
             log_request if log_request != -1.0 else medoid,
-            log_request + max(ratios) if ratios and log_request != -1.0 else medoid,
+            log_request + max(ratios) if ratios and has_request else medoid,
+            log_request + ratios[-1] if ratios and has_request else medoid,
+            log_request + _medoid(all_ratios, weights[with_request]) if len(with_request) and has_request
+            else medoid,
+            _median(same_runs) if same_runs else medoid,
         ])
-        if log_request != -1.0:
+        if has_request:
             np.minimum(experts, log_request, out=experts)
-        return experts
+        return experts, self._selector_features(job.user, experts, log_request, same_request is not None)
+
+    def _selector_features(self, user: str, experts: np.ndarray, log_request: float,
+                           repeat: bool) -> np.ndarray:
+        scored = self.state.user_scores.get(user)
+        user_scores = scored[1] if scored else self.state.global_scores
+        experience = min(scored[0], 20) / 20 if scored else 0.0
+        ceiling = log_request if log_request != -1.0 else float(experts.max())
+        values = experts.tolist()   # plain-Python mean/median: numpy's cost ~30 us on 10 values
+        return np.concatenate((
+            (1.0, experience), user_scores, self.state.global_scores, experts - sum(values) / len(values),
+            np.abs(experts - _median(values)), user_scores - user_scores.max(),
+            np.minimum(ceiling - experts, 3.0), (float(repeat),)))
 
     def _cold_estimate(self, job: JobRecord) -> float:
         if job.requested_time_s <= 0:
@@ -192,11 +232,9 @@ class HpcPredictModel(OnlinePredictor):
         agreement = np.exp(-np.abs(candidates[:, None] - ratios[None, :])).sum(axis=1)
         return float(candidates[int(np.argmax(agreement))])
 
-    def _choose(self, user: str, experts: np.ndarray) -> int:
-        scored = self.state.user_scores.get(user)
-        if scored and scored[0] >= self.params.min_user_scored:
-            return int(np.argmax(scored[1]))
-        return int(np.argmax(self.state.global_scores))
+    def _choose(self, features: np.ndarray) -> int:
+        """The expert with the highest predicted accuracy."""
+        return int(np.argmax(self.state.selector @ features))
 
     # ------------------------------------------------------------------ calibration
     def _cached(self, key, compute):
@@ -222,11 +260,13 @@ class HpcPredictModel(OnlinePredictor):
         """:meth:`predict`, optionally without the (costlier) explanation text."""
         if not 0.0 < risk < 1.0:
             raise ValueError(f"risk must be in (0, 1), got {risk}")
-        experts = self._experts(job)
-        if experts is None:
+        candidates = self._experts(job)
+        experts = features = None
+        if candidates is None:
             regime, estimate, chosen = COLD, self._cold_estimate(job), -1
         else:
-            regime, chosen = WARM, self._choose(job.user, experts)
+            experts, features = candidates
+            regime, chosen = WARM, self._choose(features)
             estimate = float(experts[chosen])
         state = self.state
         log_request = math.log(job.requested_time_s) if job.requested_time_s > 0 else math.inf
@@ -239,7 +279,7 @@ class HpcPredictModel(OnlinePredictor):
         if not math.isfinite(bound):       # no calibration yet and no request
             bound = estimate + math.log(4.0)
         if job.job_id:   # remembered so the job's outcome scores this very answer
-            state.pending[job.job_id] = (experts, estimate, regime, bound, risk)
+            state.pending[job.job_id] = (experts, features, estimate, regime, bound, risk)
             if len(state.pending) > self.params.pending_limit:
                 state.pending.popitem(last=False)
         low = estimate + self._quantile(job.user, regime, _INTERVAL[0])
@@ -261,12 +301,18 @@ class HpcPredictModel(OnlinePredictor):
         runtime = occupancy_log(record)
         pending = state.pending.pop(record.job_id, None) if record.job_id else None
         if pending is None:   # never predicted (e.g. history loaded from the store)
-            experts = self._experts(record)
-            pending = (experts, float(experts[self._choose(record.user, experts)]) if experts is not None
-                       else self._cold_estimate(record), WARM if experts is not None else COLD, None, None)
-        experts, estimate, regime, bound, risk = pending
+            candidates = self._experts(record)
+            if candidates is None:
+                pending = (None, None, self._cold_estimate(record), COLD, None, None)
+            else:
+                experts, features = candidates
+                pending = (experts, features, float(experts[self._choose(features)]), WARM, None, None)
+        experts, features, estimate, regime, bound, risk = pending
         if experts is not None:
             accuracy = np.exp(-np.abs(experts - runtime))
+            # NLMS on every expert's accuracy, with the features this job had at submission.
+            error = accuracy - state.selector @ features
+            state.selector += (p.selector_rate / (1.0 + features @ features)) * np.outer(error, features)
             scored = state.user_scores.get(record.user)
             if scored is None:
                 scored = state.user_scores[record.user] = [0, np.full(len(EXPERTS), 0.5)]
@@ -343,6 +389,7 @@ class HpcPredictModel(OnlinePredictor):
             "user_totals": s.history.user_totals,
             "user_scores": {u: [c, v.tolist()] for u, (c, v) in s.user_scores.items()},
             "global_scores": s.global_scores.tolist(),
+            "selector": s.selector.tolist(),
             "residuals": {k: list(v) for k, v in s.residuals.items()},
             "user_residuals": {u: list(v) for u, v in s.user_residuals.items()},
             "ratios": list(s.ratios),
@@ -366,6 +413,9 @@ class HpcPredictModel(OnlinePredictor):
         s.global_scores = np.asarray(data["global_scores"], float)
         if s.global_scores.shape != (len(EXPERTS),):
             raise ValueError("global_scores has the wrong length")
+        s.selector = np.asarray(data["selector"], float)
+        if s.selector.shape != (len(EXPERTS), N_SELECTOR_FEATURES):
+            raise ValueError("selector has the wrong shape")
         s.residuals = {str(k): deque(map(float, v), maxlen=params.calibration_window)
                        for k, v in data["residuals"].items()}
         s.user_residuals = {str(u): deque(map(float, v), maxlen=params.user_window)

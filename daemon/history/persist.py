@@ -27,7 +27,7 @@ from hpcpredict.daemon.history.model import HpcPredictModel, ModelParams
 from hpcpredict.daemon.records import JobRecord
 
 KIND = "walltime-history"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: 10 experts + learned selector (version-1 states lack it)
 STATE_FILE = "state.json"
 MANIFEST_FILE = "manifest.json"
 

@@ -175,3 +175,30 @@ def test_replaying_the_training_history_again_changes_nothing(tmp_path):
     later = ended(10**6, "u3", 777.0, 5000.0, t=max(j.end_time for j in jobs) + 10)
     loaded.observe(later)                                    # a new outcome is learned
     assert loaded.state.history.recent("u3")[-1].log_runtime == pytest.approx(math.log(777.0))
+
+
+def test_selector_learns_the_right_expert_from_ended_jobs_only():
+    """Every run takes 40 % of a fresh request: only the three runtime/request-ratio experts are right,
+    and the selector must learn that; answering alone must never train it."""
+    from hpcpredict.daemon.history.model import EXPERTS
+
+    rng = np.random.default_rng(0)
+    model = HpcPredictModel()
+    for i in range(800):
+        request = float(np.exp(rng.uniform(np.log(2000), np.log(6000))))
+        job = ended(i, f"u{i % 10}", 0.4 * request, request, procs=1 + i)
+        before = model.state.selector.copy()
+        model.predict(job)
+        assert np.array_equal(model.state.selector, before)
+        model.observe(job)
+    probe = new("u3", 5000.0, procs=7)
+    experts, features = model._experts(probe)
+    assert EXPERTS[model._choose(features)] in ("ratio_last", "ratio_medoid", "max_ratio5")
+    assert model.predict(probe).runtime_s == pytest.approx(2000.0, rel=0.01)
+
+
+def test_selector_of_the_wrong_shape_is_refused():
+    state = train_model(synthetic_users(seed=5, n_jobs=100)).to_state()
+    state["selector"] = state["selector"][:-1]
+    with pytest.raises(ValueError):
+        HpcPredictModel.from_state(state)
