@@ -12,7 +12,7 @@ TEST=${2:-120}
 STAGES=${STAGES:-"train-sim test-sim fit"}
 TRAIN_SET=${TRAIN_SET:-train}      # data/FABRIC-$TRAIN_SET.csv (train-ext: with the PM 5-26 extension)
 MODELS=${MODELS:-/tmp/hpcpredict-comm-models}   # ~25 MB per fabric: not kept in the repo
-RESULTS=${RESULTS:-v1-paper-ranges}              # results JSON/TXT and scatter PNGs
+RESULTS=${RESULTS:-v3-relative}                  # results JSON/TXT and scatter PNGs (v1-paper-ranges: before the _rel inputs)
 has() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
 mkdir -p data "$MODELS" "$RESULTS"
 for fabric in fattree dragonfly; do

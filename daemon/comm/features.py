@@ -181,6 +181,46 @@ def class_c(messages: Messages, rank_node: np.ndarray, ancestors: np.ndarray, ki
     return {name: out[name] for name in class_c_names(kind, levels)}
 
 
+# Class C model inputs besides the relative features: the node bottleneck itself, the
+# message size and counts (everything else enters relative to the node bottleneck).
+RELATIVE_BASE = ("n", "ppn", "l", "PM", "ND_max", "NM_max")
+RELATIVE_SUFFIX = "_rel"
+
+
+def relative_features(row: dict[str, float]) -> dict[str, float]:
+    """Every class B/C data (message) quantity divided by ND_max (NM_max): ``X_rel``.
+
+    Why: the benchmark's random peers make the absolute volumes collinear (ND ~ ppn x PD, SD
+    ~ ND x nodes per switch ...), so trees on raw volumes split on whichever comes first and
+    misjudge structured patterns whose traffic stays local. Seen from the busiest node's NIC,
+    "how much more does level k carry" transfers between patterns; measured on the SimGrid
+    sweeps it roughly halves the class C MMRE (benchmarks/README.md, issue 5).
+
+    >>> relative_features({"ND_max": 4.0, "NM_max": 2.0, "SD_max": 8.0, "SM_avg": 1.0, "sw": 3.0})
+    {'SD_max_rel': 2.0, 'SM_avg_rel': 0.5}
+    """
+    data = max(row.get("ND_max", 0.0), 1.0)
+    count = max(row.get("NM_max", 0.0), 1.0)
+    out: dict[str, float] = {}
+    for name, value in row.items():
+        if name in RELATIVE_BASE or name in CLASS_A or name == "hops_max":
+            continue
+        head = name.split("_")[0]
+        if head.endswith("D"):
+            out[name + RELATIVE_SUFFIX] = value / data
+        elif head.endswith("M"):
+            out[name + RELATIVE_SUFFIX] = value / count
+    return out
+
+
+def class_c_model_candidates(names: Sequence[str]) -> tuple[str, ...]:
+    """Inputs the class C model ranks: the base, component counts/ratios, the ``_rel`` set."""
+    # counts and ratios (sw, n/sw, c/g, L1, n/L1, L1/L2 ...) are the names without a "_"
+    # that are neither class A nor the class B totals
+    counts = {n for n in names if "_" not in n and n not in CLASS_A and n not in ("TD", "TM")}
+    return tuple(n for n in names if n in RELATIVE_BASE or n.endswith(RELATIVE_SUFFIX) or n in counts)
+
+
 def feature_vector(messages: Messages, rank_node: np.ndarray, feature_class: str,
                    ancestors: np.ndarray | None = None, kind: str = "", levels: Sequence[str] = ()
                    ) -> dict[str, float]:
@@ -193,4 +233,5 @@ def feature_vector(messages: Messages, rank_node: np.ndarray, feature_class: str
         if ancestors is None:
             raise ValueError("class C features need the allocation's ancestors")
         out.update(class_c(messages, rank_node, ancestors, kind, levels, traffic))
+        out.update(relative_features(out))
     return out

@@ -17,7 +17,7 @@ import numpy as np
 
 from hpcpredict.daemon.comm.baselines import AlphaBeta, AlphaBetaGamma, SingleVariable, first_level_feature
 from hpcpredict.daemon.comm.dataset import feature_table
-from hpcpredict.daemon.comm.features import CLASS_A, CLASS_B
+from hpcpredict.daemon.comm.features import CLASS_A, CLASS_B, class_c_model_candidates
 from hpcpredict.daemon.comm.models import ClassModel, rank_features, tune_gbrt
 from hpcpredict.daemon.comm.records import CommRecord
 from hpcpredict.daemon.errors import InvalidRequest
@@ -43,7 +43,7 @@ def train_model_set(records: Sequence[CommRecord], placement: Placement | None, 
         manifest["placement"] = {"kind": placement.kind, "levels": list(placement.levels)}
     feature_sets = {"A": list(CLASS_A), "B": list(CLASS_A + CLASS_B)}
     if placement is not None:
-        candidates = tuple(n for n in names if n != "hops_max")
+        candidates = class_c_model_candidates(names)
         cols = [names.index(n) for n in candidates]
         feature_sets["C"] = rank_features(X[:, cols], np.log2(y), candidates, seed)
         logger.info("class C: RFE kept %d of %d features", len(feature_sets["C"]), len(candidates))

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.comm.dataset import hops_max, phase_features
-from hpcpredict.daemon.comm.features import class_a, class_b, class_c, class_c_names
+from hpcpredict.daemon.comm.features import class_a, class_b, class_c, class_c_model_candidates, class_c_names
 from hpcpredict.daemon.comm.patterns import build_pattern
 from hpcpredict.topology.mapping import map_ranks
 from hpcpredict.topology.placement import Placement
@@ -100,6 +100,23 @@ def test_hops_and_phase_features():
     row = phase_features(m, rn, ["a", "b", "c", "d"], IB)
     assert row["hops_max"] == 6 and row["SD_max"] == 160 and row["n"] == 4
     assert "SD_max" not in phase_features(m, rn, None, None)
+    # relative class C inputs: level quantities over the busiest node's (ND_max 160, NM_max 1)
+    assert row["SD_avg_rel"] == pytest.approx(280 / 3 / 160) and row["iRD_max_rel"] == 40 / 160
+    assert row["RM_max_rel"] == 1 and row["TD_rel"] == 300 / 160 and "ND_max_rel" not in row
+    assert "SD_max_rel" not in phase_features(m, rn, None, None)
+
+
+def test_class_c_model_candidates_are_relative():
+    m, rn = _phase()
+    row = phase_features(m, rn, ["a", "b", "c", "d"], IB)
+    candidates = class_c_model_candidates(tuple(row))
+    assert {"ND_max", "NM_max", "l", "PM", "sw", "r", "n/sw", "sw/r", "SD_max_rel"} <= set(candidates)
+    # absolute volumes other than the node bottleneck, and the baselines' hops, are left out
+    assert not {"SD_max", "PD", "TD", "iND_max", "hops_max"} & set(candidates)
+    # a node with no off-node traffic divides by 1, not 0
+    solo = phase_features(build_pattern("explicit", 2, 0, messages=((0, 1, 8),)),
+                          np.zeros(2, dtype=np.int64), ["a"], IB)
+    assert solo["iND_max_rel"] == 8 and solo["ND_max"] == 0
 
 
 def test_large_phase_is_vectorised():
