@@ -1,10 +1,7 @@
 """Shared pieces of the robustness tests: a real daemon, its admin view, its metrics, a tmpfs."""
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -17,13 +14,7 @@ from hpcpredict.proto.v1 import hpcpredict_pb2_grpc as pb_grpc
 from tests.daemon.daemonproc import DaemonProcess
 
 
-@pytest.fixture
-def world_dir():
-    """A data dir every user can traverse (pytest's tmp_path is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="hpd-rob-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+from tests.daemon.conftest import world_dir  # noqa: F401  (the same world-traversable data dir)
 
 
 def job(user="alice", app="lmp", time_limit_s=3600, nodes=2, ntasks=8, script=b""):
