@@ -18,16 +18,15 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpcpredict.daemon.errors import HpcPredictError, ModelNotFound
+from hpcpredict.daemon.errors import HpcPredictError
 from hpcpredict.daemon.jobspec import JobSpec
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.recent_history import RecentHistoryModel
 from hpcpredict.daemon.registry import SITE_KEY, Artifact, ModelRegistry
-from hpcpredict.daemon.timefmt import human, human_range, slurm_time
+from hpcpredict.daemon.timefmt import human
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +41,7 @@ class ModelSet:
     # Callables resolved at (re)load so the prediction path never runs an import statement.
     comm_request: Any = None             # hpcpredict.daemon.comm.service.CommRequest
     node_advice: Any = None              # hpcpredict.daemon.scaling.advice.node_advice
-    expand_nodes: Any = None             # ClusterShell NodeSet expansion
+    expand_nodes: Any = None             # hpcpredict.topology.hostlist.expand
     artifacts: tuple[Artifact, ...] = ()
     errors: tuple[str, ...] = ()
     loaded: dict = field(default_factory=dict)     # (kind, key) -> (Artifact, model), for the next reload
@@ -95,8 +94,7 @@ class PredictionEngine:
         for entry, previous in self.models.loaded.items():
             if entry not in loaded and entry in self.registry.entries():
                 loaded[entry] = previous  # the new version was refused: keep serving the last good one
-        runtime = comm = scaling = None
-        walltime = placement = None
+        walltime = runtime = placement = None
         comm, scaling = {}, {}
         for (kind, key), (artifact, model) in loaded.items():
             if kind == "walltime" and key == SITE_KEY:
@@ -122,10 +120,7 @@ class PredictionEngine:
         if scaling:
             from hpcpredict.daemon.scaling.advice import node_advice as advice
         if placement is not None:
-            from ClusterShell.NodeSet import NodeSet
-
-            def expand(text: str) -> list[str]:
-                return list(NodeSet(text))
+            from hpcpredict.topology.hostlist import expand
         return ModelSet(walltime=walltime, runtime=runtime, comm=comm, scaling=scaling, placement=placement,
                         comm_request=comm_request, node_advice=advice, expand_nodes=expand,
                         artifacts=tuple(artifact for artifact, _ in loaded.values()), errors=tuple(errors),
@@ -264,7 +259,7 @@ class PredictionEngine:
         if at_allocation and spec.node_list and models.placement is not None:
             try:
                 node_names = models.expand_nodes(spec.node_list)
-            except Exception as error:  # ClusterShell's NodeSetParseError and friends
+            except HpcPredictError as error:  # topology.hostlist's ParseError
                 return None, "", "", [f"node list not understood: {error}"]
         try:
             result = model.predict(request, node_names, models.placement if node_names else None)
@@ -297,11 +292,3 @@ class PredictionEngine:
     def describe(self) -> list[Artifact]:
         return list(self.models.artifacts)
 
-
-def summary_line(answer: Answer, requested_s: int = 0) -> str:
-    """The one line users read (sbatch stderr, CLI)."""
-    interval = f" ({human_range(answer.low_s, answer.high_s)})" if answer.high_s > answer.low_s > 0 else ""
-    text = f"predicted runtime {human(answer.runtime_s)}{interval}; suggested --time={slurm_time(answer.bound_s)}"
-    if answer.fallback:
-        text += " [no history yet]"
-    return text

@@ -13,22 +13,15 @@ from dataclasses import dataclass, field
 
 from hpcpredict.daemon.errors import InvalidRequest
 
-try:  # the application/input extractor (issue 6); the daemon works without it
-    from hpcpredict.daemon.runtime.inputs import extract_inputs as _extract_inputs
-except ImportError:  # pragma: no cover - only while that module is absent
-    _extract_inputs = None
+from hpcpredict.daemon.runtime.inputs import extract_inputs
+from hpcpredict.topology.hostlist import count as count_hosts
+from hpcpredict.topology.mapping import count_tasks_per_node
+
 
 @functools.lru_cache(maxsize=4096)
 def _extract_cached(script: bytes, environment: tuple[tuple[str, str], ...]):
     """Script parsing costs ~0.5 ms (shlex); the same scripts come back (arrays, sweeps, resubmits)."""
-    return _extract_inputs(script, dict(environment))
-
-
-try:  # counts a hostlist's names from its text, never expanding it (issue 3)
-    from hpcpredict.topology.hostlist import count as _count_hosts
-except ImportError:  # pragma: no cover
-    def _count_hosts(expression: str) -> int:
-        return 0
+    return extract_inputs(script, dict(environment))
 
 
 PATTERNS = frozenset({"benchmark", "halo3d", "halo4d", "lulesh1", "lulesh2", "lulesh3", "explicit"})
@@ -197,11 +190,16 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
     node_list = node_list or request.node_list
     if len(node_list) > limits.max_node_list_bytes:
         raise InvalidRequest("node_list", f"longer than {limits.max_node_list_bytes} bytes")
-    if node_list and _count_hosts(node_list) > limits.max_nodes:
-        raise InvalidRequest("node_list", f"names {_count_hosts(node_list)} nodes, more than the limit {limits.max_nodes}")
+    # Short strings can name huge allocations (`n[0-99999999]`, `1(x2000000000)`): count them
+    # from their text, before anything downstream expands them.
+    if node_list and count_hosts(node_list) > limits.max_nodes:
+        raise InvalidRequest("node_list", f"names more than the limit of {limits.max_nodes} nodes")
+    tasks_per_node = tasks_per_node or res.tasks_per_node
+    if tasks_per_node and count_tasks_per_node(tasks_per_node) > limits.max_nodes:
+        raise InvalidRequest("tasks_per_node", f"names more than the limit of {limits.max_nodes} nodes")
     inputs: dict = {}
     application = _text(job.application, "job.application", limits)
-    if request.script and _extract_inputs is not None:
+    if request.script:
         extracted = _extract_cached(bytes(request.script), tuple(sorted(request.environment.items())))
         inputs.update(extracted.inputs)
         warnings.extend(extracted.warnings)
@@ -215,7 +213,7 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
         qos=_text(job.qos, "job.qos", limits), cluster=_text(job.cluster, "job.cluster", limits),
         inputs=inputs, nodes=nodes, ntasks=ntasks, ntasks_per_node=per_node, cpus_per_task=cpus,
         distribution=distribution or "block",
-        tasks_per_node=_text(tasks_per_node or res.tasks_per_node, "resources.tasks_per_node", limits),
+        tasks_per_node=_text(tasks_per_node, "resources.tasks_per_node", limits),
         gpus=_count(res.gpus, "resources.gpus", 1 << 16), mem_mb=int(res.mem_mb),
         time_limit_s=int(request.time_limit_s), time_limit_is_default=bool(request.time_limit_is_default),
         risk=risk, submit_time=float(request.submit_time or time.time()),
@@ -244,11 +242,8 @@ def invalid_utf8_fields(data: bytes, descriptor, prefix: str = "") -> list[str]:
         if fd is None or item.wire_type != 2:
             continue
         name = f"{prefix}{fd.name}"
-        if fd.message_type is not None:
-            if fd.message_type.GetOptions().map_entry:
-                bad.extend(invalid_utf8_fields(item.data, fd.message_type, f"{name}."))
-            else:
-                bad.extend(invalid_utf8_fields(item.data, fd.message_type, f"{name}."))
+        if fd.message_type is not None:  # nested messages and map entries alike
+            bad.extend(invalid_utf8_fields(item.data, fd.message_type, f"{name}."))
         elif fd.type == fd.TYPE_STRING:
             try:
                 item.data.decode("utf-8")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 
@@ -26,49 +25,6 @@ logger = logging.getLogger(__name__)
 
 STATES = frozenset({records.COMPLETED, records.FAILED, records.CANCELLED, records.TIMEOUT,
                     records.OUT_OF_MEMORY, records.NODE_FAIL, "PREEMPTED", "BOOT_FAIL", "DEADLINE"})
-
-
-_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
-_REPEAT = re.compile(r"\(\s*x\s*(\d+)\s*\)")
-_HUGE = 10 ** 15
-
-
-def _number(text: str) -> int:
-    text = text.strip()
-    return int(text) if text.isdigit() and len(text) <= 15 else _HUGE
-
-
-def hostlist_count(expression: str) -> int:
-    """How many names a hostlist names, counted from its ranges without expanding (an upper bound).
-
-    >>> hostlist_count("n[001-016,020],login1"), hostlist_count("n[0-99999999]")
-    (18, 100000000)
-    """
-    total, depth, item = 0, 0, []
-    for char in expression + ",":
-        depth += (char == "[") - (char == "]")
-        if char == "," and depth <= 0:
-            count = 1
-            for group in _BRACKETS.findall("".join(item)):
-                names = 0
-                for part in group.split(","):
-                    low, dash, high = part.partition("-")
-                    names += abs(_number(high.split("/")[0]) - _number(low)) + 1 if dash else 1
-                count *= max(names, 1)
-            total += count
-            item = []
-        else:
-            item.append(char)
-    return total
-
-
-def _check_expansions(node_lists, tasks_per_node: str, limit: int) -> None:
-    """Refuse short strings that name huge things before anything downstream expands them."""
-    for name, text in node_lists:
-        if text and hostlist_count(text) > limit:
-            raise InvalidRequest(name, f"names more than {limit} nodes")
-    if tasks_per_node and sum(_number(r) for r in _REPEAT.findall(tasks_per_node)) > limit:
-        raise InvalidRequest("tasks_per_node", f"repeats add up to more than {limit} nodes")
 
 
 def estimate_message(answer, prediction_id: str) -> pb.Estimate:
@@ -190,8 +146,6 @@ class PredictorServicer(pb_grpc.PredictorServicer):
     # ------------------------------------------------------------------ RPCs
     def Predict(self, request, context):
         def body():
-            _check_expansions((("node_list", request.node_list),), request.resources.tasks_per_node,
-                              self.limits.max_nodes)
             spec = job_spec_from_request(request, self.limits)
             return self._answer(spec, "submit", False, request)
         return self._run("Predict", context, body)
@@ -200,20 +154,21 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         def body():
             if not request.node_list:
                 raise InvalidRequest("node_list", "required at allocation")
-            _check_expansions((("node_list", request.node_list), ("request.node_list", request.request.node_list)),
-                              request.tasks_per_node or request.request.resources.tasks_per_node,
-                              self.limits.max_nodes)
             job_request = request.request
             if not job_request.job.user and request.prediction_id:
                 # The prolog may send only ids: the submission's own request says who and what.
-                row = self.store.prediction(request.prediction_id)
-                if row is None or not row.request:
-                    raise InvalidRequest("prediction_id", f"unknown prediction {request.prediction_id!r}")
-                job_request = pb.JobRequest.FromString(row.request)
+                job_request, _ = self._stored_request(request.prediction_id)
             spec = job_spec_from_request(job_request, self.limits, node_list=request.node_list,
                                          job_id=request.job_id, tasks_per_node=request.tasks_per_node)
             return self._answer(spec, "allocation", True, job_request)
         return self._run("PredictAtAllocation", context, body)
+
+    def _stored_request(self, prediction_id: str):
+        """The JobRequest a stored prediction was made for, and its row."""
+        row = self.store.prediction(prediction_id)
+        if row is None or not row.request:
+            raise InvalidRequest("prediction_id", f"unknown prediction {prediction_id!r}")
+        return pb.JobRequest.FromString(row.request), row
 
     def ReportOutcome(self, request, context):
         def body():
@@ -240,9 +195,10 @@ class PredictorServicer(pb_grpc.PredictorServicer):
             raise InvalidRequest("elapsed_s", f"{elapsed} is not a runtime in seconds")
         request = outcome.request
         if not request.job.user and outcome.prediction_id:
-            row = self.store.prediction(outcome.prediction_id)
-            if row is not None and row.request:
-                request = pb.JobRequest.FromString(row.request)
+            try:
+                request, _ = self._stored_request(outcome.prediction_id)
+            except InvalidRequest:
+                pass  # unknown prediction: the outcome's own (empty) request is then refused below
         spec = job_spec_from_request(request, self.limits, job_id=outcome.job_id)
         record = JobRecord(
             job_id=outcome.job_id, user=spec.user, submit_time=float(outcome.submit_time or spec.submit_time),
@@ -258,17 +214,13 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         def body():
             if not request.prediction_id:
                 raise InvalidRequest("prediction_id", "required")
-            row = self.store.prediction(request.prediction_id)
-            if row is None or not row.request:
-                raise InvalidRequest("prediction_id", f"unknown prediction {request.prediction_id!r}")
-            job = pb.JobRequest.FromString(row.request)
+            job, row = self._stored_request(request.prediction_id)
             if len(request.features) > self.limits.max_inputs:
                 raise InvalidRequest("features", f"more than {self.limits.max_inputs}")
             for feature in request.features:
                 if not feature.key:
                     raise InvalidRequest("features.key", "required")
                 job.inputs[feature.key].CopyFrom(feature.value)
-            _check_expansions((("node_list", job.node_list),), job.resources.tasks_per_node, self.limits.max_nodes)
             spec = job_spec_from_request(job, self.limits, job_id=request.job_id or row.job_id)
             return self._answer(spec, "runtime-features", False, job)
         return self._run("ReportRuntimeFeatures", context, body)

@@ -24,43 +24,44 @@ MAX_NAMES = 1_000_000
 
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 _RANGE_ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?(?:/\s*(\d+)\s*)?$")
+_HUGE = 10 ** 15  # what a number too long to be an index counts as (never int() a huge digit run)
+
+
+def _index(text: str | None, default: int) -> int:
+    if text is None:
+        return default
+    return int(text) if len(text) <= 15 else _HUGE
 
 
 def count(expression: str) -> int:
     """How many names ``expression`` stands for, computed from its text without expanding it.
 
-    Overlapping ranges are counted twice, so this is an upper bound (exact for Slurm's own
-    folded lists). Malformed ranges count as 1 and are left for :func:`expand` to report.
+    An upper bound: overlapping ranges count twice (exact for Slurm's own folded lists), a
+    malformed range counts as 1 and is left for :func:`expand` to report, and digit runs too
+    long to be an index count as 10**15 (Python refuses to ``int()`` very long digit strings).
 
-    >>> count("n[001-016,020],gpu[1-4]-ib[0-1]")
-    25
+    >>> count("n[001-016,020],gpu[1-4]-ib[0-1]"), count("n[0-99999999]")
+    (25, 100000000)
     """
-    total = 0
-    depth = 0
-    start = 0
-    items = []
-    for index, char in enumerate(expression):  # split on commas outside brackets
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            items.append(expression[start:index])
-            start = index + 1
-    items.append(expression[start:])
-    for item in items:
+    total, depth, item = 0, 0, []
+    for char in expression + ",":  # split on commas outside brackets
+        depth += (char == "[") - (char == "]")
+        if char != "," or depth > 0:
+            item.append(char)
+            continue
         names = 1
-        for group in _BRACKET.findall(item):
+        for group in _BRACKET.findall("".join(item)):
             size = 0
             for part in group.split(","):
                 match = _RANGE_ITEM.match(part)
                 if not match:
                     size += 1
                     continue
-                low, high, step = int(match[1]), int(match[2] or match[1]), int(match[3] or 1)
-                size += max(0, (high - low) // max(step, 1) + 1)
+                low, high = _index(match[1], 0), _index(match[2], _index(match[1], 0))
+                size += max(0, abs(high - low) // max(_index(match[3], 1), 1) + 1)
             names *= max(size, 1)
         total += names
+        item = []
     return total
 
 

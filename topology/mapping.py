@@ -49,23 +49,37 @@ MAX_NODES = 1_000_000
 _PLANE = re.compile(r"^plane\s*=\s*(\d+)$", re.IGNORECASE)
 
 
+def count_tasks_per_node(text: str) -> int:
+    """How many nodes a ``SLURM_TASKS_PER_NODE`` value names, without expanding it.
+
+    >>> count_tasks_per_node("4,2,1(x2)"), count_tasks_per_node("1(x2000000000)")
+    (4, 2000000000)
+    """
+    total = 0
+    for item in text.split(","):
+        match = _TPN_ITEM.match(item)
+        repeat = match.group(2) if match else None
+        total += (int(repeat) if len(repeat) <= 15 else 10 ** 15) if repeat else 1
+    return total
+
+
 def parse_tasks_per_node(text: str) -> list[int]:
     """Expand Slurm's ``SLURM_TASKS_PER_NODE`` syntax (``4,2,1(x2)``) to one count per node."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidRequest("tasks_per_node", "empty per-node task count list")
+    if count_tasks_per_node(text) > MAX_NODES:
+        raise InvalidRequest("tasks_per_node", f"names more than {MAX_NODES} nodes: {text[:80]!r}")
     counts: list[int] = []
-    total = 0
     for item in text.split(","):
         match = _TPN_ITEM.match(item)
         if not match:
             raise InvalidRequest("tasks_per_node", f"cannot read {item.strip()!r} in {text!r} "
                                  "(expected COUNT or COUNT(xREPEAT))")
+        if len(match.group(1)) > 9:
+            raise InvalidRequest("tasks_per_node", f"absurd task count in {item.strip()[:40]!r}")
         count, repeat = int(match.group(1)), int(match.group(2) or 1)
         if repeat < 1:
             raise InvalidRequest("tasks_per_node", f"repeat must be >= 1 in {item.strip()!r}")
-        total += repeat
-        if total > MAX_NODES:
-            raise InvalidRequest("tasks_per_node", f"names more than {MAX_NODES} nodes: {text[:80]!r}")
         counts.extend([count] * repeat)
     return counts
 

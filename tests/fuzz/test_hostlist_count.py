@@ -4,8 +4,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from hpcpredict.daemon.errors import ParseError
-from hpcpredict.daemon.servicer import hostlist_count
-from hpcpredict.topology.hostlist import expand
+from hpcpredict.topology.hostlist import count as hostlist_count, expand
 from tests.fuzz.targets import HOSTLIST, _hostlist_size_ok
 
 
