@@ -54,3 +54,25 @@ def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
     if estimate.prediction_id:
         lines.append(f"Prediction id: {estimate.prediction_id}")
     return lines
+
+
+def ask_reload(socket_path: str):
+    """ReloadModels over the admin socket; returns the ReloadReply, raises HpcPredictError."""
+    from hpcpredict.daemon.client import admin_client
+    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+    with admin_client(socket_path) as client:
+        return client.call("ReloadModels", pb.ReloadRequest())
+
+
+def reload_daemon(socket_path: str) -> None:
+    """Ask a running daemon to reload; say so on stderr either way (never fails the command)."""
+    import sys
+
+    from hpcpredict.daemon.errors import HpcPredictError
+
+    try:
+        ask_reload(socket_path)
+        print("daemon reloaded: the new history is in use", file=sys.stderr)
+    except HpcPredictError as error:
+        print(f"note: daemon not reloaded ({error}); run `hpcpredict reload` once it runs", file=sys.stderr)

@@ -16,7 +16,7 @@ def _ingest(args) -> int:
 
     from rich.progress import Progress
 
-    from hpcpredict.daemon.cli.common import config_of, socket_of
+    from hpcpredict.daemon.cli.common import config_of, reload_daemon, socket_of
     from hpcpredict.daemon.history.traces import read_trace
     from hpcpredict.daemon.store import open_store
 
@@ -36,20 +36,6 @@ def _ingest(args) -> int:
     finally:
         store.close()
     if total_added and not args.no_reload:
-        _try_reload(socket_of(args, config))
+        reload_daemon(socket_of(args, config))
     return 0
 
-
-def _try_reload(socket_path: str) -> None:
-    import sys
-
-    from hpcpredict.daemon.client import admin_client
-    from hpcpredict.daemon.errors import HpcPredictError
-    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
-
-    try:
-        with admin_client(socket_path) as client:
-            client.call("ReloadModels", pb.ReloadRequest())
-        print("daemon reloaded: the new history is in use", file=sys.stderr)
-    except HpcPredictError as error:
-        print(f"note: daemon not reloaded ({error}); run `hpcpredict reload` once it runs", file=sys.stderr)

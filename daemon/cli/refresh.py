@@ -79,21 +79,13 @@ def already_reported(store, records) -> set[str]:
     return {r.job_id for r in store.iter_jobs(since_end=min(ends) - 86400) if r.job_id in wanted}
 
 
-def reload_daemon(socket_path: str):
-    from hpcpredict.daemon.client import admin_client
-    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
-
-    with admin_client(socket_path) as client:
-        return client.call("ReloadModels", pb.ReloadRequest())
-
-
 def _refresh(args) -> int:
     from pathlib import Path
 
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from hpcpredict.daemon.cli.common import config_of, print_json, socket_of
+    from hpcpredict.daemon.cli.common import ask_reload, config_of, print_json, socket_of
     from hpcpredict.daemon.cli.train import train_and_publish
     from hpcpredict.daemon.errors import ParseError
     from hpcpredict.daemon.history.traces import read_sacct_json
@@ -131,7 +123,7 @@ def _refresh(args) -> int:
         result.update(kind=artifact.kind, version=artifact.version, trained_on=trained_on, path=str(artifact.path))
         if not args.no_reload:
             progress.update(step, description="asking the daemon to reload")
-            reply = reload_daemon(socket_of(args, config))
+            reply = ask_reload(socket_of(args, config))
             result["serving"] = [{"kind": m.kind, "key": m.key, "version": m.version} for m in reply.models]
             result["reload_errors"] = list(reply.errors)
     if args.json:

@@ -10,13 +10,9 @@ def register(subparsers) -> None:
 def _reload(args) -> int:
     from google.protobuf.json_format import MessageToDict
 
-    from hpcpredict.daemon.cli.common import config_of, print_json, socket_of
-    from hpcpredict.daemon.client import admin_client
-    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+    from hpcpredict.daemon.cli.common import ask_reload, config_of, print_json, socket_of
 
-    config = config_of(args)
-    with admin_client(socket_of(args, config)) as client:
-        reply = client.call("ReloadModels", pb.ReloadRequest())
+    reply = ask_reload(socket_of(args, config_of(args)))
     if args.json:
         print_json(MessageToDict(reply, preserving_proto_field_name=True))
     else:

@@ -57,8 +57,7 @@ def train_and_publish(config):
 
 
 def _train(args) -> int:
-    from hpcpredict.daemon.cli.common import config_of, print_json, socket_of
-    from hpcpredict.daemon.cli.ingest import _try_reload
+    from hpcpredict.daemon.cli.common import config_of, print_json, reload_daemon, socket_of
 
     from rich.console import Console
 
@@ -70,7 +69,7 @@ def _train(args) -> int:
     else:
         print(f"trained walltime model on {count} jobs: version {artifact.version}")
     if not args.no_reload:
-        _try_reload(socket_of(args, config))
+        reload_daemon(socket_of(args, config))
     return 0
 
 
@@ -79,8 +78,7 @@ def _train_runtime(args) -> int:
     import tempfile
     from pathlib import Path
 
-    from hpcpredict.daemon.cli.common import config_of, socket_of
-    from hpcpredict.daemon.cli.ingest import _try_reload
+    from hpcpredict.daemon.cli.common import config_of, reload_daemon, socket_of
     from hpcpredict.daemon.errors import HpcPredictError, ModelNotFound
     from hpcpredict.daemon.registry import ModelRegistry
     from hpcpredict.daemon.runtime.training import train_application
@@ -108,18 +106,17 @@ def _train_runtime(args) -> int:
         artifact = registry.publish("runtime", folder, metadata={"trained": args.application})
     print(f"trained runtime model of {args.application} ({', '.join(variants)}): version {artifact.version}")
     if not args.no_reload:
-        _try_reload(socket_of(args, config))
+        reload_daemon(socket_of(args, config))
     return 0
 
 
 def _publish(args) -> int:
-    from hpcpredict.daemon.cli.common import config_of, socket_of
-    from hpcpredict.daemon.cli.ingest import _try_reload
+    from hpcpredict.daemon.cli.common import config_of, reload_daemon, socket_of
     from hpcpredict.daemon.registry import ModelRegistry
 
     config = config_of(args)
     artifact = ModelRegistry(config.models.dir).publish(args.kind, args.folder, key=args.key)
     print(f"published {artifact.kind} model {artifact.key} version {artifact.version}")
     if not args.no_reload:
-        _try_reload(socket_of(args, config))
+        reload_daemon(socket_of(args, config))
     return 0

@@ -127,27 +127,24 @@ class AleaMax5Predictor(_PerUserRecent):
 
     name = "alea-max5"
     depth = 5
+    padding_s = 0.0
+    explain = "request x max runtime/request of the last {n} jobs"
 
     def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
         ratios = [r for r in map(_ratio, self.recent.get(job.user, ())) if r is not None]
         if not ratios or job.requested_time_s <= 0:
             return request_answer(self.name, job)
-        return point(self.name, job.requested_time_s * max(ratios), job,
-                     f"request x max runtime/request of the last {len(ratios)} jobs")
+        return point(self.name, job.requested_time_s * max(ratios) + self.padding_s, job,
+                     self.explain.format(n=len(ratios)))
 
 
-class CesnetPredictor(_PerUserRecent):
-    """CESNET softwalltime: request x max ratio of the last 15 jobs, + 900 s, capped."""
+class CesnetPredictor(AleaMax5Predictor):
+    """CESNET softwalltime: the same rule over the last 15 jobs, + 900 s, capped by the request."""
 
     name = "cesnet"
     depth = 15
-
-    def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
-        ratios = [r for r in map(_ratio, self.recent.get(job.user, ())) if r is not None]
-        if not ratios or job.requested_time_s <= 0:
-            return request_answer(self.name, job)
-        return point(self.name, job.requested_time_s * max(ratios) + 900.0, job,
-                     f"request x max ratio of the last {len(ratios)} jobs + 15 min")
+    padding_s = 900.0
+    explain = "request x max ratio of the last {n} jobs + 15 min"
 
 
 class EcmwfPredictor(OnlinePredictor):
