@@ -22,7 +22,8 @@ class Metrics:
         self.model_info = Gauge("hpcpredict_model_info", "Models being served (value 1)",
                                 ["kind", "key", "version"], registry=self.registry)
         self.faults = Gauge("hpcpredict_fault", "1 while a fault is active", ["component"], registry=self.registry)
-        self.rejected = Counter("hpcpredict_overload_rejections", "Calls refused with RESOURCE_EXHAUSTED",
+        self.rejected = Counter("hpcpredict_overload_rejections",
+                                "Hook-socket calls refused as busy (gRPC refuses past maximum_concurrent_rpcs itself)",
                                 registry=self.registry)
 
     def set_models(self, artifacts) -> None:

@@ -50,7 +50,6 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         self.config = config
         self.limits = config.limits
         self.started = time.time()
-        self._slots = threading.BoundedSemaphore(config.daemon.max_concurrent)
         self._is_admin = is_admin or (lambda context: False)
         self._counters = {"requests": 0, "fallbacks": 0}
         self._children: dict = {}   # (method, code) -> (counter, histogram) children: labels() once
@@ -89,12 +88,10 @@ class PredictorServicer(pb_grpc.PredictorServicer):
 
     # ------------------------------------------------------------------ helpers
     def _run(self, method: str, context, body):
-        """Bounded concurrency, timing, error mapping — shared by every RPC."""
+        """Timing, metrics and error mapping — shared by every RPC."""
+        # Concurrency is bounded where calls arrive: gRPC's maximum_concurrent_rpcs (server.py)
+        # and the hook server's own worker pool answer "busy" at once past their limits.
         start = time.perf_counter()
-        if not self._slots.acquire(blocking=False):
-            self.metrics.rejected.inc()
-            self.metrics.requests.labels(method, "RESOURCE_EXHAUSTED").inc()
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "daemon busy: too many calls in flight, retry")
         code = "OK"
         try:
             return body()
@@ -116,7 +113,6 @@ class PredictorServicer(pb_grpc.PredictorServicer):
             logger.exception("%s failed", method)
             context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method}: {type(error).__name__}")
         finally:
-            self._slots.release()
             self._counters["requests"] += 1
             self._observe(method, code, time.perf_counter() - start)
 

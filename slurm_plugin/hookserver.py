@@ -190,6 +190,9 @@ class HookServer:
                 continue
             if not self._slots.acquire(blocking=False):
                 # Every worker is busy: answer at once, the hook then fails open.
+                metrics = getattr(self.servicer, "metrics", None)
+                if metrics is not None:
+                    metrics.rejected.inc()
                 _send(conn, {"ok": False, "error": "busy"})
                 conn.close()
                 continue
