@@ -1,7 +1,13 @@
 """Predict under load: the real daemon, real models, the Unix socket, 1/8/32/128 clients.
 
-    nice -n 10 .venv/bin/python -m benchmarks.load.loadgen --requests 4000 --seconds 20 \\
-        --json benchmarks/load/results.json
+    nice -n 10 .venv/bin/python -m benchmarks.load.loadgen --requests 4000 --seconds 15 \\
+        --daemon-cpu 1 --daemon-env HPCPREDICT_DAEMON_WORKERS=2 --json benchmarks/load/results.json
+
+``--daemon-cpu N`` pins the daemon to CPU N (``[daemon] cpu_affinity``, env
+``HPCPREDICT_DAEMON_CPU_AFFINITY``) and the load generator to the other CPUs; leave it out for
+the unpinned daemon. ``--client-procs N`` splits the clients over N processes (is the one
+Python client the bottleneck?). Each row also gives the daemon's CPU time per call (from
+/proc), which a busy machine changes less than it changes calls/s.
 
 Starts ``hpcpredictd`` as a subprocess on a fresh data directory filled by
 :func:`benchmarks.load.world.build_world` (real trace history + a published LAMMPS runtime
@@ -96,10 +102,19 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-_sent = 0  # payloads used so far (each is sent once)
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), from /proc: the daemon's cost per
+    call, which a busy machine changes much less than it changes wall-clock throughput."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run_phase(channel, kind: str, clients: int, total: int, seconds: float, payloads: list[bytes]) -> dict:
+async def run_phase(channel, kind: str, clients: int, total: int, seconds: float, payloads: list[bytes],
+                    start_at: float = 0.0) -> dict:
+    """``clients`` concurrent callers on one channel; ``total`` calls or ``seconds``, whichever first.
+
+    Each Predict payload is sent once (``payloads`` holds at least ``total``)."""
     predict = channel.unary_unary("/hpcpredict.v1.Predictor/Predict", request_serializer=None,
                                   response_deserializer=pb.Estimate.FromString)
     health = health_pb2_grpc.HealthStub(channel)
@@ -107,15 +122,14 @@ async def run_phase(channel, kind: str, clients: int, total: int, seconds: float
     latencies: list[float] = []
     codes: dict[str, int] = {}
     issued = 0
+    await asyncio.sleep(max(0.0, start_at - time.time()))
     deadline = time.perf_counter() + seconds
 
     async def client():
         nonlocal issued
-        global _sent
         while issued < total and time.perf_counter() < deadline:
+            index = issued
             issued += 1
-            index = _sent
-            _sent += kind == "predict"
             start = time.perf_counter()
             try:
                 if kind == "predict":
@@ -132,40 +146,99 @@ async def run_phase(channel, kind: str, clients: int, total: int, seconds: float
 
     began = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
-    wall = time.perf_counter() - began
-    latencies.sort()
+    return {"latencies": latencies, "codes": codes, "wall_s": time.perf_counter() - began}
+
+
+def _avoid_cpu(cpu: int) -> None:
+    """Keep this (client) process off the daemon's CPU."""
+    if cpu >= 0 and (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, set(range(os.cpu_count())) - {cpu})
+
+
+def _phase_in_process(socket_path: str, kind: str, clients: int, total: int, seconds: float,
+                      payloads: list[bytes], start_at: float) -> dict:
+    """One client process's share of a phase (its own channel, connected before ``start_at``)."""
+    async def go():
+        async with grpc.aio.insecure_channel(f"unix:{socket_path}") as channel:
+            await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+            return await run_phase(channel, kind, clients, total, seconds, payloads, start_at)
+    return asyncio.run(go())
+
+
+def merge(kind: str, clients: int, parts: list[dict]) -> dict:
+    latencies = sorted(x for part in parts for x in part["latencies"])
+    codes: dict[str, int] = {}
+    for part in parts:
+        for code, count in part["codes"].items():
+            codes[code] = codes.get(code, 0) + count
+    wall = max(part["wall_s"] for part in parts)
     return {"kind": kind, "clients": clients, "calls": sum(codes.values()), "codes": codes, "wall_s": wall,
             "ok_per_s": codes.get("OK", 0) / wall,
             "client_p50_ms": percentile(latencies, 0.50) * 1e3, "client_p95_ms": percentile(latencies, 0.95) * 1e3,
             "client_p99_ms": percentile(latencies, 0.99) * 1e3}
 
 
-async def measure(socket_path: str, metrics_port: int, payloads: list[bytes], args) -> list[dict]:
+def measure(socket_path: str, metrics_port: int, daemon_pid: int, payloads: list[bytes], args) -> list[dict]:
+    """Every level × (health, predict), with ``args.client_procs`` client processes per phase."""
+    import multiprocessing
+
     results = []
-    async with grpc.aio.insecure_channel(f"unix:{socket_path}") as channel:
-        await run_phase(channel, "predict", 4, min(400, args.requests), args.seconds, payloads)  # warm-up
+    procs = max(1, args.client_procs)
+    pool = (multiprocessing.get_context("spawn").Pool(procs, initializer=_avoid_cpu, initargs=(args.daemon_cpu,))
+            if procs > 1 else None)
+    used = 0
+
+    def phase(kind: str, clients: int, total: int) -> dict:
+        nonlocal used
+        n = min(procs, clients)
+        shares = [clients // n + (i < clients % n) for i in range(n)]
+        totals = [total // n + (i < total % n) for i in range(n)]
+        chunks = []
+        for share_total in totals:   # Predict payloads: each sent once
+            chunks.append(payloads[used:used + share_total] if kind == "predict" else [])
+            used += share_total if kind == "predict" else 0
+        start_at = time.time() + (0.3 if pool is None else 1.0)
+        jobs = [(socket_path, kind, shares[i], totals[i], args.seconds, chunks[i], start_at) for i in range(n)]
+        if pool is None:
+            parts = [_phase_in_process(*jobs[0])]
+        else:
+            parts = pool.starmap(_phase_in_process, jobs)
+        return merge(kind, clients, parts)
+
+    try:
+        phase("predict", 4, min(400, args.requests))   # warm-up
         for clients in args.levels:
             for kind in ("health", "predict"):
                 before = scrape_histogram(metrics_port, "Predict")
-                row = await run_phase(channel, kind, clients, args.requests, args.seconds, payloads)
+                cpu_before = cpu_seconds(daemon_pid)
+                row = phase(kind, clients, args.requests)
+                row["daemon_cpu_us_per_call"] = (cpu_seconds(daemon_pid) - cpu_before) / max(row["calls"], 1) * 1e6
+                row["loadavg_1min"] = os.getloadavg()[0]
+                row["client_procs"] = min(procs, clients)
                 if kind == "predict":
                     after = scrape_histogram(metrics_port, "Predict")
                     for q in (0.50, 0.95, 0.99):
                         row[f"server_p{int(q * 100)}_ms"] = histogram_quantile(q, before, after) * 1e3
                 results.append(row)
                 print(json.dumps(row), flush=True)
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
     return results
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| clients | call | calls | OK/s | client p50 / p95 / p99 ms | server p50 / p95 / p99 ms | not OK |",
-             "|---:|---|---:|---:|---|---|---|"]
+    lines = ["| clients | call | calls | OK/s | client p50 / p95 / p99 ms | server p50 / p95 / p99 ms "
+             "| daemon CPU µs/call | load | not OK |",
+             "|---:|---|---:|---:|---|---|---:|---:|---|"]
     for r in results:
         server = (f"{r['server_p50_ms']:.2f} / {r['server_p95_ms']:.2f} / {r['server_p99_ms']:.2f}"
                   if "server_p50_ms" in r else "—")
         bad = ", ".join(f"{k} {v}" for k, v in r["codes"].items() if k != "OK") or "0"
         lines.append(f"| {r['clients']} | {r['kind']} | {r['calls']} | {r['ok_per_s']:.0f} | "
-                     f"{r['client_p50_ms']:.2f} / {r['client_p95_ms']:.2f} / {r['client_p99_ms']:.2f} | {server} | {bad} |")
+                     f"{r['client_p50_ms']:.2f} / {r['client_p95_ms']:.2f} / {r['client_p99_ms']:.2f} | {server} | "
+                     f"{r.get('daemon_cpu_us_per_call', float('nan')):.0f} | {r.get('loadavg_1min', float('nan')):.1f} | {bad} |")
     return "\n".join(lines)
 
 
@@ -177,22 +250,31 @@ def main(argv=None) -> int:
     parser.add_argument("--trace", type=Path, default=None, help="SWF trace for the history (default: hpc2n subset)")
     parser.add_argument("--daemon-env", nargs="*", default=[], metavar="KEY=VALUE",
                         help="config overrides for the daemon, e.g. HPCPREDICT_DAEMON_WORKERS=2")
+    parser.add_argument("--client-procs", type=int, default=1,
+                        help="client processes per phase (each one channel; clients split between them)")
+    parser.add_argument("--daemon-cpu", type=int, default=-1,
+                        help="pin the daemon to this CPU ([daemon] cpu_affinity) and the clients to the others "
+                             "(-1: no pinning)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
     extra_env = dict(item.split("=", 1) for item in args.daemon_env)
+    if args.daemon_cpu >= 0:
+        extra_env["HPCPREDICT_DAEMON_CPU_AFFINITY"] = str(args.daemon_cpu)
+    _avoid_cpu(args.daemon_cpu)
     data_dir = Path(tempfile.mkdtemp(prefix="hpd-load-"))
     proc = None
     try:
         world = build_world(data_dir, **({"trace": args.trace} if args.trace else {}))
         payloads = requests(world, args.requests * len(args.levels) + 400)  # no payload is sent twice
         proc, info = start_daemon(data_dir, extra_env)
-        results = asyncio.run(measure(info["socket"], info["metrics_port"], payloads, args))
+        results = measure(info["socket"], info["metrics_port"], info["pid"], payloads, args)
         print(table(results))
         if args.json:
             meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "loadavg": os.getloadavg(),
                     "cpus": os.cpu_count(), "history_jobs": world["history_jobs"], "runtime_model": world["runtime"],
                     "walltime_model": world["walltime"], "requests": args.requests, "seconds": args.seconds,
-                    "daemon_env": extra_env}
+                    "daemon_env": extra_env, "client_procs": args.client_procs,
+                    "daemon_cpu": args.daemon_cpu, "argv": sys.argv[1:]}
             args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     finally:
         if proc is not None:

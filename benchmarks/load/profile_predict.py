@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import shutil
 import sys
 import tempfile
 import time
@@ -109,6 +110,7 @@ def main(argv=None) -> int:
     profile.disable()
     pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(args.top)
     daemon.store.close()
+    shutil.rmtree(data_dir, ignore_errors=True)
     return 0
 
 

@@ -9,7 +9,9 @@
 * Hyper-parameters by cross-validated random search over the paper's ranges, trimmed to what
   a shared 2-core machine fits in minutes (see ``TUNE_SPACE``).
 
-Saved as skops files loaded with an explicit list of trusted types (never pickle).
+Saved as skops files loaded with an explicit list of trusted types (never pickle). On fit and
+on load the trees are also compiled to flat arrays (:mod:`.compiled`): the daemon's one-row
+predictions walk those (tens of µs) instead of calling sklearn (~0.6 ms of per-call overhead).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcpredict.daemon.comm.compiled import CompiledGBRT
 from hpcpredict.daemon.errors import ModelArtifactError
 
 logger = logging.getLogger(__name__)
@@ -117,6 +120,7 @@ class ClassModel:
     def fit(self, X: np.ndarray, names: tuple[str, ...], y: np.ndarray, seed: int = 0):
         cols = [names.index(f) for f in self.features]
         self.estimator_ = _gbrt(self.params, seed).fit(X[:, cols], np.log2(y))
+        self.compiled_ = CompiledGBRT.from_sklearn(self.estimator_)
         return self
 
     def predict(self, X: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
@@ -124,8 +128,9 @@ class ClassModel:
         return np.exp2(self.estimator_.predict(X[:, cols]))
 
     def predict_row(self, row: dict[str, float]) -> float:
-        x = np.array([[row[f] for f in self.features]], dtype=float)
-        return float(np.exp2(self.estimator_.predict(x)[0]))
+        """One request's features → seconds, from the compiled trees (equal to sklearn's)."""
+        x = np.fromiter((row[f] for f in self.features), dtype=float, count=len(self.features))
+        return float(np.exp2(self.compiled_.predict_row(x)))
 
     def save(self, path: Path) -> None:
         import skops.io as sio
@@ -149,4 +154,8 @@ class ClassModel:
         if getattr(self.estimator_, "n_features_in_", None) != len(self.features):
             raise ModelArtifactError(f"{path}: model expects {getattr(self.estimator_, 'n_features_in_', '?')} "
                                      f"features, manifest lists {len(self.features)}")
+        try:
+            self.compiled_ = CompiledGBRT.from_sklearn(self.estimator_)
+        except (AttributeError, TypeError, ValueError) as error:
+            raise ModelArtifactError(f"{path}: not a gradient-boosted regressor: {error!r}") from error
         return self
