@@ -1,7 +1,7 @@
 """Runtime-model benchmarks (issue 6): accuracy, coverage, transfer, active learning, latency.
 
     nice -n 10 python benchmarks/runtime/run_benchmarks.py --out benchmarks/runtime/results.json \
-        [--only latency accuracy coverage runtime_features transfer active_learning active_learning_synthetic]
+        [--only latency accuracy coverage runtime_features transfer active_learning active_learning_synthetic served]
     python benchmarks/runtime/tables.py benchmarks/runtime/results.json      # markdown for the README
     python benchmarks/runtime/plot_results.py benchmarks/runtime/results.json benchmarks/runtime/active_learning.png
 
@@ -181,7 +181,7 @@ def active_learning(table, seeds: list[int], start: int = 10, step: int = 5, bud
 def latency(data: Path) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         train_application(data, target="runtime_s", application="lmp", directory=Path(folder), time_share=0.25,
-                          params={"random_state": 0})
+                          learners={"extra-trees": {}})
         models = ApplicationModels.load(Path(folder))
         script = ("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -t 00:10:00\nmodule load lammps\nexport OMP_NUM_THREADS=1\n"
                   "srun lmp -nocite -var x 8 -var y 9 -var z 7 -var steps 300 -var cutoff 2.5 -var skin 0.3 "
@@ -195,6 +195,14 @@ def latency(data: Path) -> dict:
         for _ in range(n):
             estimate = models.estimate("lmp", job.inputs, nodes=1, ntasks=1, cpus_per_task=1)
         estimate_us = (time.perf_counter() - start) / n * 1e6
+        # The same job through a served ANN ensemble (10 nets, all members in one numpy pass).
+        train_application(data, target="runtime_s", application="lmp", directory=Path(folder) / "ann",
+                          learners={"ann": {}})
+        ann_models = ApplicationModels.load(Path(folder) / "ann")
+        start = time.perf_counter()
+        for _ in range(n):
+            ann_estimate = ann_models.estimate("lmp", job.inputs, nodes=1, ntasks=1, cpus_per_task=1)
+        estimate_ann_us = (time.perf_counter() - start) / n * 1e6
         table = read_runs_csv(data, target="runtime_s")
         inputs = [name for name in table.inputs if name not in table.report_times]
         fitted = RuntimeModel("extra-trees", {"random_state": 0, "calibration_folds": 0}, inputs).fit(table)
@@ -204,7 +212,8 @@ def latency(data: Path) -> dict:
         for _ in range(200):
             fitted.estimator_.forest_.predict(z)
         sklearn_us = (time.perf_counter() - start) / 200 * 1e6
-    result = {"extract_inputs_us": extract_us, "estimate_us": estimate_us,
+    result = {"extract_inputs_us": extract_us, "estimate_us": estimate_us, "estimate_ann_us": estimate_ann_us,
+              "estimate_ann_runtime_s": ann_estimate.runtime_s,
               "sklearn_forest_predict_one_row_us": sklearn_us, "estimate_runtime_s": estimate.runtime_s}
     print(json.dumps(result), flush=True)
     return result
@@ -222,7 +231,7 @@ def main() -> None:
     results["machine"] = "2-core Debian 12 development VM (shared), LAMMPS 20220106 (Debian)"
     results["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     parts = args.only or ["latency", "accuracy", "coverage", "runtime_features", "transfer", "active_learning",
-                          "active_learning_synthetic"]
+                          "active_learning_synthetic", "served"]
     for part in parts:
         started = time.time()
         if part == "latency":
@@ -244,6 +253,10 @@ def main() -> None:
                                       dataset="synthetic: target = 2.5 * source^1.1")
         elif part == "active_learning":
             results[part] = active_learning(lammps, seeds)
+        elif part == "served":
+            from served import served_accuracy  # benchmarks/runtime/served.py (script directory on sys.path)
+
+            results[part] = served_accuracy(DATA / "lammps_melt.csv", "runtime_s", seeds, label="lammps_melt (real)")
         elif part == "active_learning_synthetic":
             results[part] = active_learning(synthetic_power_law(seed=11, n_configs=300, reps=1), seeds)
         print(f"== {part}: {time.time() - started:.0f} s", flush=True)

@@ -46,6 +46,15 @@ def main(path: str) -> None:
             print(f"- {label}: " + ", ".join(pct(v) for v in curve))
         print(f"- random final MAPE {pct(result['random_final_mape'])} %; active reaches it at "
               f"{result['active_runs_to_reach']} runs (saving {pct(result['saving'])} %)")
+    if results.get("served"):
+        print("\n| served (CV-chosen, loaded artifact, `estimate`) | train | learners chosen | MAPE % | rank acc. % | "
+              "cov. 80 % | cov. 95 % | width 80 |")
+        print("|---|---|---|---|---|---|---|---|")
+        for row in results["served"]:
+            chosen = ", ".join(f"{k} ×{v}" for k, v in row["learners_chosen"].items())
+            print(f"| {row['dataset']} | {row['train_fraction']:.0%} ({row['n_train']} runs) | {chosen} | "
+                  f"{pct(row['mape'])} | {pct(row['rank_accuracy'])} | {pct(row['coverage80'])} | "
+                  f"{pct(row['coverage95'])} | {row['interval_width80']:.2f} |")
     if "latency" in results:
         print("\nlatency:", json.dumps(results["latency"]))
 

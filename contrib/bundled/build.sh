@@ -13,7 +13,10 @@ BIN="${HPCPREDICT_VENV:-$REPO/.venv}/bin"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 export HPCPREDICT_DATA_DIR="$WORK/data" HPCPREDICT_MODELS_BUNDLED=false
-"$BIN/hpcpredict" train-runtime "$REPO/tests/data/runtime/lammps_melt.csv" --target runtime_s --application lmp --no-reload
+# Cross-validation on lammps_melt.csv picks the learner: the ANN ensemble (CV MAPE 9.6 % vs
+# 11.9 % for extra-trees; artifact ~18 kB instead of 1.1 MB). BUNDLED_RUNTIME_LEARNER forces one.
+"$BIN/hpcpredict" train-runtime "$REPO/tests/data/runtime/lammps_melt.csv" --target runtime_s --application lmp \
+  --learner "${BUNDLED_RUNTIME_LEARNER:-auto}" --no-reload
 "$BIN/hpcpredict" scaling fit "$REPO/contrib/bundled/stencil-scaling.jsonl" --save-model "$WORK/scaling" --application stencil
 "$BIN/hpcpredict" publish scaling "$WORK/scaling" --no-reload
 if [ -f "$REPO/contrib/bundled/comm-train.csv" ]; then

@@ -25,6 +25,9 @@ def register(subparsers) -> None:
     parser.add_argument("-k", type=int, default=5, help="number of runs to propose")
     parser.add_argument("--min-distance", type=float, default=0.5, help="minimum standardised distance between picks")
     parser.add_argument("--members", type=int, default=10, help="ensemble size")
+    parser.add_argument("--density", action="store_true",
+                        help="rank by CoV x density among the candidates (keeps picks off the corners of "
+                             "many-input spaces)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=run)
@@ -87,7 +90,8 @@ def run(args) -> int:
     X_done = encoder.transform(done.rows)
     X_candidates = encoder.transform(candidates)
     picked, cov, predicted = suggest_runs(X_candidates, X_done, done.y, k=args.k, min_distance=args.min_distance,
-                               groups=done.groups, n_members=args.members, random_state=args.seed)
+                               groups=done.groups, n_members=args.members, random_state=args.seed,
+                               density=args.density)
     chosen = [dict(candidates[i], predicted_s=round(float(predicted[i]), 4), cov=round(float(cov[i]), 4))
               for i in picked]
     if args.json:

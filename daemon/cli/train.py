@@ -14,14 +14,17 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=_train)
     runtime = subparsers.add_parser(
         "train-runtime", help="train an application's runtime model from its runs (CSV) and publish it",
-        description="Fit the extra-trees runtime model of one application from DATA.csv (one row per run: "
+        description="Fit the runtime model of one application from DATA.csv (one row per run: "
                     "input columns, the runtime column, optional `rep`/`config`) and publish it beside the "
-                    "other applications' models.")
+                    "other applications' models. The learner (extra-trees or ANN ensemble) is chosen by "
+                    "cross-validation on these runs unless --learner names one.")
     runtime.add_argument("data", metavar="DATA.csv")
     runtime.add_argument("--target", required=True, help="the runtime column (seconds)")
     runtime.add_argument("--application", required=True, help="application key jobs are matched on")
     runtime.add_argument("--alias", action="append", default=[], metavar="INPUT=FIELD",
                          help="map a model input to a request field (nodes, ntasks, cpus_per_task)")
+    runtime.add_argument("--learner", choices=("auto", "extra-trees", "ann"), default="auto",
+                         help="auto (default): the lower cross-validated MAPE on DATA.csv")
     runtime.add_argument("--no-reload", action="store_true")
     runtime.set_defaults(handler=_train_runtime)
     publish = subparsers.add_parser("publish", help="publish a trained model folder as a new version")
@@ -101,10 +104,15 @@ def _train_runtime(args) -> int:
         from rich.console import Console
 
         with Console(stderr=True).status(f"training the runtime model of {args.application}..."):
+            learners = None if args.learner == "auto" else {args.learner: {}}
             variants = train_application(Path(args.data), target=args.target, application=args.application,
-                                         directory=folder, input_aliases=aliases or None)
+                                         directory=folder, input_aliases=aliases or None, learners=learners)
         artifact = registry.publish("runtime", folder, metadata={"trained": args.application})
-    print(f"trained runtime model of {args.application} ({', '.join(variants)}): version {artifact.version}")
+    print(f"trained runtime model of {args.application}: version {artifact.version}")
+    for name, meta in variants.items():
+        scores = ", ".join(f"{learner} {'n/a' if v is None else f'{100 * v:.1f} %'}"
+                           for learner, v in meta["cv_mape_by_learner"].items())
+        print(f"  {name}: {meta['learner']} (cross-validated MAPE: {scores})")
     if not args.no_reload:
         reload_daemon(socket_of(args, config))
     return 0

@@ -5,5 +5,7 @@
 * :mod:`.trees`, :mod:`.ann`, :mod:`.linear`, :mod:`.transfer` — learners (sklearn API);
 * :mod:`.selection`, :mod:`.evaluation` — CV model selection and configuration-split scoring;
 * :mod:`.active` — which runs to do next (ensemble CoV with a minimum distance);
-* :mod:`.service` — per-application models as the daemon serves them (``ApplicationModels``).
+* :mod:`.service` — per-application models as the daemon serves them (``ApplicationModels``);
+* :mod:`.compiled`, :mod:`.compiled_ann`, :mod:`.artifacts` — fitted learners as plain arrays
+  (pickle-free artifacts, numpy inference on the hot path).
 """

@@ -36,5 +36,5 @@ def select_learner(table: RunTable, rows: np.ndarray, *, inputs: list[str] | Non
     scores = {name: cross_validated_mape(table, rows, name, params, inputs=inputs, folds=folds, seed=seed)
               for name, params in candidates.items()}
     finite = {name: score for name, score in scores.items() if np.isfinite(score)}
-    best = min(finite, key=finite.get) if finite else "extra-trees"
+    best = min(finite, key=finite.get) if finite else next(iter(candidates))  # too few configurations
     return best, scores

@@ -1,7 +1,9 @@
 """Per-application runtime models as the daemon serves them (Predict hot path).
 
 Artifacts, no pickle: ``DIRECTORY/<application>/<variant>.npz`` (plain arrays, loaded with
-``allow_pickle=False``) + ``<variant>.json`` (encoder, names, metadata, SHA-256 of the npz).
+``allow_pickle=False``) + ``<variant>.json`` (encoder, names, learner, metadata, SHA-256 of the
+npz). Either learner can be served — extra-trees or the ANN ensemble (:mod:`.artifacts`: the
+format string names it; extra-trees artifacts written before ANN serving load unchanged).
 An application can have several variants — e.g. ``inputs`` (job-script inputs only) and
 ``runtime`` (inputs + early runtime features): :meth:`ApplicationModels.estimate` uses the
 variant with the most required inputs that are all present, so the same call re-predicts
@@ -42,17 +44,14 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import InvalidRequest, ModelArtifactError
-from .compiled import CompiledForest, log_linear_trend, transform_features
+from .artifacts import FORMAT_VERSION, FORMATS, LEARNER_OF_FORMAT, pack, unpack
 from .conformal import conformal_multiplier
 from .encoding import InputEncoder
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "hpcpredict-runtime-extra-trees"
-FORMAT_VERSION = 1
+FORMAT = FORMATS["extra-trees"]  # the format of artifacts published before the ANN was servable
 REQUEST_FIELDS = ("nodes", "ntasks", "cpus_per_task")
-_PREPROCESS = ("fill", "powers", "mean", "scale", "kept", "calibration_scores", "log_columns", "trend_coef",
-               "trend_intercept")
 
 
 @dataclass(frozen=True)
@@ -86,34 +85,24 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def save_application_model(model, directory: Path, *, application: str, metadata: dict) -> None:
-    """Write a fitted extra-trees :class:`RuntimeModel` under ``directory/<application>/``.
+    """Write a fitted extra-trees or ANN :class:`RuntimeModel` under ``directory/<application>/``.
 
     ``metadata["variant"]`` names the variant (default ``inputs``); the rest (data reference,
-    CV score, version, ``input_aliases``...) is stored as given (must be JSON).
+    learner choice and CV scores, version, ``input_aliases``...) is stored as given (must be JSON).
     """
-    from .trees import ExtraTreesRuntime
-
-    estimator = getattr(model, "estimator_", None)
-    if not isinstance(estimator, ExtraTreesRuntime):
-        raise ModelArtifactError("only fitted extra-trees runtime models can be saved")
+    learner, arrays, settings = pack(getattr(model, "estimator_", None))
     variant = _safe_name(str(metadata.get("variant", "inputs")), "variant")
     target = Path(directory) / _safe_name(application, "application key")
     target.mkdir(parents=True, exist_ok=True)
-    arrays = dict(estimator.compiled_.arrays(), fill=estimator.fill_, powers=estimator.powers_,
-                  mean=estimator.mean_, scale=estimator.scale_, kept=np.asarray(estimator.kept_, dtype=np.int64),
-                  calibration_scores=estimator.calibration_scores_,
-                  log_columns=estimator.log_columns_.astype(np.int8), trend_coef=estimator.trend_coef_,
-                  trend_intercept=np.asarray([estimator.trend_intercept_]))
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     blob = buffer.getvalue()
-    description = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "application": application,
-        "variant": variant, "encoder": model.encoder_.to_json(),
+    description = dict(settings, **{
+        "format": FORMATS[learner], "format_version": FORMAT_VERSION, "application": application,
+        "learner": learner, "variant": variant, "encoder": model.encoder_.to_json(),
         "required_inputs": model.required_inputs, "kept_features": model.kept_features,
-        "n_trees": len(estimator.compiled_.roots), "arrays_sha256": hashlib.sha256(blob).hexdigest(),
-        "metadata": metadata,
-    }
+        "arrays_sha256": hashlib.sha256(blob).hexdigest(), "metadata": metadata,
+    })
     try:
         text = json.dumps(description, indent=1, sort_keys=True)
     except (TypeError, ValueError) as error:
@@ -123,7 +112,7 @@ def save_application_model(model, directory: Path, *, application: str, metadata
 
 
 class _Variant:
-    """One loaded model, ready for single-row prediction."""
+    """One loaded model (extra-trees or ANN), ready for single-row prediction."""
 
     def __init__(self, path: Path):
         try:
@@ -131,40 +120,32 @@ class _Variant:
             blob = path.with_suffix(".npz").read_bytes()
         except (OSError, ValueError) as error:
             raise ModelArtifactError(f"{path}: cannot read model: {error}") from error
-        if not isinstance(description, dict) or description.get("format") != FORMAT:
+        if not isinstance(description, dict) or description.get("format") not in LEARNER_OF_FORMAT:
             raise ModelArtifactError(f"{path}: not a runtime model artifact")
         if description.get("format_version") != FORMAT_VERSION:
             raise ModelArtifactError(f"{path}: unsupported format version {description.get('format_version')!r}")
         if hashlib.sha256(blob).hexdigest() != description.get("arrays_sha256"):
             raise ModelArtifactError(f"{path.with_suffix('.npz')}: checksum mismatch")
+        learner = LEARNER_OF_FORMAT[description["format"]]
         try:
             with np.load(io.BytesIO(blob), allow_pickle=False) as data:
                 arrays = {name: np.asarray(data[name]) for name in data.files}
-            self.forest = CompiledForest.from_arrays(arrays)
-            self.fill, self.powers, self.mean, self.scale = (arrays[k].astype(float) for k in _PREPROCESS[:4])
-            self.kept = arrays["kept"].astype(np.int64)
-            self.scores = np.sort(arrays["calibration_scores"].astype(float))
-            self.log_columns = arrays["log_columns"].astype(bool)
-            self.trend_coef = arrays["trend_coef"].astype(float)
-            self.trend_intercept = float(arrays["trend_intercept"].ravel()[0])
             self.encoder = InputEncoder.from_json(description["encoder"])
+            self.predictor = unpack(learner, arrays, len(self.encoder.feature_names), description.get("ann"))
+            self.scores = np.sort(arrays["calibration_scores"].astype(float))
             self.required = [str(name) for name in description["required_inputs"]]
             metadata = description.get("metadata") or {}
             self.aliases = {str(k): str(v) for k, v in dict(metadata.get("input_aliases", {})).items()}
-        except (KeyError, ValueError, TypeError) as error:
+        except (KeyError, ValueError, TypeError, ModelArtifactError) as error:
             raise ModelArtifactError(f"{path}: corrupt model: {error}") from error
-        n_inputs = len(self.encoder.feature_names)
-        if (self.powers.shape != (self.mean.size, n_inputs) or self.fill.size != n_inputs
-                or self.scale.size != self.mean.size or self.kept.size == 0
-                or self.kept.min() < 0 or self.kept.max() >= self.mean.size
-                or self.forest.feature.max() >= self.kept.size
-                or self.log_columns.size != n_inputs or self.trend_coef.size != n_inputs):
-            raise ModelArtifactError(f"{path}: corrupt model: array shapes do not match")
+        if self.scores.ndim != 1 or not np.all(np.isfinite(self.scores)):
+            raise ModelArtifactError(f"{path}: corrupt model: bad calibration scores")
         self._multipliers: dict[float, float] = {}
+        self.learner = learner
         self.application = str(description["application"])
         self.variant = str(description["variant"])
         self.kept_features = [str(f) for f in description.get("kept_features", [])]
-        self.name = f"runtime-extra-trees/{self.application}/{self.variant}"
+        self.name = f"runtime-{learner}/{self.application}/{self.variant}"
         self.version = str(metadata.get("version", description["arrays_sha256"][:12]))
 
     def _multiplier(self, coverage: float) -> float:
@@ -173,26 +154,27 @@ class _Variant:
             q = self._multipliers[coverage] = conformal_multiplier(self.scores, coverage)
         return q
 
+    def log_dist(self, inputs: Mapping[str, object]) -> tuple[float, float] | None:
+        """(m, s) of log runtime, or None when a required input is missing."""
+        vector = self.encoder.encode_one(inputs, needed=self.required)
+        return None if vector is None else self.predictor.log_dist(vector)
+
     def estimate(self, inputs: Mapping[str, object], coverage: float,
                  bound_coverage: float | None = None) -> RuntimeEstimate | None:
-        vector = self.encoder.encode_one(inputs, needed=self.required)
-        if vector is None:
+        dist = self.log_dist(inputs)
+        if dist is None:
             return None
-        z = transform_features(vector, self.fill, self.powers, self.mean, self.scale, self.kept)
-        m, s = self.forest.mean_std(z)
-        m = m + log_linear_trend(vector, self.fill, self.log_columns, self.trend_coef, self.trend_intercept)
+        centre, spread = dist
         q = self._multiplier(coverage)
-        centre, spread = float(m[0]), float(s[0])
         bound = 0.0
-        if bound_coverage is not None:  # same forest pass, another calibrated width
+        if bound_coverage is not None:  # same model pass, another calibrated width
             bound = math.exp(min(centre + self._multiplier(bound_coverage) * spread, 700.0))
         runtime, low, high = (math.exp(min(v, 700.0)) for v in (centre, centre - q * spread, centre + q * spread))
         used = ", ".join(f"{name}={inputs[name]}" for name in self.required if name in inputs)
         explanation = (
-            f"{self.application}: extra-trees model '{self.variant}' ({self.forest.roots.size} trees"
-            f"{', log-log trend' if self.trend_coef.any() else ''})",
+            f"{self.application}: {self.predictor.describe()} '{self.variant}'",
             f"inputs used: {used}" if used else "inputs used: none",
-            f"{coverage:.0%} interval: per-tree mean/variance, conformal-calibrated on "
+            f"{coverage:.0%} interval: {self.predictor.interval_method()}, conformal-calibrated on "
             f"{self.scores.size} held-out runs",
         )
         return RuntimeEstimate(runtime, low, high, coverage, explanation, self.name, self.version, bound)

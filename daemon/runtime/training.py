@@ -2,43 +2,67 @@
 
 Writes the ``inputs`` variant (job-script inputs only: usable at submission) and, when some
 runtime features arrive early enough (time reduction), the ``runtime`` variant (inputs +
-those features: used after ``ReportRuntimeFeatures``). Each artifact's metadata records the
-data file, its SHA-256, the cross-validated MAPE and the features kept.
+those features: used after ``ReportRuntimeFeatures``). For each variant the learner is chosen
+by cross-validation on the site's own runs (folds of configurations, lowest MAPE) among the
+learners the daemon can serve (extra-trees, ANN ensemble). Each artifact's metadata records the
+data file, its SHA-256, the learner chosen, every candidate's cross-validated MAPE and the
+features kept.
 
 >>> import tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> csv = folder / "runs.csv"
 >>> _ = csv.write_text("n,it,it@t,t\\n" + "\\n".join(f"{n},{n % 7 + 1},0.01,{n * (n % 7 + 1)}" for n in range(1, 60)))
 >>> summary = train_application(csv, target="t", application="demo", directory=folder / "models",
-...                             params={"n_estimators": 20, "random_state": 0})
+...                             learners={"extra-trees": {"n_estimators": 20},
+...                                       "ann": {"n_members": 3, "max_epochs": 30}})
 >>> sorted(summary)
 ['inputs', 'runtime']
->>> summary["runtime"]["required_inputs"]
-['n', 'it']
+>>> summary["runtime"]["learner"] in ("extra-trees", "ann"), sorted(summary["runtime"]["cv_mape_by_learner"])
+(True, ['ann', 'extra-trees'])
 """
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
 from .dataset import read_runs_csv
 from .evaluation import usable_inputs
+from .artifacts import SERVABLE
 from .model import RuntimeModel
 from .reduction import DEFAULT_TIME_SHARE
-from .selection import cross_validated_mape
+from .selection import select_learner
 from .service import save_application_model
 
 
+DEFAULT_LEARNERS = {"extra-trees": {}, "ann": {}}
+SELECTION_FOLDS = 5
+
+
+def _cv_params(learner: str, params: dict) -> dict:
+    # Calibration does not change extra-trees' point predictions: skip it inside CV folds.
+    return dict(params, calibration_folds=0) if learner == "extra-trees" else dict(params)
+
+
 def train_application(data: Path, *, target: str, application: str, directory: Path,
-                      time_share: float = DEFAULT_TIME_SHARE, params: dict | None = None,
-                      input_aliases: dict[str, str] | None = None, version: str = "") -> dict[str, dict]:
-    """Fit and save the application's variants; returns each variant's metadata."""
+                      time_share: float = DEFAULT_TIME_SHARE, learners: Mapping[str, dict] | None = None,
+                      input_aliases: dict[str, str] | None = None, version: str = "",
+                      seed: int = 0) -> dict[str, dict]:
+    """Fit and save the application's variants; returns each variant's metadata.
+
+    ``learners``: the candidates and their parameters (default: extra-trees and ANN ensemble
+    with default parameters); with one candidate there is no choice, its CV score is recorded.
+    """
+    learners = dict(DEFAULT_LEARNERS if learners is None else learners)
+    unknown = sorted(set(learners) - set(SERVABLE))
+    if unknown or not learners:
+        raise ValueError(f"learners must be among {', '.join(SERVABLE)}: {', '.join(unknown) or 'none given'}")
     table = read_runs_csv(Path(data), target=target)
     rows = np.arange(len(table.y))
     digest = hashlib.sha256(Path(data).read_bytes()).hexdigest()
-    params = dict(params or {})
     static_inputs, _, _ = usable_inputs(table, rows, time_share=None)
     all_inputs, kept_features, dropped = usable_inputs(table, rows, time_share=time_share)
     variants = {"inputs": static_inputs}
@@ -46,12 +70,16 @@ def train_application(data: Path, *, target: str, application: str, directory: P
         variants["runtime"] = all_inputs
     summary = {}
     for variant, inputs in variants.items():
-        model = RuntimeModel("extra-trees", params, inputs).fit(table)
+        fitted = {name: dict(params, random_state=params.get("random_state", seed)) for name, params in learners.items()}
+        chosen, scores = select_learner(table, rows, inputs=inputs, folds=SELECTION_FOLDS, seed=seed,
+                                        candidates={name: _cv_params(name, p) for name, p in fitted.items()})
+        model = RuntimeModel(chosen, fitted[chosen], inputs).fit(table)
+        scores = {name: (round(v, 6) if math.isfinite(v) else None) for name, v in scores.items()}
         metadata = {
             "variant": variant, "version": version or digest[:12], "data": str(data), "data_sha256": digest,
-            "target": target, "n_runs": int(len(table.y)),
-            "cv_mape": cross_validated_mape(table, rows, "extra-trees", dict(params, calibration_folds=0),
-                                            inputs=inputs),
+            "target": target, "n_runs": int(len(table.y)), "learner": chosen,
+            "cv_mape": scores[chosen], "cv_mape_by_learner": scores, "cv_folds": SELECTION_FOLDS,
+            "selection": "lowest MAPE over configuration folds of the site's runs",
             "kept_features": model.kept_features, "required_inputs": model.required_inputs,
             "runtime_features_dropped": dropped, "input_aliases": dict(input_aliases or {}),
         }

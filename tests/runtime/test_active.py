@@ -22,3 +22,22 @@ def test_suggestions_go_where_the_ensemble_disagrees():
     assert len(set(picked)) == 3
     assert np.mean(candidates[picked, 0]) > 8  # far from the data, where members disagree
     assert cov[-1] > cov[0] and predicted.shape == (40,)
+
+
+def test_density_weighting_keeps_picks_off_the_corners():
+    from hpcpredict.daemon.runtime.active import candidate_density
+
+    rng = np.random.default_rng(1)
+    Z = np.vstack([rng.normal(0, 1, size=(300, 3)), [[8.0, 8.0, 8.0]]])  # one far outlier
+    density = candidate_density(Z)
+    assert density[-1] < 0.01 * np.median(density[:-1])
+    # Chunked and subsampled: same answer shape, bounded reference set.
+    big = candidate_density(np.tile(Z, (10, 1)), max_reference=500, chunk=257)
+    assert big.shape == (3010,) and np.all(big > 0)
+
+    X_done = rng.uniform(1, 5, size=(30, 1))
+    candidates = np.concatenate([np.linspace(5, 12, 60), [40.0]])[:, None]  # 40: a lone extreme
+    plain, _, _ = suggest_runs(candidates, X_done, X_done[:, 0] ** 2, k=1, n_members=4, random_state=0)
+    dense, _, _ = suggest_runs(candidates, X_done, X_done[:, 0] ** 2, k=1, n_members=4, random_state=0,
+                               density=True)
+    assert plain == [60] and dense != [60]

@@ -1,6 +1,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from hpcpredict.daemon.cli.main import main
 
 DATA = Path(__file__).parent.parent / "data" / "runtime"
@@ -42,3 +44,24 @@ def test_suggest_runs_cli(capsys, tmp_path):
     assert all(row["n"] in (8.0, 16.0) for row in result["suggestions"])
     assert main(["suggest-runs", "--done", str(done), "--target", "t", "--grid", "bad"]) == 1
     assert "--grid" in capsys.readouterr().err
+
+
+def test_train_runtime_publishes_the_chosen_learner(capsys, tmp_path, monkeypatch):
+    from hpcpredict.daemon.registry import ModelRegistry
+    from hpcpredict.daemon.runtime.service import ApplicationModels
+
+    monkeypatch.setenv("HPCPREDICT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HPCPREDICT_MODELS_BUNDLED", "false")
+    csv = tmp_path / "runs.csv"
+    csv.write_text("n,m,t\n" + "\n".join(f"{n},{m},{n * n * m / 100:.4f}" for n in range(5, 40, 3) for m in (1, 2, 3)))
+    # (the ANN path of the same code is covered in test_ann_artifact.py with small, fast nets)
+    assert main(["train-runtime", str(csv), "--target", "t", "--application", "demo", "--learner", "extra-trees",
+                 "--no-reload"]) == 0
+    out = capsys.readouterr().out
+    assert "inputs: extra-trees (cross-validated MAPE: extra-trees " in out
+    model_dir = ModelRegistry(tmp_path / "data" / "models").current("runtime").model_path
+    estimate = ApplicationModels.load(model_dir).estimate("demo", {"n": 20.0, "m": 2.0}, 1, 1, 1)
+    assert estimate.model_name == "runtime-extra-trees/demo/inputs"
+    assert abs(estimate.runtime_s - 8.0) / 8.0 < 0.3
+    with pytest.raises(SystemExit):  # only servable learners can be asked for
+        main(["train-runtime", str(csv), "--target", "t", "--application", "demo", "--learner", "linear"])

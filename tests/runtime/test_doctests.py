@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["values", "report", "inputs", "dataset", "metrics", "reduction", "encoding", "conformal", "trees",
-           "model", "linear", "ann", "transfer", "active", "evaluation", "service", "training"]
+           "model", "linear", "ann", "transfer", "active", "evaluation", "service", "training",
+           "compiled_ann"]
 
 
 @pytest.mark.parametrize("name", MODULES)

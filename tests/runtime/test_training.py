@@ -14,10 +14,10 @@ DATA = Path(__file__).parent.parent / "data" / "runtime" / "lammps_melt.csv"
 
 def test_train_publish_and_serve_lammps(tmp_path):
     summary = train_application(DATA, target="runtime_s", application="lmp", directory=tmp_path,
-                                time_share=0.5, params={"n_estimators": 30, "random_state": 0})
+                                time_share=0.5, learners={"extra-trees": {"n_estimators": 30}})
     assert set(summary) == {"inputs", "runtime"}
     assert "neigh_builds" in summary["runtime"]["runtime_features_dropped"]
-    assert summary["inputs"]["cv_mape"] < 0.5
+    assert summary["inputs"]["cv_mape"] < 0.5 and summary["inputs"]["learner"] == "extra-trees"
     models = ApplicationModels.load(tmp_path)
     table = read_runs_csv(DATA, target="runtime_s")
     row = table.rows[0]
