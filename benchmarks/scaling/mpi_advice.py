@@ -21,7 +21,11 @@ or only the lower ones so larger counts are extrapolated); node_advice() picks a
 measured counts; we compare the measured node-hours (nodes * median runtime) of its pick with
 the best measured choice under the same policy. Target: within 10 %.
 
-    nice -n 10 .venv/bin/python benchmarks/scaling/mpi_advice.py --out benchmarks/scaling/mpi_results.json
+    nice -n 10 .venv/bin/python benchmarks/scaling/mpi_advice.py --repetitions 10 --train-reps 5 \
+        --out benchmarks/scaling/mpi_results.json --keep /tmp/scal_dev/mpi_raw
+
+With ``--train-reps K`` the models see repetitions < K only and each pick is judged against
+the medians of the held-out repetitions (without it: the same runs, as in the first version).
 """
 from __future__ import annotations
 
@@ -93,10 +97,14 @@ def best_measured(measured: dict[int, float], policy: str, requested_time: float
     return meeting[0] if meeting else min(measured, key=measured.get)
 
 
-def evaluate(app: str, runs: list[dict], train_counts: list[int]) -> list[dict]:
-    measured = medians(runs)
+def evaluate(app: str, runs: list[dict], train_counts: list[int], train_reps: int | None = None) -> list[dict]:
+    """Fit on the runs of repetitions < ``train_reps`` (all if None) at ``train_counts``; judge the
+    pick against the medians of the other, held-out repetitions (all runs if none are left)."""
+    train_runs = [r for r in runs if train_reps is None or r["rep"] < train_reps]
+    held_out = [r for r in runs if train_reps is not None and r["rep"] >= train_reps]
+    measured = medians(held_out or runs)
     lines = [json.dumps({"params": {"p": r["processes"]}, "callpath": app, "metric": "time", "value": [r["wall_s"]]})
-             for r in runs if r["processes"] in train_counts]
+             for r in train_runs if r["processes"] in train_counts]
     sets = parse_jsonlines(lines, source=app)
     rows = []
     for modeler in ("regression", "adaptive"):
@@ -105,6 +113,7 @@ def evaluate(app: str, runs: list[dict], train_counts: list[int]) -> list[dict]:
         # meets-request: deadlines just above the measured time at a few counts
         requests = [("least-node-hours", 0.0)] + [("meets-request", measured[p] * 1.05)
                                                   for p in (2, 4, 8) if p in measured]
+        fastest = min(measured.values())
         for policy, requested in requests:
             advice = node_advice(model, requested_nodes=2, ntasks_per_node=1, other_params={},
                                  requested_time_s=requested or 1.0, candidates=list(measured), policy=policy)
@@ -112,7 +121,10 @@ def evaluate(app: str, runs: list[dict], train_counts: list[int]) -> list[dict]:
             best = best_measured(measured, policy, requested)
             hours = {p: p * t / 3600 for p, t in measured.items()}
             rows.append({"application": app, "modeler": modeler, "model": model.expression,
-                         "train_counts": train_counts, "policy": policy, "requested_time_s": requested,
+                         "train_counts": train_counts, "train_reps": train_reps,
+                         "judged_on": "held-out repetitions" if held_out else "training repetitions",
+                         "policy": policy, "requested_time_s": requested,
+                         "runtime_over_fastest": measured[chosen] / fastest,
                          "recommended": chosen, "best_measured": best,
                          "node_hours_ratio": hours[chosen] / hours[best],
                          "meets_request": (measured[chosen] <= requested) if requested else None,
@@ -143,6 +155,8 @@ def apmt_check(runs: list[dict], workdir: Path, fit_counts: list[int]) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--train-reps", type=int, default=None,
+                        help="fit on repetitions < K only and judge advice on the held-out rest")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--keep", type=Path, default=None, help="copy raw run files here (read with --reuse)")
     parser.add_argument("--reuse", type=Path, default=None, help="re-evaluate the runs saved in this results JSON")
@@ -161,7 +175,7 @@ def main(argv=None) -> int:
         report = json.loads(args.reuse.read_text())
         for app, (_, _, _, _, trainings, apmt_counts) in apps.items():
             data = report["apps"][app]
-            data["advice"] = [row for train in trainings for row in evaluate(app, data["runs"], train)]
+            data["advice"] = [row for train in trainings for row in evaluate(app, data["runs"], train, args.train_reps)]
             if apmt_counts and args.keep:
                 data["apmt"] = apmt_check(data["runs"], args.keep, apmt_counts)
         report["reevaluated_from"] = str(args.reuse)
@@ -172,12 +186,12 @@ def main(argv=None) -> int:
         workdir = Path(tmp)
         binary = workdir / "mpi_stencil"
         subprocess.run(["mpicc", "-O2", "-o", str(binary), str(HERE / "mpi_stencil.c")], check=True)
-        report = {"repetitions": args.repetitions, "apps": {}}
+        report = {"repetitions": args.repetitions, "train_reps": args.train_reps, "apps": {}}
         for app, (n, iterations, counts, env, trainings, apmt_counts) in apps.items():
             runs = measure(binary, workdir, app, n, iterations, counts, args.repetitions, len(app), env)
             report["apps"][app] = {
                 "n": n, "iterations": iterations, "env": env, "runs": runs, "median_wall_s": medians(runs),
-                "advice": [row for train in trainings for row in evaluate(app, runs, train)],
+                "advice": [row for train in trainings for row in evaluate(app, runs, train, args.train_reps)],
                 "apmt": apmt_check(runs, workdir, apmt_counts) if apmt_counts else None,
             }
         if args.keep:

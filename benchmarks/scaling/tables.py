@@ -30,16 +30,22 @@ def mpi(path: str) -> None:
         print(f"{app}: median runtime (s) by processes: "
               + ", ".join(f"{p}: {t:.2f}" for p, t in item["median_wall_s"].items()))
     print()
-    print("| application | trained on | policy | recommended | best measured | node-h ratio |")
-    print("|---|---|---|---|---|---|")
+    print("| application | modeler | trained on | policy | recommended | best measured | node-h ratio "
+          "| runtime / fastest |")
+    print("|---|---|---|---|---|---|---|---|")
+    hits = total = 0
     for app, item in data["apps"].items():
         for r in item["advice"]:
-            if r["modeler"] != "regression":
-                continue
             policy = r["policy"] + (f" (deadline {r['requested_time_s']:.2f} s)" if r["requested_time_s"] else "")
-            trained = f"p = {r['train_counts'][0]}..{r['train_counts'][-1]} ({len(r['train_counts'])} counts)"
-            print(f"| {app} | {trained} | {policy} | {r['recommended']} | {r['best_measured']} | "
-                  f"{r['node_hours_ratio']:.2f} |")
+            reps = f", reps < {r['train_reps']}" if r.get("train_reps") else ""
+            trained = f"p = {r['train_counts'][0]}..{r['train_counts'][-1]} ({len(r['train_counts'])} counts{reps})"
+            over = f"{r['runtime_over_fastest']:.2f}" if "runtime_over_fastest" in r else "—"
+            print(f"| {app} | {r['modeler']} | {trained} | {policy} | {r['recommended']} | {r['best_measured']} | "
+                  f"{r['node_hours_ratio']:.2f} | {over} |")
+            total += 1
+            hits += abs(r["node_hours_ratio"] - 1) <= 0.10
+    print()
+    print(f"node-hours within 10 % of the best measured choice: {hits} of {total}")
 
 
 if __name__ == "__main__":

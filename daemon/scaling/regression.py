@@ -158,8 +158,13 @@ def covering_families(names: Sequence[str]) -> list[tuple[tuple[str, ...], ...]]
     return families
 
 
-def combine(data: MeasurementSet, choices: Mapping[str, Sequence[ExponentPair]]) -> tuple[PmnfFunction, float]:
-    """Best multi-parameter function over all per-parameter choices and groupings."""
+def combine(data: MeasurementSet, choices: Mapping[str, Sequence[ExponentPair]],
+            margin: float = 1e-3) -> tuple[PmnfFunction, float]:
+    """Best multi-parameter function over all per-parameter choices and groupings.
+
+    Fewer terms are tried first; a hypothesis with more terms must lower the leave-one-out
+    SMAPE by more than ``margin`` (relative) to win.
+    """
     columns = data.columns()
     y = data.medians()
     n = len(y)
@@ -180,7 +185,7 @@ def combine(data: MeasurementSet, choices: Mapping[str, Sequence[ExponentPair]])
         coef, cv = _loo_fit(np.stack([h[1] for h in group]), y)
         cv = np.where((coef[:, 1:] < 0).any(axis=1) & (cv < np.inf), cv + 1e6, cv)
         k = int(np.argmin(cv))
-        if best is None or cv[k] < best[0] - max(1e-9, 1e-3 * best[0]):
+        if best is None or cv[k] < best[0] - max(1e-9, margin * best[0]):
             terms = tuple(CompoundTerm(float(c), dict(prod)) for c, prod in zip(coef[k, 1:], group[k][0]))
             best = (float(cv[k]), PmnfFunction(float(coef[k, 0]), terms))
     assert best is not None

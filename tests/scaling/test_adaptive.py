@@ -72,3 +72,18 @@ def test_adaptive_fit_on_noisy_two_parameter_data():
     truth = 20 + 3 * 128 * 60 ** 0.5
     assert fit.function.evaluate({"p": 128.0, "n": 60.0}) == pytest.approx(truth, rel=0.3)
     assert len(modeler._adapted) >= 1          # adapted once per task shape, then cached
+
+
+def test_noisy_line_takes_the_classifiers_top_plausible_class():
+    weights = ClassifierWeights.load(PRETRAINED_PATH)
+    modeler = AdaptiveModeler(weights, adapt=False)
+    x = np.array([4.0, 8, 16, 32, 64])
+    rng = np.random.default_rng(5)
+    y = (30 + 2 * x) * (1 + rng.uniform(-0.3, 0.3, 5))
+    noisy = modeler.candidates(x, y, 0.6, (0.3, 0.6), 5, classifier_only=True)
+    assert len(noisy) == 1
+    probabilities = weights.probabilities(line_features(x, y, 0.6)[None])[0]
+    order = [CLASSES[k] for k in np.argsort(probabilities)[::-1][:3]]
+    assert noisy[0] in order
+    calm = modeler.candidates(x, y, 0.6, (0.3, 0.6), 5, classifier_only=False)
+    assert noisy[0] in calm and len(calm) >= 2

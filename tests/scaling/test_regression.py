@@ -83,3 +83,17 @@ def test_strong_scaling_u_shape_gets_two_terms():
     # five points are too few for four coefficients plus cross-validation: stays one term
     few = fit_regression(parse_jsonlines(lines[:5])[("<root>", "time")])
     assert len(few.function.terms) == 1
+
+
+def test_combine_margin_keeps_the_simpler_model_on_near_ties():
+    from hpcpredict.daemon.scaling.regression import combine
+
+    ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
+    # Additive truth plus a tiny product term: the 3-term family fits a little better.
+    lines = _lines(lambda p, n: 50 + 4 * p + 2 * n + 0.002 * p * n, ps, ns, noise=0.02)
+    data = parse_jsonlines(lines)[("<root>", "time")]
+    choices = {"p": [(1.0, 0)], "n": [(1.0, 0)]}
+    strict, strict_cv = combine(data, choices)
+    lenient, lenient_cv = combine(data, choices, margin=0.5)
+    assert len(strict.terms) == 3 and len(lenient.terms) == 2
+    assert strict_cv < lenient_cv
