@@ -12,22 +12,28 @@ Each expert's accuracy min(p, r)/max(p, r) is tracked per user (exponentially we
 all users. A learned selector picks the expert: one linear model per expert predicts its
 accuracy on this job from the user's and the cluster's expert scores, how far each expert lies
 from the others and from the request, and whether the user ran this request and size before;
-the expert with the highest predicted accuracy answers. The selector is trained online
-(normalised least mean squares) only on jobs that have ended, each on the features it had at
-submission. A user without history gets the request x the cluster's typical runtime/request
-ratio (``fallback=True``).
+the expert with the highest predicted accuracy is the *selected* estimate. The selector is
+trained online (normalised least mean squares) only on jobs that have ended, each on the
+features it had at submission. The answer is either that selected estimate or the *blend*: the
+accuracy-optimal point p* = argmax_p sum_k w_k min(p, e_k)/max(p, e_k) over the experts e_k,
+weighted by their predicted accuracy to the power 4 (the metric is piecewise convex between
+the experts, so p* is one of them) — whichever of the two has scored better on the user's
+ended jobs (exponentially weighted; the cluster's record for a user without one). A user
+without history gets the request x the cluster's typical runtime/request ratio
+(``fallback=True``).
 
-Upper bound (``time_limit``) at risk a: split-conformal on the log residuals log(r / p) of
-recent predictions, made out of sample (each residual comes from the estimate given at the
-job's submission). Scores are kept per user (used once a user has enough of them) and per
-regime (with / without user history). Censored jobs (killed at their limit) are *not* scored:
-their runtime is only known to be >= the limit, and the bound is capped at the request, so they
-cannot be killed earlier by it; the risk is thus the probability of outliving the bound among
-jobs that end within their request — what the kill rate measures. Because job streams drift,
-the level is adapted online (adaptive conformal inference, Gibbs & Candès 2021): every job that
-ends within its request moves the effective risk by ``adapt_rate x (risk - killed)``. A job
-whose user has no relevant history keeps its request as bound (batches of identical jobs
-submitted together break the exchangeability the calibration relies on).
+Upper bound (``time_limit``) at risk a: split-conformal on the log residuals log(r / p) of the
+selected estimate's recent predictions, made out of sample (each residual comes from the
+estimate at the job's submission); it is never below the point answer. Scores are kept per user
+(used once a user has enough of them) and per regime (with / without user history). Censored
+jobs (killed at their limit) are *not* scored: their runtime is only known to be >= the limit,
+and the bound is capped at the request, so they cannot be killed earlier by it; the risk is
+thus the probability of outliving the bound among jobs that end within their request — what the
+kill rate measures. Because job streams drift, the level is adapted online (adaptive conformal
+inference, Gibbs & Candès 2021): every job that ends within its request moves the effective
+risk by ``adapt_rate x (risk - killed)``. A job whose user has no relevant history keeps its
+request as bound (batches of identical jobs submitted together break the exchangeability the
+calibration relies on).
 """
 from __future__ import annotations
 
@@ -83,6 +89,9 @@ class ModelParams:
     new_request_factor: float = 4.0  # a request this far from all the user's past ones: cold start
     adapt_rate: float = 0.002        # adaptive conformal step (Gibbs & Candes 2021) on the risk
     selector_rate: float = 0.03      # NLMS step of the learned expert selector
+    blend_power: float = 4.0         # blend weight = predicted accuracy ** this (0: never blend)
+    blend_user_rate: float = 0.1     # per-user rate of the blend-minus-selected accuracy score
+    blend_global_rate: float = 0.01  # ... cluster-wide (used for users without a score)
 
 
 def conformal_quantile(ordered: np.ndarray, level: float) -> float:
@@ -132,8 +141,9 @@ class _State:
     residuals: dict = field(default_factory=dict)          # regime -> deque of log residuals
     user_residuals: dict = field(default_factory=dict)     # user -> deque of log residuals
     ratios: deque = field(default_factory=deque)           # recent log(runtime / request)
-    pending: OrderedDict = field(default_factory=OrderedDict)  # job_id -> (experts, features, point, regime, bound, risk)
+    pending: OrderedDict = field(default_factory=OrderedDict)  # job_id -> (experts, features, selected, regime, bound, risk, blend)
     observed: int = 0
+    blend_advantage: dict = field(default_factory=dict)    # user (None: cluster) -> EW accuracy gain of the blend
     risk_offset: float = 0.0      # adaptive conformal: effective risk = risk + offset
     trained_until: float = -math.inf  # end time of the last job train_model saw (replays skip older ones)
 
@@ -236,6 +246,16 @@ class HpcPredictModel(OnlinePredictor):
         """The expert with the highest predicted accuracy."""
         return int(np.argmax(self.state.selector @ features))
 
+    def _blend(self, experts: np.ndarray, features: np.ndarray, predicted: np.ndarray | None = None) -> float:
+        """The accuracy-optimal point over the experts weighted by predicted accuracy ** power."""
+        if predicted is None:
+            predicted = self.state.selector @ features
+        return _medoid(experts, np.clip(predicted, 1e-3, 1.0) ** self.params.blend_power)
+
+    def _use_blend(self, user: str) -> bool:
+        advantage = self.state.blend_advantage
+        return advantage.get(user, advantage.get(None, 0.0)) > 0.0
+
     # ------------------------------------------------------------------ calibration
     def _cached(self, key, compute):
         value = self._cache.get(key)
@@ -266,8 +286,18 @@ class HpcPredictModel(OnlinePredictor):
             regime, estimate, chosen = COLD, self._cold_estimate(job), -1
         else:
             experts, features = candidates
-            regime, chosen = WARM, self._choose(features)
+            predicted = self.state.selector @ features     # each expert's expected accuracy
+            regime, chosen = WARM, int(np.argmax(predicted))
             estimate = float(experts[chosen])
+        # The bound is calibrated on the selected expert's residuals; the point answer may be
+        # the blend (both are scored when the job ends).
+        point = estimate
+        if experts is not None and self.params.blend_power > 0:
+            blend = self._blend(experts, features, predicted)
+            if self._use_blend(job.user):
+                point = blend
+        else:
+            blend = None
         state = self.state
         log_request = math.log(job.requested_time_s) if job.requested_time_s > 0 else math.inf
         # Without history of its own a job keeps its request as limit: correlated batches (a
@@ -278,8 +308,9 @@ class HpcPredictModel(OnlinePredictor):
         bound = min(estimate + shift, log_request)
         if not math.isfinite(bound):       # no calibration yet and no request
             bound = estimate + math.log(4.0)
+        answered_bound = max(bound, point)   # a limit below the point estimate would be incoherent
         if job.job_id:   # remembered so the job's outcome scores this very answer
-            state.pending[job.job_id] = (experts, features, estimate, regime, bound, risk)
+            state.pending[job.job_id] = (experts, features, estimate, regime, bound, risk, blend)
             if len(state.pending) > self.params.pending_limit:
                 state.pending.popitem(last=False)
         low = estimate + self._quantile(job.user, regime, _INTERVAL[0])
@@ -289,9 +320,9 @@ class HpcPredictModel(OnlinePredictor):
             low = high = estimate
             coverage = 0.0
         return WalltimePrediction(
-            runtime_s=max(math.exp(estimate), 1.0), bound_s=max(math.exp(bound), 1.0),
-            low_s=max(math.exp(min(low, estimate)), 1.0), high_s=max(math.exp(max(high, estimate)), 1.0),
-            coverage=coverage, explanation=self._explain(job, chosen, risk, shift) if explain else (),
+            runtime_s=max(math.exp(point), 1.0), bound_s=max(math.exp(answered_bound), 1.0),
+            low_s=max(math.exp(min(low, point)), 1.0), high_s=max(math.exp(max(high, point)), 1.0),
+            coverage=coverage, explanation=self._explain(job, chosen, risk, shift, point != estimate) if explain else (),
             fallback=experts is None, source=self.name)
 
     def observe(self, record: JobRecord) -> None:
@@ -303,11 +334,17 @@ class HpcPredictModel(OnlinePredictor):
         if pending is None:   # never predicted (e.g. history loaded from the store)
             candidates = self._experts(record)
             if candidates is None:
-                pending = (None, None, self._cold_estimate(record), COLD, None, None)
+                pending = (None, None, self._cold_estimate(record), COLD, None, None, None)
             else:
                 experts, features = candidates
-                pending = (experts, features, float(experts[self._choose(features)]), WARM, None, None)
-        experts, features, estimate, regime, bound, risk = pending
+                pending = (experts, features, float(experts[self._choose(features)]), WARM, None, None, None)
+        experts, features, estimate, regime, bound, risk, blend = pending
+        if blend is not None:   # did the blend beat the selected expert on this job?
+            gain = math.exp(-abs(blend - runtime)) - math.exp(-abs(estimate - runtime))
+            advantage = state.blend_advantage
+            for key, rate in ((record.user, p.blend_user_rate), (None, p.blend_global_rate)):
+                before = advantage.get(key, 0.0)
+                advantage[key] = before + rate * (gain - before)
         if experts is not None:
             accuracy = np.exp(-np.abs(experts - runtime))
             # NLMS on every expert's accuracy, with the features this job had at submission.
@@ -360,7 +397,8 @@ class HpcPredictModel(OnlinePredictor):
         self.state.observed += 1
 
     # ------------------------------------------------------------------ explanation
-    def _explain(self, job: JobRecord, chosen: int, risk: float, shift: float) -> tuple[str, ...]:
+    def _explain(self, job: JobRecord, chosen: int, risk: float, shift: float,
+                 blended: bool = False) -> tuple[str, ...]:
         past: list[PastJob] = self.state.history.recent(job.user)
         if chosen < 0:
             if job.requested_time_s > 0:
@@ -372,7 +410,8 @@ class HpcPredictModel(OnlinePredictor):
         what = f" of {job.application}" if same else ""
         low, high = min(j.log_runtime for j in runs), max(j.log_runtime for j in runs)
         lines = [f"your last {len(runs)} runs{what}: {_span(low, high)}",
-                 f"estimate: {_EXPERT_TEXT[EXPERTS[chosen]]}"]
+                 "estimate: the value agreeing best with all estimates from your history, weighted by "
+                 "how well each has done" if blended else f"estimate: {_EXPERT_TEXT[EXPERTS[chosen]]}"]
         if math.isfinite(shift):
             lines.append(f"limit: {100 * (1 - risk):.0f} % of comparable jobs ended within "
                          f"x{math.exp(shift):.2f} of their estimate")
@@ -395,6 +434,8 @@ class HpcPredictModel(OnlinePredictor):
             "ratios": list(s.ratios),
             "observed": s.observed,
             "risk_offset": s.risk_offset,
+            "blend_advantage": {"users": {u: v for u, v in s.blend_advantage.items() if u is not None},
+                                "cluster": s.blend_advantage.get(None, 0.0)},
             "trained_until": s.trained_until if math.isfinite(s.trained_until) else None,
         }
 
@@ -423,5 +464,9 @@ class HpcPredictModel(OnlinePredictor):
         s.ratios = deque(map(float, data["ratios"]), maxlen=params.ratio_window)
         s.observed = int(data["observed"])
         s.risk_offset = float(data["risk_offset"])
+        blend = data.get("blend_advantage")   # absent from format-2 states: start neutral
+        if blend is not None:
+            s.blend_advantage = {str(u): float(v) for u, v in blend["users"].items()}
+            s.blend_advantage[None] = float(blend["cluster"])
         s.trained_until = -math.inf if data["trained_until"] is None else float(data["trained_until"])
         return model

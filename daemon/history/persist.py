@@ -27,7 +27,8 @@ from hpcpredict.daemon.history.model import HpcPredictModel, ModelParams
 from hpcpredict.daemon.records import JobRecord
 
 KIND = "walltime-history"
-FORMAT_VERSION = 2  # 2: 10 experts + learned selector (version-1 states lack it)
+FORMAT_VERSION = 3  # 3: + blend scores; 2: 10 experts + learned selector (version 1 lacks it)
+READABLE_VERSIONS = (2, 3)  # a version-2 state loads with neutral blend scores
 STATE_FILE = "state.json"
 MANIFEST_FILE = "manifest.json"
 
@@ -94,8 +95,10 @@ def load_model(directory: Path) -> HpcPredictModel:
     if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
         raise ModelArtifactError(f"{directory}: not a walltime model (kind {manifest.get('kind')!r})"
                                  if isinstance(manifest, dict) else f"{directory}: bad manifest")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise ModelArtifactError(f"{directory}: unsupported format version {manifest.get('format_version')!r}")
+    if manifest.get("format_version") not in READABLE_VERSIONS:
+        raise ModelArtifactError(f"{directory}: unsupported walltime model format version "
+                                 f"{manifest.get('format_version')!r} (this hpcpredict reads "
+                                 f"{', '.join(map(str, READABLE_VERSIONS))}; retrain with `hpcpredict train`)")
     if hashlib.sha256(payload).hexdigest() != manifest.get("sha256"):
         raise ModelArtifactError(f"{directory}: {STATE_FILE} does not match its checksum")
     try:
