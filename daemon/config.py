@@ -36,7 +36,7 @@ class DaemonConfig:
     tcp: str = ""                                 # "127.0.0.1:50051" to also listen on TCP (requires TLS)
     tls_cert: str = ""
     tls_key: str = ""
-    workers: int = 4                              # gRPC threads; more only adds GIL contention (benchmarks/load)
+    workers: int = 2                              # gRPC threads; more only adds GIL contention (benchmarks/load)
     cpu_affinity: str = ""                        # "1" or "0,2-3": pin the daemon (1.2-1.7x Predict/s, benchmarks/load)
     max_concurrent: int = 64                      # beyond this, RESOURCE_EXHAUSTED at once
     metrics: str = "127.0.0.1:0"                  # Prometheus endpoint host:port; port 0 = any free port; "" = off

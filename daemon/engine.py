@@ -185,13 +185,8 @@ class PredictionEngine:
                         job_name=spec.job_name, group=spec.group, account=spec.account,
                         partition=spec.partition, qos=spec.qos, nodes=spec.nodes,
                         requested_procs=spec.ntasks * spec.cpus_per_task or spec.nodes, inputs=spec.inputs)
-        guess = self._history_answer(job, risk, models)
-        explanation = list(guess.explanation)
-        point, low, high, coverage, bound = guess.runtime_s, guess.low_s, guess.high_s, guess.coverage, guess.bound_s
-        name = guess.source
-        version = getattr(models.walltime, "version", "1") if name != RecentHistoryModel.name else RecentHistoryModel.version
-        fallback = guess.fallback
-
+        by_inputs = None
+        input_errors: list[str] = []
         if models.runtime is not None and spec.application:
             try:
                 # The bound at the risk target is the upper end of the two-sided interval whose
@@ -199,15 +194,26 @@ class PredictionEngine:
                 by_inputs = models.runtime.estimate(spec.application, spec.inputs, spec.nodes, spec.ntasks,
                                                     spec.cpus_per_task, bound_coverage=max(0.5, 1.0 - 2.0 * risk))
             except HpcPredictError as error:
-                by_inputs = None
-                explanation.append(f"runtime model not used: {error}")
-            if by_inputs is not None:
-                point, low, high, coverage = by_inputs.runtime_s, by_inputs.low_s, by_inputs.high_s, by_inputs.coverage
-                bound = max(by_inputs.bound_s, by_inputs.high_s, point)
-                name, version = by_inputs.model_name, by_inputs.model_version
-                # History lines stay only when history itself answered something.
-                explanation = list(by_inputs.explanation) + ([] if fallback else explanation)
-                fallback = False
+                input_errors.append(f"runtime model not used: {error}")
+        if by_inputs is not None:
+            # The inputs model answers: history only explains. The recent-history model says
+            # "your last runs of APP" at a fraction of the walltime model's cost, and the walltime
+            # model is not asked for an answer it would then calibrate itself on without serving.
+            with self._history_lock:
+                recent = self.recent.predict(job, risk)
+            point, low, high, coverage = by_inputs.runtime_s, by_inputs.low_s, by_inputs.high_s, by_inputs.coverage
+            bound = max(by_inputs.bound_s, by_inputs.high_s, point)
+            name, version = by_inputs.model_name, by_inputs.model_version
+            explanation = list(by_inputs.explanation) + ([] if recent.fallback else list(recent.explanation))
+            fallback = False
+        else:
+            guess = self._history_answer(job, risk, models)
+            explanation = list(guess.explanation) + input_errors
+            point, low, high, coverage, bound = guess.runtime_s, guess.low_s, guess.high_s, guess.coverage, guess.bound_s
+            name = guess.source
+            version = getattr(models.walltime, "version", "1") if name != RecentHistoryModel.name \
+                else RecentHistoryModel.version
+            fallback = guess.fallback
 
         comm_time = None
         feature_class = comm_model = ""

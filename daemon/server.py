@@ -222,14 +222,17 @@ def _setup_logging(config: Config) -> None:
 
 
 def parse_cpu_list(text) -> set[int]:
-    """CPUs in taskset/systemd form ("1", "0,2-3") or an iterable of ints; empty = no pinning.
+    """CPUs in taskset/systemd form ("1", "0,2-3") or an iterable of ints; empty = no pinning;
+    "auto" = the highest-numbered CPU this process may use (CPU 0 usually takes the interrupts).
 
-    >>> sorted(parse_cpu_list("0,2-3")), parse_cpu_list("")
-    ([0, 2, 3], set())
+    >>> sorted(parse_cpu_list("0,2-3")), parse_cpu_list(""), parse_cpu_list("auto") == {max(os.sched_getaffinity(0))}
+    ([0, 2, 3], set(), True)
     """
     if not isinstance(text, str):
         return {int(cpu) for cpu in text}
     text = text.strip()
+    if text == "auto":
+        return {max(os.sched_getaffinity(0))}
     return {int(cpu) for cpu in RangeSet(text)} if text else set()
 
 

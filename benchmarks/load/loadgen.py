@@ -255,6 +255,8 @@ def main(argv=None) -> int:
     parser.add_argument("--daemon-cpu", type=int, default=-1,
                         help="pin the daemon to this CPU ([daemon] cpu_affinity) and the clients to the others "
                              "(-1: no pinning)")
+    parser.add_argument("--runtime-learner", choices=("extra-trees", "ann"), default="extra-trees",
+                        help="the LAMMPS runtime model served (ann: what CV picks for this data)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
     extra_env = dict(item.split("=", 1) for item in args.daemon_env)
@@ -264,7 +266,7 @@ def main(argv=None) -> int:
     data_dir = Path(tempfile.mkdtemp(prefix="hpd-load-"))
     proc = None
     try:
-        world = build_world(data_dir, **({"trace": args.trace} if args.trace else {}))
+        world = build_world(data_dir, learner=args.runtime_learner, **({"trace": args.trace} if args.trace else {}))
         payloads = requests(world, args.requests * len(args.levels) + 400)  # no payload is sent twice
         proc, info = start_daemon(data_dir, extra_env)
         results = measure(info["socket"], info["metrics_port"], info["pid"], payloads, args)

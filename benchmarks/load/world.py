@@ -2,8 +2,10 @@
 
 * history: a real trace (SWF from the Parallel Workloads Archive) ingested into the store,
   so the recent-history model answers from real per-user runs;
-* runtime: an extra-trees model of LAMMPS "melt" trained on the repository's measured runs
-  (``tests/data/runtime/lammps_melt.csv``), published as application ``lmp``;
+* runtime: a model of LAMMPS "melt" trained on the repository's measured runs
+  (``tests/data/runtime/lammps_melt.csv``), published as application ``lmp``: extra-trees
+  (100 trees, the costlier walk) by default, or the ANN ensemble that cross-validation picks
+  for this data (``learner="ann"``);
 * a walltime model is published too when ``hpcpredict.daemon.history`` provides one.
 
 Requests mix the two paths: jobs of trace users (history answers) and LAMMPS jobs whose
@@ -21,12 +23,13 @@ from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_TRACE = Path("/work/shared/data/traces/hpc2n-subset.swf")
+DEFAULT_TRACE = REPO / "tests" / "data" / "traces" / "hpc2n-subset.swf"
 RUNS_CSV = REPO / "tests" / "data" / "runtime" / "lammps_melt.csv"
 INPUT_COLUMNS = ("x", "y", "z", "steps", "cutoff", "skin", "temp", "newton")
 
 
-def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100) -> dict:
+def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
+                learner: str = "extra-trees") -> dict:
     """Fill ``data_dir`` (store + published models); returns what was put there."""
     from hpcpredict.daemon.config import load_config
     from hpcpredict.daemon.history.traces import read_trace
@@ -48,7 +51,8 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100)
     keep = [lines[0].index(c) for c in INPUT_COLUMNS + ("runtime_s",)]
     text = "\n".join(",".join(row[i] for i in keep) for row in lines) + "\n"
     table = parse_runs_csv(text, target="runtime_s", source=str(RUNS_CSV))
-    model = RuntimeModel(learner="extra-trees", params={"n_estimators": n_trees, "random_state": 0}).fit(table)
+    params = {"n_estimators": n_trees, "random_state": 0} if learner == "extra-trees" else {"random_state": 0}
+    model = RuntimeModel(learner=learner, params=params).fit(table)
     published = {"history_jobs": len(records), "runtime_inputs": list(model.required_inputs)}
     with tempfile.TemporaryDirectory() as tmp:
         save_application_model(model, Path(tmp), application="lmp", metadata={"version": "bench"})

@@ -23,6 +23,7 @@ def test_cpu_lists_parse():
     assert parse_cpu_list(" 1 ") == {1}
     assert parse_cpu_list([2, 0]) == {0, 2}
     assert parse_cpu_list("") == set()
+    assert parse_cpu_list("auto") == {max(os.sched_getaffinity(0))}
     with pytest.raises(ConfigError, match="cpu_affinity: not a CPU list"):
         pin_to_cpus("one")
 
