@@ -37,7 +37,7 @@ from hpcpredict.daemon.errors import ModelArtifactError
 from hpcpredict.daemon.scaling.measurements import MeasurementSet, relative_deviation_range
 from hpcpredict.daemon.scaling.pmnf import CLASSES, ExponentPair
 from hpcpredict.daemon.scaling.regression import (
-    FittedModel, combine, parameter_line, prefer_two_terms, rank_single_parameter)
+    FittedModel, combine_for_noise, parameter_line, prefer_two_terms, rank_single_parameter)
 from hpcpredict.daemon.scaling.synthetic import class_training_set
 
 logger = logging.getLogger(__name__)
@@ -233,7 +233,7 @@ class AdaptiveModeler:
             choices[name] = self.candidates(x, y, noise * shrink, (low * shrink, high * shrink), repetitions,
                                             classifier_only=noise * shrink > CLASSIFIER_ONLY_ABOVE)
         margin = COMBINE_MARGIN_NOISY if noise > CLASSIFIER_ONLY_ABOVE else 1e-3
-        function, cv = combine(data, choices, margin=margin)
+        function, cv = combine_for_noise(data, choices, noise, margin=margin)
         if any(pair[0] < 0 for pair in choices[data.parameters[0]]):   # strong scaling seen
             function, cv = prefer_two_terms(data, function, cv)
         return FittedModel(function, cv, "adaptive", noise)

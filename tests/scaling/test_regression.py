@@ -97,3 +97,63 @@ def test_combine_margin_keeps_the_simpler_model_on_near_ties():
     lenient, lenient_cv = combine(data, choices, margin=0.5)
     assert len(strict.terms) == 3 and len(lenient.terms) == 2
     assert strict_cv < lenient_cv
+
+
+def test_combination_may_drop_a_parameter_without_effect():
+    from hpcpredict.daemon.scaling.regression import combine, combine_for_noise
+
+    ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
+    # n has no effect and the noise is 80 %: without dropping, covering families force an
+    # n term into every multi-parameter hypothesis.
+    lines = _lines(lambda p, n: 100 + 30 * p, ps, ns, noise=0.8, seed=4)
+    data = parse_jsonlines(lines)[("<root>", "time")]
+    choices = {"p": [(1.0, 0)], "n": [(0.5, 0)]}
+    forced, _ = combine(data, choices)
+    assert any("n" in t.exponents for t in forced.terms)
+    for noise in (0.1, 0.9):
+        dropped, cv = combine_for_noise(data, choices, noise=noise)
+        assert [dict(t.exponents) for t in dropped.terms] == [{"p": (1.0, 0)}]
+        assert np.isfinite(cv)
+
+
+def test_relative_fit_follows_the_small_values_under_relative_noise():
+    from hpcpredict.daemon.scaling.regression import RELATIVE_FIT_BELOW, _loo_fit, combine, combine_for_noise
+
+    ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
+    lines = _lines(lambda p, n: 5 + 0.5 * p * n, ps, ns, noise=0.2, seed=1)
+    data = parse_jsonlines(lines)[("<root>", "time")]
+    y = data.medians()
+    design = np.column_stack([np.ones(25), data.coordinates().prod(axis=1)])[None]
+    plain, plain_cv = _loo_fit(design, y)
+    weighted, weighted_cv = _loo_fit(design, y, 1 / y)
+    # weighted least squares = ordinary least squares on rows divided by y
+    direct = np.linalg.lstsq(design[0] / y[:, None], np.ones(25), rcond=None)[0]
+    assert weighted[0] == pytest.approx(direct, rel=1e-9)
+    # relative errors: the weighted fit has the smaller mean relative residual
+    rel = [np.mean(np.abs(design[0] @ c - y) / y) for c in (plain[0], weighted[0])]
+    assert rel[1] < rel[0]
+    # its leave-one-out SMAPE matches refitting without each point in turn
+    held = []
+    for i in range(25):
+        keep = np.arange(25) != i
+        c = np.linalg.lstsq(design[0][keep] / y[keep, None], np.ones(24), rcond=None)[0]
+        f = design[0][i] @ c
+        held.append(abs(y[i] - f) / ((abs(y[i]) + abs(f)) / 2))
+    assert weighted_cv[0] == pytest.approx(100 * np.mean(held), rel=1e-6)
+    choices = {"p": [(1.0, 0)], "n": [(1.0, 0)]}
+    calm, _ = combine_for_noise(data, choices, noise=0.2)
+    assert calm == combine(data, choices, relative=True, allow_dropping=True)[0]
+    noisy, _ = combine_for_noise(data, choices, noise=RELATIVE_FIT_BELOW + 0.1)
+    assert noisy == combine(data, choices, allow_dropping=True)[0]
+    assert calm != noisy
+
+
+def test_one_parameter_combination_is_unchanged_by_the_noise_rule():
+    from hpcpredict.daemon.scaling.regression import combine, combine_for_noise
+
+    lines = [json.dumps({"params": {"p": p}, "value": [3 + 0.2 * p ** 1.5 * (1 + 0.3 * ((p * 7) % 5 - 2) / 2)]})
+             for p in (2, 4, 8, 16, 32, 64)]
+    data = parse_jsonlines(lines)[("<root>", "time")]
+    choices = {"p": [(1.5, 0), (1.0, 0)]}
+    for noise in (0.01, 0.9):
+        assert combine_for_noise(data, choices, noise) == combine(data, choices)
