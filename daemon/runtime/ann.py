@@ -34,6 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
 from sklearn.utils.validation import check_is_fitted
 
+from .compiled import fill_and_log
 from .conformal import conformal_multiplier, group_folds
 
 
@@ -55,10 +56,7 @@ class ANNEnsemble(RegressorMixin, BaseEstimator):
 
     # -- preprocessing -------------------------------------------------------------------
     def standardised_inputs(self, X):
-        X = np.asarray(X, dtype=float)
-        X = np.where(np.isnan(X), self.fill_, X)
-        X = np.where(self.log_columns_, np.log(np.maximum(X, 1e-300)), X)
-        return (X - self.mean_) / self.scale_
+        return (fill_and_log(X, self.fill_, self.log_columns_) - self.mean_) / self.scale_
 
     def _target(self, y):
         return (np.log(y) - self.y_mean_) / self.y_scale_ if self.target == "log" else y / self.y_scale_

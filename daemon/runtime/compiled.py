@@ -12,12 +12,16 @@ import numpy as np
 from ..errors import ModelArtifactError
 
 
-def log_linear_trend(X, fill, log_columns, coef, intercept) -> np.ndarray:
-    """Log-runtime trend: linear in log(positive inputs) and in the other inputs."""
+def fill_and_log(X, fill, log_columns) -> np.ndarray:
+    """Missing inputs → their fill value; the ``log_columns`` (positive inputs) → their log."""
     X = np.atleast_2d(np.asarray(X, dtype=float))
     X = np.where(np.isnan(X), fill, X)
-    X = np.where(log_columns, np.log(np.maximum(X, 1e-300)), X)
-    return X @ coef + intercept
+    return np.where(log_columns, np.log(np.maximum(X, 1e-300)), X)
+
+
+def log_linear_trend(X, fill, log_columns, coef, intercept) -> np.ndarray:
+    """Log-runtime trend: linear in log(positive inputs) and in the other inputs."""
+    return fill_and_log(X, fill, log_columns) @ coef + intercept
 
 
 def transform_features(X, fill, powers, mean, scale, kept) -> np.ndarray:

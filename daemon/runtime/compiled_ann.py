@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..errors import ModelArtifactError
+from .compiled import fill_and_log
 
 ACTIVATIONS = ("identity", "logistic", "tanh", "relu")
 TARGETS = ("log", "weighted")
@@ -72,10 +73,7 @@ class CompiledEnsemble:
 
     # -- forward pass --------------------------------------------------------------------
     def standardised(self, X) -> np.ndarray:
-        X = np.atleast_2d(np.asarray(X, dtype=float))
-        X = np.where(np.isnan(X), self.fill, X)
-        X = np.where(self.log_columns, np.log(np.maximum(X, 1e-300)), X)
-        return (X - self.mean) / self.scale
+        return (fill_and_log(X, self.fill, self.log_columns) - self.mean) / self.scale
 
     def log_members(self, X) -> np.ndarray:
         """Log runtime predicted by every member: shape (members, rows)."""

@@ -50,7 +50,6 @@ from .encoding import InputEncoder
 
 logger = logging.getLogger(__name__)
 
-FORMAT = FORMATS["extra-trees"]  # the format of artifacts published before the ANN was servable
 REQUEST_FIELDS = ("nodes", "ntasks", "cpus_per_task")
 
 
