@@ -53,6 +53,9 @@ class StoreConfig:
     # just kill -9); the cost is one fsync per transaction, small next to a gRPC round trip.
     synchronous: str = "FULL"
     busy_timeout_ms: int = 5000
+    # Each of the daemon's two prediction journals (memory-mapped, committed in batches);
+    # 0 writes every prediction straight into SQLite. 8 MiB holds ~5,000 predictions.
+    journal_mib: int = 8
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,8 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"[policy] risk must be in (0, 1), got {config.policy.risk}")
     if config.store.synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
         raise ConfigError(f"[store] synchronous must be OFF|NORMAL|FULL|EXTRA, got {config.store.synchronous!r}")
+    if not 0 <= config.store.journal_mib <= 1024:
+        raise ConfigError(f"[store] journal_mib must be 0..1024, got {config.store.journal_mib}")
     if config.daemon.workers < 1 or config.daemon.max_concurrent < 1:
         raise ConfigError("[daemon] workers and max_concurrent must be >= 1")
     if config.daemon.tcp and not (config.daemon.tls_cert and config.daemon.tls_key):

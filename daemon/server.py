@@ -95,7 +95,8 @@ class Daemon:
         self.admin_socket_path = admin_socket_path(self.socket_path)
         self.private_dir = os.path.join(config.data_dir, "private")
         os.makedirs(os.path.dirname(os.path.abspath(self.socket_path)) or ".", exist_ok=True)
-        self.store = open_store(config, lazy=True)  # a broken store is a fault, not a refusal to serve
+        # lazy: a broken store is a fault, not a refusal to serve
+        self.store = open_store(config, lazy=True, journal=True)
         self.registry = ModelRegistry(config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None)
         self.engine = PredictionEngine(config, self.store, self.registry)
         self.metrics = Metrics()

@@ -6,6 +6,8 @@ admin RPCs from anyone but root/admin users → ``PERMISSION_DENIED``.
 """
 from __future__ import annotations
 
+import hashlib
+import itertools
 import logging
 import os
 import threading
@@ -53,6 +55,22 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         self._is_admin = is_admin or (lambda context: False)
         self._counters = {"requests": 0, "fallbacks": 0}
         self._children: dict = {}   # (method, code) -> (counter, histogram) children: labels() once
+        # Prediction ids must not be guessable (an id fetches the job's stored request): a keyed
+        # hash of a counter, with a key drawn once, costs no system call per Predict.
+        self._id_key = os.urandom(32)
+        self._id_counter = itertools.count()
+        if hasattr(store, "on_fault"):   # journaled predictions that the store refuses to take
+            store.on_fault = self._store_fault
+
+    def _new_prediction_id(self) -> str:
+        return hashlib.blake2b(next(self._id_counter).to_bytes(8, "little"), key=self._id_key,
+                               digest_size=16).hexdigest()
+
+    def _store_fault(self, message: str | None) -> None:
+        if message is None:
+            self.clear_fault("store")
+        else:
+            self.set_fault("store", message)
 
     # ------------------------------------------------------------------ faults
     def set_fault(self, component: str, message: str) -> None:
@@ -118,7 +136,7 @@ class PredictorServicer(pb_grpc.PredictorServicer):
 
     def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest) -> pb.Estimate:
         answer = self.engine.estimate(spec, at_allocation=at_allocation)
-        prediction_id = os.urandom(16).hex()
+        prediction_id = self._new_prediction_id()
         if answer.fallback:
             self.metrics.fallbacks.inc()
             self._counters["fallbacks"] += 1

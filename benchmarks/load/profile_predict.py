@@ -40,6 +40,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--runtime-learner", choices=("ann", "extra-trees"), default="ann",
+                        help="learner of the world's LAMMPS runtime model (the bundled one is an ANN)")
     args = parser.parse_args(argv)
 
     from hpcpredict.daemon.config import load_config
@@ -52,7 +54,7 @@ def main(argv=None) -> int:
     from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
     data_dir = Path(tempfile.mkdtemp(prefix="hpd-prof-"))
-    world = build_world(data_dir)
+    world = build_world(data_dir, learner=args.runtime_learner)
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(data_dir), "HPCPREDICT_DAEMON_HOOK_SOCKET": ""})
     daemon = create_daemon(config)
     daemon.engine.start()
@@ -85,7 +87,7 @@ def main(argv=None) -> int:
         ("  engine.estimate, LAMMPS", _mean_us(engine.estimate, specs[::2])),
         ("  engine.estimate, trace job", _mean_us(engine.estimate, specs[1::2])),
         ("    recent_history.predict (np.quantile inside)", _mean_us(lambda j: engine.recent.predict(j, 0.03), jobs)),
-        ("    runtime model estimate (compiled forest)",
+        (f"    runtime model estimate ({args.runtime_learner})",
          _mean_us(lambda s: engine.models.runtime.estimate(s.application, s.inputs, s.nodes, s.ntasks,
                                                             s.cpus_per_task), specs[::2])),
         ("  store.record_prediction (WAL, synchronous=NORMAL for this write)",

@@ -94,8 +94,7 @@ class EnsemblePredictor:
             raise ModelArtifactError("array shapes do not match")
 
     def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
-        m, s = self.ensemble.mean_std(vector)
-        return float(m[0]), float(s[0])
+        return self.ensemble.log_dist_one(vector)
 
     def describe(self) -> str:
         sizes = "x".join(str(h) for h in self.ensemble.settings()["hidden_layer_sizes"]) or "0"

@@ -21,6 +21,8 @@ True
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import expit
 
@@ -55,6 +57,15 @@ class CompiledEnsemble:
         self.fill, self.mean, self.scale = (np.asarray(a, dtype=float) for a in (fill, mean, scale))
         self.log_columns = np.asarray(log_columns, dtype=bool)
         self.target, self.y_mean, self.y_scale = target, float(y_mean), float(y_scale)
+        # One-row pass (Predict): the standardisation folded into the first layer, whose members
+        # sit side by side, so the first layer of every member is one vector-matrix product.
+        members, fan_in, fan_out = self.weights[0].shape
+        first = self.weights[0] / self.scale[None, :, None]
+        self._first_w = first.transpose(1, 0, 2).reshape(fan_in, members * fan_out)
+        self._first_b = (self.biases[0][:, 0, :] - np.einsum("i,mio->mo", self.mean, first)).ravel()
+        self._first_shape = (members, fan_out)
+        self._log_index = np.flatnonzero(self.log_columns)
+        self._log_floor = float(np.log(_FLOOR))
 
     @property
     def n_members(self) -> int:
@@ -93,7 +104,37 @@ class CompiledEnsemble:
     def mean_std(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Centre and spread of log runtime per row (members' mean and standard deviation)."""
         logs = self.log_members(X)
-        return logs.mean(axis=0), np.maximum(logs.std(axis=0), 1e-6)
+        # np.mean/np.std's own formula (sum / n; pairwise sums of squared deviations) without
+        # their Python-level wrappers: the same numbers, ~15 us less per Predict.
+        n = logs.shape[0]
+        centre = np.add.reduce(logs, axis=0) / n
+        deviation = logs - centre
+        spread = np.sqrt(np.add.reduce(deviation * deviation, axis=0) / n)
+        return centre, np.maximum(spread, 1e-6)
+
+    def log_dist_one(self, vector: np.ndarray) -> tuple[float, float]:
+        """:meth:`mean_std` of one input row, in about a third of its time (same numbers to
+        rounding: the standardisation is folded into the first layer's weights)."""
+        x = np.where(np.isnan(vector), self.fill, vector)
+        logged = self._log_index
+        x[logged] = np.log(np.maximum(x[logged], 1e-300))
+        a = (x @ self._first_w + self._first_b).reshape(self._first_shape)   # (members, fan_out)
+        last = len(self.weights) - 1
+        if last:
+            a = _activate(self.activation, a)
+            for k in range(1, last + 1):
+                a = np.matmul(a[:, None, :], self.weights[k])[:, 0, :] + self.biases[k][:, 0, :]
+                if k < last:
+                    a = _activate(self.activation, a)
+        t = a[:, 0]
+        if self.target == "log":   # log(exp(u)) = u: no round trip through the runtime
+            logs = np.maximum(t * self.y_scale + self.y_mean, self._log_floor)
+        else:
+            logs = np.log(np.maximum(t * self.y_scale, _FLOOR))
+        n = logs.shape[0]
+        centre = float(logs.sum()) / n
+        deviation = logs - centre
+        return centre, max(math.sqrt(float(deviation @ deviation) / n), 1e-6)
 
     # -- storage -------------------------------------------------------------------------
     def arrays(self) -> dict[str, np.ndarray]:

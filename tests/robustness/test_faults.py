@@ -45,28 +45,42 @@ def _fill(directory: Path) -> Path:
     return filler
 
 
-def test_store_disk_full_then_freed(world_dir, tmpfs):
-    daemon, client = start(world_dir, HPCPREDICT_STORE_PATH=str(tmpfs / "hpcpredict.sqlite"))
+def _stored_prediction_ids(store_path: Path) -> set[str]:
+    db = sqlite3.connect(store_path)
+    try:
+        return {row[0] for row in db.execute("SELECT prediction_id FROM predictions")}
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("journal_mib", [0, 1], ids=["direct", "journal"])
+def test_store_disk_full_then_freed(world_dir, tmpfs, journal_mib):
+    store_path = tmpfs / "hpcpredict.sqlite"
+    daemon, client = start(world_dir, HPCPREDICT_STORE_PATH=str(store_path),
+                           HPCPREDICT_STORE_JOURNAL_MIB=str(journal_mib))
     try:
         assert client.stub.Predict(job(), timeout=10).prediction_id
         filler = _fill(tmpfs)
-        # every answer still comes; the record of it cannot be kept (no prediction id), and says so
+        # every answer still comes. Without a journal its record cannot be kept (no prediction
+        # id); the journal was preallocated at start, so it keeps them until the disk has room.
         answers = [client.stub.Predict(job(), timeout=10) for _ in range(5)]
         assert all(a.runtime_s > 0 for a in answers)
-        assert not answers[-1].prediction_id
+        kept = [a.prediction_id for a in answers if a.prediction_id]
+        assert len(kept) == (5 if journal_mib else 0)
         with pytest.raises(grpc.RpcError) as caught:
             client.stub.ReportOutcome(outcome("full-1"), timeout=10)
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE  # never acknowledged unless on disk
         assert "full" in client.faults()["store"]
         assert "store" in client.metric_faults()
         filler.unlink()
-        assert client.stub.Predict(job(), timeout=10).prediction_id
-        assert client.stub.ReportOutcome(outcome("full-2"), timeout=10).stored
-        assert "store" not in client.faults()
+        assert _until(lambda: client.stub.Predict(job(), timeout=10).prediction_id)
+        assert _until(lambda: client.stub.ReportOutcome(outcome("full-2"), timeout=10).stored)
+        assert _until(lambda: "store" not in client.faults())
         assert "store" not in client.metric_faults()
     finally:
         client.close()
         daemon.stop()
+    assert set(kept) <= _stored_prediction_ids(store_path), "a prediction answered with an id was lost"
 
 
 def test_store_on_a_read_only_file_system_then_writable(world_dir, tmpfs):
@@ -97,14 +111,18 @@ def test_store_on_a_read_only_file_system_then_writable(world_dir, tmpfs):
         daemon.stop()
 
 
-def test_stalled_store_does_not_stall_predict(world_dir):
+@pytest.mark.parametrize("journal_mib", [0, 8], ids=["direct", "journal"])
+def test_stalled_store_does_not_stall_predict(world_dir, journal_mib):
     """A disk too slow to take a write in time: Predict answers anyway, outcomes are refused."""
-    daemon, client = start(world_dir, HPCPREDICT_STORE_BUSY_TIMEOUT_MS="1500")
+    daemon, client = start(world_dir, HPCPREDICT_STORE_BUSY_TIMEOUT_MS="1500",
+                           HPCPREDICT_STORE_JOURNAL_MIB=str(journal_mib))
     blocker = sqlite3.connect(daemon.data_dir / "hpcpredict.sqlite", isolation_level=None)
     try:
         blocker.execute("BEGIN IMMEDIATE")  # hold the write lock, as a stuck writer would
         answer = client.stub.Predict(job(), timeout=1.0)  # well under the store's 1.5 s wait
-        assert answer.runtime_s > 0 and not answer.prediction_id
+        assert answer.runtime_s > 0
+        # without a journal the record is dropped (no id); with one it waits there for the store
+        assert bool(answer.prediction_id) == bool(journal_mib)
         with pytest.raises(grpc.RpcError) as caught:
             client.stub.ReportOutcome(outcome("slow-1"), timeout=10)
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -112,11 +130,13 @@ def test_stalled_store_does_not_stall_predict(world_dir):
         blocker.execute("ROLLBACK")
         assert client.stub.Predict(job(), timeout=10).prediction_id
         assert client.stub.ReportOutcome(outcome("slow-2"), timeout=10).stored
-        assert "store" not in client.faults()
+        assert _until(lambda: "store" not in client.faults())
     finally:
         blocker.close()
         client.close()
         daemon.stop()
+    if journal_mib:
+        assert answer.prediction_id in _stored_prediction_ids(daemon.data_dir / "hpcpredict.sqlite")
 
 
 def _runtime_model(folder: Path) -> Path:

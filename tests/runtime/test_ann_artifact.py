@@ -86,6 +86,11 @@ def test_compiled_forward_pass_matches_sklearn_members(params):
     m, s = compiled.mean_std(X[:1])
     expected_m, expected_s = ensemble.predict_log_dist(X[:1])
     np.testing.assert_allclose([m[0], s[0]], [expected_m[0], expected_s[0]], rtol=1e-9)
+    # Predict's one-row pass (standardisation folded into the first layer) gives the same numbers
+    centres, spreads = compiled.mean_std(X)
+    one_row = np.array([compiled.log_dist_one(row.copy()) for row in X])
+    np.testing.assert_allclose(one_row[:, 0], centres, rtol=1e-9)
+    np.testing.assert_allclose(one_row[:, 1], spreads, rtol=1e-7)
 
 
 def _rewrite(root: Path, change):
