@@ -321,7 +321,12 @@ class SQLiteStore(Store):
                 break
             time.sleep(self._flush_delay_s)   # let a batch gather: one transaction for many rows
             self._wake.clear()
-            if not self.flush():
+            try:
+                committed = self.flush()
+            except Exception:   # never let the flusher die: the rows stay in the journal
+                logger.exception("prediction journal flush failed")
+                committed = False
+            if not committed:
                 time.sleep(self._retry_s)
             if self._pending[0] or self._pending[1]:
                 self._wake.set()

@@ -36,12 +36,19 @@ def store(daemon):
     return SQLiteStore(str(daemon.data_dir / "hpcpredict.sqlite"))
 
 
-def prediction(daemon, prediction_id: str):
-    db = store(daemon)
-    try:
-        return db.prediction(prediction_id)
-    finally:
-        db.close()
+def prediction(daemon, prediction_id: str, wait_s: float = 10.0):
+    """The stored row, read from the store file as an admin tool would: the daemon commits its
+    prediction journal in batches (every ~50 ms), so a row just answered may take that long."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        db = store(daemon)
+        try:
+            row = db.prediction(prediction_id)
+        finally:
+            db.close()
+        if row is not None or time.monotonic() > deadline:
+            return row
+        time.sleep(0.05)
 
 
 def seed_history(daemon, user: str, script: str, runtimes: list[float]) -> None:
