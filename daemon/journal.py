@@ -73,6 +73,8 @@ class JournalFile:
             os.close(handle)
             raise StoreError(f"journal {path}: in use by another process ({error})") from error
         try:
+            # never shrink: a smaller configured size must not cut off records a crash left
+            size = max(size, os.fstat(handle).st_size)
             if os.fstat(handle).st_size != size:
                 os.ftruncate(handle, size)
             os.posix_fallocate(handle, 0, size)

@@ -204,7 +204,7 @@ class SQLiteStore(Store):
         self._pending_ids: dict[str, tuple] = {}
         self._active = 0
         self._wake = threading.Event()
-        self._stopping = False
+        self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self._flush_failed = False
         self.on_fault = None   # callable(message or None): the daemon reports journal-flush faults
@@ -315,11 +315,11 @@ class SQLiteStore(Store):
             return True
 
     def _flush_loop(self) -> None:
-        while not self._stopping:
+        stop = self._stop
+        while not stop.is_set():
             self._wake.wait(timeout=1.0)
-            if self._stopping:
+            if stop.wait(self._flush_delay_s):   # let a batch gather: one transaction for many rows
                 break
-            time.sleep(self._flush_delay_s)   # let a batch gather: one transaction for many rows
             self._wake.clear()
             try:
                 committed = self.flush()
@@ -327,7 +327,7 @@ class SQLiteStore(Store):
                 logger.exception("prediction journal flush failed")
                 committed = False
             if not committed:
-                time.sleep(self._retry_s)
+                stop.wait(self._retry_s)
             if self._pending[0] or self._pending[1]:
                 self._wake.set()
 
@@ -520,7 +520,7 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         if self._flusher is not None:
-            self._stopping = True
+            self._stop.set()
             self._wake.set()
             self._flusher.join(timeout=5)
         if self._journals is not None:

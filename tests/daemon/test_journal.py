@@ -66,6 +66,15 @@ def test_torn_record_and_older_generation_are_not_replayed(tmp_path):
     assert JournalFile.open(path, 1 << 16).records() == [b"five"]
 
 
+def test_a_smaller_configured_size_keeps_what_a_crash_left(tmp_path):
+    path = str(tmp_path / "j")
+    journal = JournalFile.open(path, 1 << 16)
+    payloads = [bytes([i]) * 1000 for i in range(20)]   # 20 kB of records
+    assert all(journal.append(p) for p in payloads)
+    journal.close()
+    assert JournalFile.open(path, 4096).records() == payloads
+
+
 def test_full_journal_says_so_and_a_second_process_cannot_open_it(tmp_path):
     path = str(tmp_path / "j")
     journal = JournalFile.open(path, 256)
