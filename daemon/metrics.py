@@ -22,6 +22,10 @@ class Metrics:
         self.model_info = Gauge("hpcpredict_model_info", "Models being served (value 1)",
                                 ["kind", "key", "version"], registry=self.registry)
         self.faults = Gauge("hpcpredict_fault", "1 while a fault is active", ["component"], registry=self.registry)
+        # Read at scrape time (no cost on Predict): grows while the store refuses writes.
+        self.journal_pending = Gauge("hpcpredict_prediction_journal_rows",
+                                     "Predictions answered and journaled, not yet committed to the store",
+                                     registry=self.registry)
         self.rejected = Counter("hpcpredict_overload_rejections",
                                 "Hook-socket calls refused as busy (gRPC refuses past maximum_concurrent_rpcs itself)",
                                 registry=self.registry)

@@ -281,6 +281,10 @@ class SQLiteStore(Store):
                 self._wake.set()
         return True
 
+    def pending_predictions(self) -> int:
+        """Journaled predictions not yet committed (0 without a journal)."""
+        return len(self._pending[0]) + len(self._pending[1])
+
     def flush(self) -> bool:
         """Commit every journaled prediction now; False when the store refused (rows kept)."""
         with self._flush_lock:

@@ -48,6 +48,13 @@ class Client:
         return {line.split('component="')[1].split('"')[0] for line in text.splitlines()
                 if line.startswith("hpcpredict_fault{") and line.rstrip().endswith(" 1.0")}
 
+    def journal_rows(self) -> float:
+        """The hpcpredict_prediction_journal_rows gauge: predictions waiting for the store."""
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.daemon.info['metrics_port']}/metrics",
+                                      timeout=10).read().decode()
+        return next(float(line.split()[1]) for line in text.splitlines()
+                    if line.startswith("hpcpredict_prediction_journal_rows "))
+
     def close(self) -> None:
         self._public.close()
         self._admin.close()

@@ -72,11 +72,13 @@ def test_store_disk_full_then_freed(world_dir, tmpfs, journal_mib):
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE  # never acknowledged unless on disk
         assert "full" in client.faults()["store"]
         assert "store" in client.metric_faults()
+        assert client.journal_rows() >= len(kept)   # waiting in the journal, visible to monitoring
         filler.unlink()
         assert _until(lambda: client.stub.Predict(job(), timeout=10).prediction_id)
         assert _until(lambda: client.stub.ReportOutcome(outcome("full-2"), timeout=10).stored)
         assert _until(lambda: "store" not in client.faults())
         assert "store" not in client.metric_faults()
+        assert _until(lambda: client.journal_rows() == 0)
     finally:
         client.close()
         daemon.stop()
