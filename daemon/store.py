@@ -21,6 +21,7 @@ import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -109,6 +110,19 @@ _INSERT_PREDICTION = (
     "INSERT OR REPLACE INTO predictions (prediction_id, job_id, stage, user, application, created, runtime_s, "
     "low_s, high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+@contextmanager
+def _immediate(db: sqlite3.Connection):
+    """BEGIN IMMEDIATE ... COMMIT; rolled back if anything in between fails."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 class Store(ABC):
@@ -248,14 +262,8 @@ class SQLiteStore(Store):
                 journals.append(JournalFile.open(f"{self.path}.journal-{index}", self._journal_bytes))
             left = [decode_row(payload) for journal in journals for payload in journal.records()]
             if left:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
+                with _immediate(self._db):
                     self._db.executemany(_INSERT_PREDICTION, left)
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
-                    raise
                 logger.warning("store %s: %d prediction records recovered from the journal", self.path, len(left))
             for journal in journals:
                 journal.reset()
@@ -338,16 +346,11 @@ class SQLiteStore(Store):
     def _migrate(self, db: sqlite3.Connection) -> None:
         level = db.execute("PRAGMA user_version").fetchone()[0]
         for number, script in enumerate(MIGRATIONS[level:], start=level + 1):
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with _immediate(db):
                 for statement in script.split(";"):
                     if statement.strip():
                         db.execute(statement)
                 db.execute(f"PRAGMA user_version={number}")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
             logger.info("store %s migrated to schema %d", self.path, number)
 
     def _connection(self) -> sqlite3.Connection:
@@ -382,59 +385,37 @@ class SQLiteStore(Store):
             db.execute(f"PRAGMA busy_timeout={mode[1]}")
             self._mode = mode
 
-    def _write(self, statements, *, durable: bool = True) -> list:
-        """Run (sql, params) pairs in one IMMEDIATE transaction; returns each rowcount.
-
-        ``durable``: fsync before returning (configured ``synchronous``); otherwise the fast mode.
-        """
+    @contextmanager
+    def _using(self, mode: tuple[str, int]):
+        """The connection, under the lock, in ``mode``; SQLite errors become StoreError."""
         with self._lock:
             db = self._connection()
             try:
-                self._set_mode(db, (self._synchronous, self._busy_timeout_ms) if durable else self._fast)
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    counts = []
-                    for sql, params in statements:
-                        counts.append(db.execute(sql, params).rowcount)
-                    db.execute("COMMIT")
-                    return counts
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
+                self._set_mode(db, mode)
+                yield db
             except sqlite3.Error as error:
                 self._failed(error)
                 raise StoreError(f"store write failed ({self.path}): {error}") from error
+
+    def _mode_for(self, durable: bool) -> tuple[str, int]:
+        """``durable``: fsync before returning (configured ``synchronous``); else the fast mode."""
+        return (self._synchronous, self._busy_timeout_ms) if durable else self._fast
+
+    def _write(self, statements, *, durable: bool = True) -> list:
+        """Run (sql, params) pairs in one IMMEDIATE transaction; returns each rowcount."""
+        with self._using(self._mode_for(durable)) as db, _immediate(db):
+            return [db.execute(sql, params).rowcount for sql, params in statements]
 
     def _write_one(self, sql: str, params, *, durable: bool = True) -> int:
         """One statement as its own (implicit) transaction: as atomic as :meth:`_write`, with
-        one ``execute`` instead of three — the prediction record on Predict's path."""
-        with self._lock:
-            db = self._connection()
-            try:
-                self._set_mode(db, (self._synchronous, self._busy_timeout_ms) if durable else self._fast)
-                return db.execute(sql, params).rowcount
-            except sqlite3.Error as error:
-                self._failed(error)
-                raise StoreError(f"store write failed ({self.path}): {error}") from error
+        one ``execute`` instead of three."""
+        with self._using(self._mode_for(durable)) as db:
+            return db.execute(sql, params).rowcount
 
     def _write_many(self, sql: str, rows: list) -> None:
         """Many rows of one statement in one transaction, without the fsync (journal batches)."""
-        with self._lock:
-            db = self._connection()
-            try:
-                self._set_mode(db, self._fast)
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    db.executemany(sql, rows)
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as error:
-                self._failed(error)
-                raise StoreError(f"store write failed ({self.path}): {error}") from error
+        with self._using(self._fast) as db, _immediate(db):
+            db.executemany(sql, rows)
 
     def _read(self, sql: str, params=()) -> list:
         with self._lock:
