@@ -141,7 +141,7 @@ def main(argv=None) -> int:
                 return regression.combine(data, choices, margin, relative=relative, allow_dropping=True)
         else:
             rule = make_combine(score, float(margin) if margin else None, "drop" in flags)
-        patched = SHIPPED if score == "shipped" else (lambda data, choices, noise, margin=1e-3, rule=rule: rule(data, choices, margin))
+        patched = SHIPPED if score == "shipped" else (lambda data, choices, noise, margin=1e-3, rule=rule, **_: rule(data, choices, margin))
         adaptive.combine_for_noise = regression.combine_for_noise = patched
         top = next((int(f[3:]) for f in flags if f.startswith("top")), 1)
         modeler.candidates = _top_k(modeler, original_candidates, top)

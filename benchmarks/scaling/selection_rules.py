@@ -2,7 +2,8 @@
 
 Same adapted classifier, two ways to pick a noisy line's exponent: CV SMAPE among the top-3
 classes (seed 001's DNN modeler as first built) vs the classifier's most probable plausible
-class (``CLASSIFIER_ONLY_ABOVE``, the current rule). Tasks come from synthetic_protocol.py.
+class (``CLASSIFIER_ONLY_ABOVE``; since round 4 the class at the growth median of its
+probabilities, ``NOISY_LINE_QUANTILE``; see noisy_line_dev.py for comparing those). Tasks come from synthetic_protocol.py.
 
     nice -n 10 .venv/bin/python benchmarks/scaling/selection_rules.py --seed 101 --functions 60 --m 1
 """
@@ -37,7 +38,7 @@ def main(argv=None) -> int:
     modeler = adaptive.AdaptiveModeler(samples_per_class=150, epochs=2)   # adaptations shared
     results = {}
     current = adaptive.CLASSIFIER_ONLY_ABOVE
-    for name, threshold in (("cv-among-top-3", float("inf")), ("classifier-top-class", current)):
+    for name, threshold in (("cv-among-top-3", float("inf")), ("shipped-noisy-line-rule", current)):
         adaptive.CLASSIFIER_ONLY_ABOVE = threshold
         results[name] = protocol.run_ours(tasks, "adaptive", modeler)
     adaptive.CLASSIFIER_ONLY_ABOVE = current

@@ -8,12 +8,13 @@ exponent classes per parameter (plus the regression modeler's winner when the no
 become hypotheses, combined across parameters and chosen by cross-validated SMAPE.
 
 At high noise the paper switches the regression modeler off and notes that then "the DNN
-output already represents the best model". We follow that literally: when a parameter's line
-is noisier than ``CLASSIFIER_ONLY_ABOVE`` its exponent is the adapted classifier's most probable
-class with a positive coefficient (CV SMAPE among the top 3 would pick the hypothesis that
-fits the noise best, which extrapolated worse on our development seed), and multi-parameter
-combinations need a clearly lower CV SMAPE (``COMBINE_MARGIN_NOISY``) to add terms, so near-ties
-go to the simpler model.
+output already represents the best model". We follow that: when a parameter's line is noisier
+than ``CLASSIFIER_ONLY_ABOVE`` (a line averaged over a grid of other-parameter values:
+``GRID_CLASSIFIER_ONLY_ABOVE``) its exponent comes from the adapted classifier alone (CV SMAPE
+among the top 3 on 5 noisy points picks the hypothesis that fits the noise best) — the class
+at the median of the classifier's probabilities ordered by growth (``NOISY_LINE_QUANTILE``),
+with a positive coefficient; multi-parameter combinations need a clearly lower CV SMAPE
+(``COMBINE_MARGIN_NOISY``) to add terms, so near-ties go to the simpler model.
 
 Differences from the paper, on purpose: a smaller network (3 hidden layers, not 5 of up to
 1500 neurons) so the shipped weights stay small and adaptation takes a second on a laptop
@@ -51,9 +52,20 @@ TOP_K = 3
 # is: with 5 noisy points, CV SMAPE among the top 3 mostly picks the hypothesis that fits the
 # noise (measured on a development seed, see benchmarks/README.md "Scaling models").
 CLASSIFIER_ONLY_ABOVE = 0.15
+# The same for a line averaged over a grid of other-parameter values (two or more parameters):
+# there the top-3 candidates are not judged on the line's 5 points but by the combination's CV
+# SMAPE over all 5^m points, which picks better than the classifier alone up to a noisier line
+# (round 4, dev seeds 101/102; benchmarks/README.md "Scaling models").
+GRID_CLASSIFIER_ONLY_ABOVE = 0.30
 # With noisy data (global rrd above the same level) a multi-parameter hypothesis with more
 # terms must lower the CV SMAPE by more than this fraction to win (regression modeler: 0.1 %).
 COMBINE_MARGIN_NOISY = 0.10
+# Noisy lines: read the adapted classifier's probabilities as a distribution over growth
+# rates and take the class at this quantile of it (classes ordered by growth beyond the largest
+# measured value; only classes with a positive coefficient on the line count). None = the most
+# probable class. 0.5 is the posterior median: the class minimising the expected |error of the
+# log-growth|. Lower values (leaning to slower growth) extrapolated worse on the dev seeds.
+NOISY_LINE_QUANTILE: float | None = 0.5
 NOISE_GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0)
 
 
@@ -168,24 +180,65 @@ def domain_adapt(weights: ClassifierWeights, positions: np.ndarray, noise_range:
     return ClassifierWeights.from_estimator(estimator)
 
 
+def growth_quantile_class(x: np.ndarray, probabilities: np.ndarray, allowed: set[ExponentPair] | None,
+                          quantile: float) -> ExponentPair:
+    """The class at ``quantile`` of the classifier's distribution, classes ordered by growth.
+
+    Growth is ``log(f(2 x_max) / f(x_max))`` for ``f = x^i log2(x)^j`` (the next doubling
+    past the data, which is what an extrapolation sees); ``allowed`` restricts the classes
+    (probabilities renormalised), falling back to all classes if none is allowed.
+
+    >>> p = np.zeros(len(CLASSES)); p[CLASSES.index((1.0, 0))] = 0.45; p[CLASSES.index((2.0, 0))] = 0.55
+    >>> growth_quantile_class(np.array([4., 8, 16, 32, 64]), p, None, 0.5)
+    (2.0, 0)
+    >>> growth_quantile_class(np.array([4., 8, 16, 32, 64]), p, None, 0.4)
+    (1.0, 0)
+    """
+    top = float(np.max(x))
+    top = top if top > 1.0 else 2.0
+    growth = np.array([i * np.log(2.0) + j * np.log(np.log2(2 * top) / np.log2(top)) for i, j in CLASSES])
+    mask = np.array([allowed is None or c in allowed for c in CLASSES])
+    weights = np.where(mask, probabilities, 0.0) if mask.any() else np.asarray(probabilities, dtype=float)
+    order = np.lexsort((-weights, growth))        # slowest growth first; ties: more probable first
+    cumulative = np.cumsum(weights[order]) / max(float(weights.sum()), 1e-300)
+    k = int(np.searchsorted(cumulative, quantile - 1e-12))
+    return CLASSES[int(order[min(k, len(order) - 1)])]
+
+
+@dataclass(frozen=True)
+class AveragedClassifier:
+    """Several adapted copies of the classifier; probabilities are their mean."""
+
+    members: tuple[ClassifierWeights, ...]
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        return np.mean([m.probabilities(features) for m in self.members], axis=0)
+
+
 class AdaptiveModeler:
-    """Fits MeasurementSets; caches adapted weights per task shape (positions, reps, noise)."""
+    """Fits MeasurementSets; caches adapted weights per task shape (positions, reps, noise).
+
+    ``members`` > 1 adapts that many copies (different synthetic samples) and averages
+    their probabilities.
+    """
 
     def __init__(self, weights: ClassifierWeights | None = None, *, samples_per_class: int = 300,
-                 epochs: int = 2, adapt: bool = True, seed: int = 0):
+                 epochs: int = 2, adapt: bool = True, seed: int = 0, members: int = 1):
         self.weights = weights
         self.samples_per_class = samples_per_class
         self.epochs = epochs
         self.adapt = adapt
         self.seed = seed
-        self._adapted: dict[tuple, ClassifierWeights] = {}
+        self.members = members
+        self._adapted: dict[tuple, ClassifierWeights | AveragedClassifier] = {}
 
     def _weights(self) -> ClassifierWeights:
         if self.weights is None:
             self.weights = ClassifierWeights.load(PRETRAINED_PATH)
         return self.weights
 
-    def adapted(self, positions: np.ndarray, noise_range: tuple[float, float], repetitions: int) -> ClassifierWeights:
+    def adapted(self, positions: np.ndarray, noise_range: tuple[float, float],
+                repetitions: int) -> ClassifierWeights | AveragedClassifier:
         if not self.adapt:
             return self._weights()
         # Coarse noise buckets keep the cache useful across tasks of the same shape.
@@ -196,9 +249,10 @@ class AdaptiveModeler:
             low = max([g for g in grid if g < low], default=0.0)
         key = (tuple(np.round(positions, 9)), float(low), float(high), repetitions)
         if key not in self._adapted:
-            self._adapted[key] = domain_adapt(self._weights(), np.asarray(positions), (low, high), repetitions,
-                                              samples_per_class=self.samples_per_class,
-                                              epochs=self.epochs, seed=self.seed)
+            copies = tuple(domain_adapt(self._weights(), np.asarray(positions), (low, high), repetitions,
+                                        samples_per_class=self.samples_per_class,
+                                        epochs=self.epochs, seed=self.seed + k) for k in range(self.members))
+            self._adapted[key] = copies[0] if len(copies) == 1 else AveragedClassifier(copies)
         return self._adapted[key]
 
     def candidates(self, x: np.ndarray, y: np.ndarray, noise: float, noise_range: tuple[float, float],
@@ -208,10 +262,14 @@ class AdaptiveModeler:
         top = [CLASSES[k] for k in np.argsort(probabilities)[::-1][:TOP_K]]
         ranked = rank_single_parameter(x, y, pairs=top)
         plausible = {r.pair for r in ranked if np.isfinite(r.cv_smape)}
-        regression = rank_single_parameter(x, y)[0].pair
+        every = rank_single_parameter(x, y)
+        regression = every[0].pair
         if classifier_only and regression[0] >= 0:
-            # Noisy data: the adapted classifier's most probable plausible class is the model
-            # (seed 001: with the regression modeler off, the DNN output is the answer).
+            # Noisy data: the adapted classifier's answer is the model (seed 001: with the
+            # regression modeler off, the DNN output is the answer).
+            if NOISY_LINE_QUANTILE is not None:
+                allowed = {r.pair for r in every if np.isfinite(r.cv_smape)}
+                return [growth_quantile_class(x, probabilities, allowed, NOISY_LINE_QUANTILE)]
             return [next((p for p in top if p in plausible), top[0])]
         picked = [r.pair for r in ranked if np.isfinite(r.cv_smape)] or top
         if noise <= LOW_NOISE or regression[0] < 0:   # calm data, or strong scaling (not in E)
@@ -230,8 +288,9 @@ class AdaptiveModeler:
             # A line averaged over G other-parameter combinations carries ~1/sqrt(G) of the noise.
             lines = max(1, len(data.points) // len(x))
             shrink = 1.0 / np.sqrt(lines)
+            limit = CLASSIFIER_ONLY_ABOVE if lines == 1 else GRID_CLASSIFIER_ONLY_ABOVE
             choices[name] = self.candidates(x, y, noise * shrink, (low * shrink, high * shrink), repetitions,
-                                            classifier_only=noise * shrink > CLASSIFIER_ONLY_ABOVE)
+                                            classifier_only=noise * shrink > limit)
         margin = COMBINE_MARGIN_NOISY if noise > CLASSIFIER_ONLY_ABOVE else 1e-3
         function, cv = combine_for_noise(data, choices, noise, margin=margin)
         if any(pair[0] < 0 for pair in choices[data.parameters[0]]):   # strong scaling seen

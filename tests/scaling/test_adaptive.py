@@ -87,3 +87,88 @@ def test_noisy_line_takes_the_classifiers_top_plausible_class():
     assert noisy[0] in order
     calm = modeler.candidates(x, y, 0.6, (0.3, 0.6), 5, classifier_only=False)
     assert noisy[0] in calm and len(calm) >= 2
+
+
+def _fixed_classifier(preferences: dict) -> ClassifierWeights:
+    """A real one-layer classifier whose output ignores the features (zero weights), with the
+    given class probabilities through its biases."""
+    from hpcpredict.daemon.scaling.adaptive import SLOTS
+
+    probabilities = np.full(len(CLASSES), 1e-9)
+    for pair, p in preferences.items():
+        probabilities[CLASSES.index(pair)] = p
+    return ClassifierWeights((np.zeros((5 * SLOTS + 1, len(CLASSES))),), (np.log(probabilities),))
+
+
+def test_growth_quantile_takes_the_median_growth_not_the_most_probable_class():
+    from hpcpredict.daemon.scaling.adaptive import growth_quantile_class
+
+    x = np.array([4.0, 8, 16, 32, 64])
+    p = np.zeros(len(CLASSES))
+    p[CLASSES.index((2.0, 0))] = 0.4          # most probable, steepest
+    p[CLASSES.index((1.0, 0))] = 0.35
+    p[CLASSES.index((0.5, 0))] = 0.25
+    assert growth_quantile_class(x, p, None, 0.5) == (1.0, 0)
+    assert growth_quantile_class(x, p, None, 0.2) == (0.5, 0)
+    assert growth_quantile_class(x, p, None, 0.9) == (2.0, 0)
+    # classes not allowed (negative coefficient on the line) do not count
+    assert growth_quantile_class(x, p, {(2.0, 0), (0.5, 0)}, 0.5) == (2.0, 0)
+    # x * log2(x) grows faster than x beyond the data
+    q = np.zeros(len(CLASSES))
+    q[CLASSES.index((1.0, 1))] = 0.5
+    q[CLASSES.index((1.0, 0))] = 0.5
+    assert growth_quantile_class(x, q, None, 0.4) == (1.0, 0)
+
+
+def test_noisy_line_rule_picks_the_lower_exponent_when_the_steep_class_is_not_a_majority(monkeypatch):
+    from hpcpredict.daemon.scaling import adaptive
+
+    x = np.array([4.0, 8, 16, 32, 64])
+    rng = np.random.default_rng(2)
+    y = (30 + 2 * x) * (1 + rng.uniform(-0.4, 0.4, 5))          # noisy line, truly linear
+    weights = _fixed_classifier({(2.0, 0): 0.4, (1.0, 0): 0.35, (0.5, 0): 0.25})
+    modeler = AdaptiveModeler(weights, adapt=False)
+    monkeypatch.setattr(adaptive, "NOISY_LINE_QUANTILE", None)
+    assert modeler.candidates(x, y, 0.8, (0.4, 0.8), 5, classifier_only=True) == [(2.0, 0)]
+    monkeypatch.setattr(adaptive, "NOISY_LINE_QUANTILE", 0.5)
+    assert modeler.candidates(x, y, 0.8, (0.4, 0.8), 5, classifier_only=True) == [(1.0, 0)]
+
+
+def _record_classifier_only(modeler):
+    seen = []
+    original = modeler.candidates
+
+    def candidates(x, y, noise, noise_range, repetitions, classifier_only=False):
+        seen.append(classifier_only)
+        return original(x, y, noise, noise_range, repetitions, classifier_only)
+    modeler.candidates = candidates
+    return seen
+
+
+def test_grid_lines_keep_several_candidates_where_a_single_line_would_not():
+    # Round 4: a line averaged over a grid of 5 other-parameter values with ~20 % noise keeps
+    # its top-3 candidates (chosen by the combination's CV over all points); a single-parameter
+    # line that noisy takes the classifier's answer alone.
+    from hpcpredict.daemon.scaling.adaptive import CLASSIFIER_ONLY_ABOVE, GRID_CLASSIFIER_ONLY_ABOVE
+    from hpcpredict.daemon.scaling.measurements import relative_deviation_range
+
+    weights = _fixed_classifier({(1.0, 0): 0.5, (0.5, 0): 0.3, (2.0, 0): 0.2})
+    rng = np.random.default_rng(1)
+    grid = [json.dumps({"params": {"p": p, "n": n},
+                        "value": list((20 + 3 * p * n) * (1 + rng.uniform(-0.25, 0.25, 5)))})
+            for p in (4, 8, 16, 32, 64) for n in (10, 20, 30, 40, 50)]
+    data = parse_jsonlines(grid)[("<root>", "time")]
+    line_noise = relative_deviation_range(data.points) / np.sqrt(5)
+    assert CLASSIFIER_ONLY_ABOVE < line_noise <= GRID_CLASSIFIER_ONLY_ABOVE
+    modeler = AdaptiveModeler(weights, adapt=False)
+    seen = _record_classifier_only(modeler)
+    modeler.fit(data)
+    assert seen == [False, False]
+    single = [json.dumps({"params": {"p": p}, "value": list((20 + 3 * p) * (1 + rng.uniform(-0.12, 0.12, 5)))})
+              for p in (4, 8, 16, 32, 64)]
+    data = parse_jsonlines(single)[("<root>", "time")]
+    assert CLASSIFIER_ONLY_ABOVE < relative_deviation_range(data.points) <= GRID_CLASSIFIER_ONLY_ABOVE
+    modeler = AdaptiveModeler(weights, adapt=False)
+    seen = _record_classifier_only(modeler)
+    modeler.fit(data)
+    assert seen == [True]

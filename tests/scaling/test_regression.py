@@ -117,7 +117,8 @@ def test_combination_may_drop_a_parameter_without_effect():
 
 
 def test_relative_fit_follows_the_small_values_under_relative_noise():
-    from hpcpredict.daemon.scaling.regression import RELATIVE_FIT_BELOW, _loo_fit, combine, combine_for_noise
+    from hpcpredict.daemon.scaling.regression import (
+        REGRESSION_RELATIVE_FIT_BELOW, _loo_fit, combine, combine_for_noise)
 
     ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
     lines = _lines(lambda p, n: 5 + 0.5 * p * n, ps, ns, noise=0.2, seed=1)
@@ -143,7 +144,8 @@ def test_relative_fit_follows_the_small_values_under_relative_noise():
     choices = {"p": [(1.0, 0)], "n": [(1.0, 0)]}
     calm, _ = combine_for_noise(data, choices, noise=0.2)
     assert calm == combine(data, choices, relative=True, allow_dropping=True)[0]
-    noisy, _ = combine_for_noise(data, choices, noise=RELATIVE_FIT_BELOW + 0.1)
+    noisy, _ = combine_for_noise(data, choices, noise=REGRESSION_RELATIVE_FIT_BELOW + 0.1,
+                                 relative_below=REGRESSION_RELATIVE_FIT_BELOW)
     assert noisy == combine(data, choices, allow_dropping=True)[0]
     assert calm != noisy
 
@@ -157,3 +159,26 @@ def test_one_parameter_combination_is_unchanged_by_the_noise_rule():
     choices = {"p": [(1.5, 0), (1.0, 0)]}
     for noise in (0.01, 0.9):
         assert combine_for_noise(data, choices, noise) == combine(data, choices)
+
+
+def test_regression_modeler_fits_noisy_combinations_by_plain_least_squares():
+    # Round 4: between REGRESSION_RELATIVE_FIT_BELOW and RELATIVE_FIT_BELOW the regression
+    # modeler combines by ordinary least squares (the adaptive modeler still relatively).
+    from hpcpredict.daemon.scaling.measurements import relative_deviation_range
+    from hpcpredict.daemon.scaling.regression import (
+        REGRESSION_RELATIVE_FIT_BELOW, RELATIVE_FIT_BELOW, combine, combine_for_noise, fit_regression,
+        parameter_line, rank_single_parameter)
+
+    ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
+    lines = _lines(lambda p, n: 5 + 0.5 * p * n, ps, ns, noise=0.5, seed=1)
+    data = parse_jsonlines(lines)[("<root>", "time")]
+    rrd = relative_deviation_range(data.points)
+    assert REGRESSION_RELATIVE_FIT_BELOW < rrd <= RELATIVE_FIT_BELOW
+    choices = {name: [rank_single_parameter(*parameter_line(data, k))[0].pair]
+               for k, name in enumerate(data.parameters)}
+    plain = combine(data, choices, allow_dropping=True)[0]
+    relative = combine(data, choices, relative=True, allow_dropping=True)[0]
+    assert plain != relative
+    assert fit_regression(data).function == plain
+    assert combine_for_noise(data, choices, rrd)[0] == relative      # adaptive modeler's rule
+    assert combine_for_noise(data, choices, 0.95)[0] == relative     # relative at every noise level
