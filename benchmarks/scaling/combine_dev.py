@@ -4,17 +4,15 @@ Runs the adaptive modeler on synthetic_protocol.py tasks with different ``combin
 (monkeypatched; "shipped" = ``combine_for_noise`` as in the daemon, "loo" = the rule before
 round 3, "extrap" = choose on the outer points of a fit on the inner ones, "mix" = mean of both,
 "hyb<t>" = extrap up to rrd t, else LOO + drop; "hyb<t>+wls" = relative least squares up to
-rrd t, parameters may drop out (hyb0.7+wls = shipped); "+drop" / "+top2" / "@margin" flags) and prints accuracy / extrapolation error next to Extra-P 4.2.5 (median),
-whose results are cached per seed in /tmp.
+rrd t, parameters may drop out (hyb0.7+wls = the round-3 rule); "+drop" / "+top2" / "@margin" flags) and prints accuracy / extrapolation error next to Extra-P 4.2.5 (median),
+whose results are cached per seed (dev_common.py).
 
     nice -n 10 .venv/bin/python benchmarks/scaling/combine_dev.py --seed 101 --functions 40 --m 2 \
         --extrap-python /tmp/extrap-venv/bin/python
 """
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import sys
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import dev_common  # noqa: E402
 import synthetic_protocol as protocol  # noqa: E402
 from hpcpredict.daemon.scaling import adaptive, regression  # noqa: E402
 from hpcpredict.daemon.scaling.pmnf import CompoundTerm, PmnfFunction, factor  # noqa: E402
@@ -108,27 +107,15 @@ def _top_k(modeler, original, k):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=101)
-    parser.add_argument("--functions", type=int, default=40)
-    parser.add_argument("--m", type=int, default=2)
-    parser.add_argument("--noise", type=float, nargs="+", default=[0.1, 0.5, 0.75, 1.0])
+    parser = dev_common.dev_parser(__doc__, functions=40, m=2, noise=[0.1, 0.5, 0.75, 1.0])
     parser.add_argument("--variants", nargs="+", default=["loo", "extrap", "mix"])
     parser.add_argument("--extrap-python", default=None)
     parser.add_argument("--modeler", choices=("adaptive", "regression"), default="adaptive")
-    args = parser.parse_args(argv)
-    if args.seed == 3:
-        parser.error("seed 3 is the reported evaluation run; develop on another seed")
-    rng = np.random.default_rng(args.seed)
-    tasks = [protocol.make_task(rng, args.m, noise, k) for noise in args.noise for k in range(args.functions)]
-    for k, task in enumerate(tasks):
-        task["id"] = k
+    args = dev_common.parse_dev_args(parser, argv)
+    tasks = dev_common.dev_tasks(args)
     results = {}
     if args.extrap_python:
-        cache = Path(f"/tmp/h7r3/extrap_{args.seed}_{args.m}_{args.functions}_{'-'.join(map(str, args.noise))}.json")
-        if not cache.exists():
-            cache.write_text(json.dumps(protocol.run_extrap(tasks, args.extrap_python, "median")))
-        results["Extra-P"] = json.loads(cache.read_text())
+        results["Extra-P"] = dev_common.extrap_results(args, tasks, args.extrap_python)
     modeler = adaptive.AdaptiveModeler(samples_per_class=150, epochs=2)
     original_candidates = adaptive.AdaptiveModeler.candidates
     for variant in args.variants:
@@ -147,28 +134,7 @@ def main(argv=None) -> int:
         modeler.candidates = _top_k(modeler, original_candidates, top)
         results[variant] = protocol.run_ours(tasks, args.modeler, modeler)
     adaptive.combine_for_noise = regression.combine_for_noise = SHIPPED
-    rows = protocol.summarise(tasks, results)
-    print("| noise | variant | d≤1/4 | d≤1/3 | d≤1/2 | P1+ | P2+ | P3+ | P4+ |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for noise in args.noise:
-        ref = next((r for r in rows if r["noise"] == noise and r["modeler"] == "Extra-P"), None)
-        for row in rows:
-            if row["noise"] == noise:
-                accs = [v for k, v in row.items() if k.startswith("acc")]
-                ratio = "" if ref is None else " (" + "/".join(
-                    f"{row[f'P{k}+'] / max(ref[f'P{k}+'], 1e-12):.2f}" for k in range(1, 5)) + ")"
-                print(f"| {noise:.0%} | {row['modeler']} | " + " | ".join(f"{a:.0f}" for a in accs) + " | "
-                      + " | ".join(f"{row[f'P{k}+']:.1f}" for k in range(1, 5)) + f" |{ratio}")
-    ref = {r["noise"]: r for r in rows if r["modeler"] == "Extra-P"}
-    if ref:
-        for variant in args.variants:
-            mine = {r["noise"]: r for r in rows if r["modeler"] == variant}
-            acc = sum(mine[n][k] >= ref[n][k] - 1e-9 for n in args.noise for k in mine[n] if k.startswith("acc"))
-            high = [mine[n][f"P{k}+"] / ref[n][f"P{k}+"] for n in args.noise if n >= 0.5 for k in range(1, 5)]
-            low = [mine[n][f"P{k}+"] / ref[n][f"P{k}+"] for n in args.noise if n < 0.5 for k in range(1, 5)]
-            print(f"{variant:<18} accuracy cells >= Extra-P: {acc}/{3 * len(args.noise)}; noise>=50%: "
-                  f"<=0.8x {sum(r <= 0.8 for r in high)}/{len(high)}, mean ratio {np.mean(high) if high else 0:.2f}; "
-                  f"noise<50%: <=1.0x {sum(r <= 1.0 for r in low)}/{len(low)}, mean ratio {np.mean(low) if low else 0:.2f}")
+    dev_common.report(tasks, results, args.noise, args.variants)
     return 0
 
 

@@ -205,32 +205,17 @@ def growth_quantile_class(x: np.ndarray, probabilities: np.ndarray, allowed: set
     return CLASSES[int(order[min(k, len(order) - 1)])]
 
 
-@dataclass(frozen=True)
-class AveragedClassifier:
-    """Several adapted copies of the classifier; probabilities are their mean."""
-
-    members: tuple[ClassifierWeights, ...]
-
-    def probabilities(self, features: np.ndarray) -> np.ndarray:
-        return np.mean([m.probabilities(features) for m in self.members], axis=0)
-
-
 class AdaptiveModeler:
-    """Fits MeasurementSets; caches adapted weights per task shape (positions, reps, noise).
-
-    ``members`` > 1 adapts that many copies (different synthetic samples) and averages
-    their probabilities.
-    """
+    """Fits MeasurementSets; caches adapted weights per task shape (positions, reps, noise)."""
 
     def __init__(self, weights: ClassifierWeights | None = None, *, samples_per_class: int = 300,
-                 epochs: int = 2, adapt: bool = True, seed: int = 0, members: int = 1):
+                 epochs: int = 2, adapt: bool = True, seed: int = 0):
         self.weights = weights
         self.samples_per_class = samples_per_class
         self.epochs = epochs
         self.adapt = adapt
         self.seed = seed
-        self.members = members
-        self._adapted: dict[tuple, ClassifierWeights | AveragedClassifier] = {}
+        self._adapted: dict[tuple, ClassifierWeights] = {}
 
     def _weights(self) -> ClassifierWeights:
         if self.weights is None:
@@ -238,7 +223,7 @@ class AdaptiveModeler:
         return self.weights
 
     def adapted(self, positions: np.ndarray, noise_range: tuple[float, float],
-                repetitions: int) -> ClassifierWeights | AveragedClassifier:
+                repetitions: int) -> ClassifierWeights:
         if not self.adapt:
             return self._weights()
         # Coarse noise buckets keep the cache useful across tasks of the same shape.
@@ -249,10 +234,9 @@ class AdaptiveModeler:
             low = max([g for g in grid if g < low], default=0.0)
         key = (tuple(np.round(positions, 9)), float(low), float(high), repetitions)
         if key not in self._adapted:
-            copies = tuple(domain_adapt(self._weights(), np.asarray(positions), (low, high), repetitions,
-                                        samples_per_class=self.samples_per_class,
-                                        epochs=self.epochs, seed=self.seed + k) for k in range(self.members))
-            self._adapted[key] = copies[0] if len(copies) == 1 else AveragedClassifier(copies)
+            self._adapted[key] = domain_adapt(self._weights(), np.asarray(positions), (low, high), repetitions,
+                                              samples_per_class=self.samples_per_class,
+                                              epochs=self.epochs, seed=self.seed)
         return self._adapted[key]
 
     def candidates(self, x: np.ndarray, y: np.ndarray, noise: float, noise_range: tuple[float, float],
