@@ -100,8 +100,7 @@ class Daemon:
         self.registry = ModelRegistry(config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None)
         self.engine = PredictionEngine(config, self.store, self.registry)
         self.metrics = Metrics()
-        if hasattr(self.store, "pending_predictions"):
-            self.metrics.journal_pending.set_function(self.store.pending_predictions)
+        self.metrics.journal_pending.set_function(self.store.pending_predictions)
         uids = admin_uids(daemon_cfg.admin_users)
         self.servicer = PredictorServicer(
             self.engine, self.store, self.metrics, config,

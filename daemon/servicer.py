@@ -59,8 +59,7 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         # hash of a counter, with a key drawn once, costs no system call per Predict.
         self._id_key = os.urandom(32)
         self._id_counter = itertools.count()
-        if hasattr(store, "on_fault"):   # journaled predictions that the store refuses to take
-            store.on_fault = self._store_fault
+        store.on_fault = self._store_fault   # journaled predictions that the store refuses to take
 
     def _new_prediction_id(self) -> str:
         return hashlib.blake2b(next(self._id_counter).to_bytes(8, "little"), key=self._id_key,

@@ -128,6 +128,14 @@ def _immediate(db: sqlite3.Connection):
 class Store(ABC):
     """What the daemon and the CLI need from storage."""
 
+    #: Called with a message when writes queued in the background fail, with None once they
+    #: succeed again (the daemon reports it as the "store" fault).
+    on_fault = None
+
+    def pending_predictions(self) -> int:
+        """Predictions answered but not yet committed (a store that queues writes says how many)."""
+        return 0
+
     @abstractmethod
     def add_jobs(self, records: Iterable[JobRecord], source: str) -> tuple[int, int]:
         """Store ended jobs; returns (added, already present). Idempotent per (source, job_id)."""
@@ -221,7 +229,6 @@ class SQLiteStore(Store):
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self._flush_failed = False
-        self.on_fault = None   # callable(message or None): the daemon reports journal-flush faults
         try:
             self._connect()
         except StoreError as error:
