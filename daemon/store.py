@@ -164,6 +164,21 @@ class Store(ABC):
     def close(self) -> None: ...
 
 
+def _prediction_values(row: PredictionRow) -> tuple:
+    """The ``predictions`` row (the INSERT's parameters; also what the journal stores)."""
+    return (row.prediction_id, row.job_id, row.stage, row.user, row.application, row.created, row.runtime_s,
+            row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
+            row.model_version, int(row.fallback), row.request)
+
+
+def _prediction_from_values(values) -> PredictionRow:
+    """Inverse of :func:`_prediction_values` (also for a row read back from SQLite)."""
+    values = list(values)
+    values[14] = bool(values[14])
+    values[15] = values[15] or b""
+    return PredictionRow(*values)
+
+
 _JOB_COLUMNS = ("job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
                 "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time",
                 "start_time", "end_time", "runtime_s", "state", "exit_code", "inputs")
@@ -465,9 +480,7 @@ class SQLiteStore(Store):
 
     # -- predictions
     def record_prediction(self, row: PredictionRow) -> None:
-        params = (row.prediction_id, row.job_id, row.stage, row.user, row.application, row.created, row.runtime_s,
-                  row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
-                  row.model_version, int(row.fallback), row.request)
+        params = _prediction_values(row)
         if self._journals is not None and self._journal_append(params):
             return
         self._write_one(_INSERT_PREDICTION, params, durable=False)   # no journal, or it is full
@@ -475,19 +488,11 @@ class SQLiteStore(Store):
     def prediction(self, prediction_id: str) -> PredictionRow | None:
         pending = self._pending_ids.get(prediction_id)
         if pending is not None:
-            values = list(pending)
-            values[14] = bool(values[14])
-            values[15] = values[15] or b""
-            return PredictionRow(*values)
+            return _prediction_from_values(pending)
         rows = self._read("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, "
                           "high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, "
                           "request FROM predictions WHERE prediction_id = ?", (prediction_id,))
-        if not rows:
-            return None
-        values = list(rows[0])
-        values[14] = bool(values[14])
-        values[15] = values[15] or b""
-        return PredictionRow(*values)
+        return _prediction_from_values(rows[0]) if rows else None
 
     # -- status
     def counts(self) -> dict[str, int]:

@@ -63,7 +63,7 @@ class CompiledEnsemble:
         first = self.weights[0] / self.scale[None, :, None]
         self._first_w = first.transpose(1, 0, 2).reshape(fan_in, members * fan_out)
         self._first_b = (self.biases[0][:, 0, :] - np.einsum("i,mio->mo", self.mean, first)).ravel()
-        self._first_shape = (members, fan_out)
+        self._first_shape = (members, 1, fan_out)
         self._log_index = np.flatnonzero(self.log_columns)
         self._log_floor = float(np.log(_FLOOR))
 
@@ -88,18 +88,19 @@ class CompiledEnsemble:
 
     def log_members(self, X) -> np.ndarray:
         """Log runtime predicted by every member: shape (members, rows)."""
-        a = self.standardised(X)[None, :, :]
-        last = len(self.weights) - 1
-        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
-            a = a @ w + b
-            if k < last:
-                a = _activate(self.activation, a)
-        t = a[:, :, 0]
+        t = self._after_first_layer(self.standardised(X)[None, :, :] @ self.weights[0] + self.biases[0])
         if self.target == "log":
             runtime = np.exp(t * self.y_scale + self.y_mean)
         else:
             runtime = t * self.y_scale
         return np.log(np.maximum(runtime, _FLOOR))
+
+    def _after_first_layer(self, a: np.ndarray) -> np.ndarray:
+        """The rest of every member's pass from the first layer's affine output (members,
+        rows, fan_out): the network output, shape (members, rows)."""
+        for w, b in zip(self.weights[1:], self.biases[1:]):
+            a = _activate(self.activation, a) @ w + b
+        return a[:, :, 0]
 
     def mean_std(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Centre and spread of log runtime per row (members' mean and standard deviation)."""
@@ -118,15 +119,7 @@ class CompiledEnsemble:
         x = np.where(np.isnan(vector), self.fill, vector)
         logged = self._log_index
         x[logged] = np.log(np.maximum(x[logged], 1e-300))
-        a = (x @ self._first_w + self._first_b).reshape(self._first_shape)   # (members, fan_out)
-        last = len(self.weights) - 1
-        if last:
-            a = _activate(self.activation, a)
-            for k in range(1, last + 1):
-                a = np.matmul(a[:, None, :], self.weights[k])[:, 0, :] + self.biases[k][:, 0, :]
-                if k < last:
-                    a = _activate(self.activation, a)
-        t = a[:, 0]
+        t = self._after_first_layer((x @ self._first_w + self._first_b).reshape(self._first_shape))[:, 0]
         if self.target == "log":   # log(exp(u)) = u: no round trip through the runtime
             logs = np.maximum(t * self.y_scale + self.y_mean, self._log_floor)
         else:

@@ -140,26 +140,21 @@ class _Variant:
         if self.scores.ndim != 1 or not np.all(np.isfinite(self.scores)):
             raise ModelArtifactError(f"{path}: corrupt model: bad calibration scores")
         self._multipliers: dict[float, float] = {}
-        self._texts: dict = {}
+        self._interval_texts: dict[float, str] = {}
         self.learner = learner
         self.application = str(description["application"])
         self.variant = str(description["variant"])
         self.kept_features = [str(f) for f in description.get("kept_features", [])]
         self.name = f"runtime-{learner}/{self.application}/{self.variant}"
         self.version = str(metadata.get("version", description["arrays_sha256"][:12]))
-
-    # The fixed lines of the explanation, formatted once (Predict asks for them every time).
-    def _describe_text(self) -> str:
-        text = self._texts.get("describe")
-        if text is None:
-            text = self._texts["describe"] = f"{self.application}: {self.predictor.describe()} '{self.variant}'"
-        return text
+        # The fixed lines of the explanation, formatted once (Predict asks for them every time).
+        self._describe_text = f"{self.application}: {self.predictor.describe()} '{self.variant}'"
 
     def _interval_text(self, coverage: float) -> str:
-        text = self._texts.get(coverage)
+        text = self._interval_texts.get(coverage)
         if text is None:
-            text = self._texts[coverage] = (f"{coverage:.0%} interval: {self.predictor.interval_method()}, "
-                                            f"conformal-calibrated on {self.scores.size} held-out runs")
+            text = self._interval_texts[coverage] = (f"{coverage:.0%} interval: {self.predictor.interval_method()}, "
+                                                     f"conformal-calibrated on {self.scores.size} held-out runs")
         return text
 
     def _multiplier(self, coverage: float) -> float:
@@ -185,7 +180,7 @@ class _Variant:
             bound = math.exp(min(centre + self._multiplier(bound_coverage) * spread, 700.0))
         runtime, low, high = (math.exp(min(v, 700.0)) for v in (centre, centre - q * spread, centre + q * spread))
         used = ", ".join(f"{name}={inputs[name]}" for name in self.required if name in inputs)
-        explanation = (self._describe_text(), f"inputs used: {used}" if used else "inputs used: none",
+        explanation = (self._describe_text, f"inputs used: {used}" if used else "inputs used: none",
                        self._interval_text(coverage))
         return RuntimeEstimate(runtime, low, high, coverage, explanation, self.name, self.version, bound)
 
