@@ -188,9 +188,10 @@ def covering_families(names: Sequence[str]) -> list[tuple[tuple[str, ...], ...]]
 # so the rule stays as is (README "Scaling models", round 5).
 RELATIVE_FIT_BELOW = float("inf")
 # The regression modeler has one CV-SMAPE winner per parameter, which at 50 % noise is often
-# wrong; fitted relatively, the combination extrapolated worse than by plain least squares (round 4, dev seed 101, ratio to Extra-P at >= 50 % noise:
-# m = 2 1.08 either way, m = 3 1.30 with the relative fit up to 0.70 vs 1.17 up to 0.30), so for
-# that modeler the relative fit stops at calm data. Below 0.30 both thresholds give the same models.
+# wrong; fitted relatively, the combination extrapolated worse than by plain least squares
+# (round 4, dev seed 101, ratio to Extra-P at >= 50 % noise: m = 2 1.08 either way, m = 3 1.30
+# with the relative fit up to 0.70 vs 1.17 up to 0.30), so for that modeler the relative fit
+# stops at calm data. Below 0.30 both thresholds give the same models.
 REGRESSION_RELATIVE_FIT_BELOW = 0.30
 
 
