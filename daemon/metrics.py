@@ -30,6 +30,15 @@ class Metrics:
                                 "Hook-socket calls refused as busy (gRPC refuses past maximum_concurrent_rpcs itself)",
                                 registry=self.registry)
 
+    def watch_grpc_front(self, stats) -> None:
+        """Gauges read from the native gRPC front end's counters at scrape time (``stats()`` -> dict)."""
+        Gauge("hpcpredict_grpc_calls_in_flight",
+              "gRPC calls accepted and not yet answered (refused past daemon.max_concurrent)",
+              registry=self.registry).set_function(lambda: stats().get("in_flight", 0))
+        Gauge("hpcpredict_grpc_refused_calls",
+              "gRPC calls refused RESOURCE_EXHAUSTED at daemon.max_concurrent since start",
+              registry=self.registry).set_function(lambda: stats().get("refused", 0))
+
     def set_models(self, artifacts) -> None:
         self.model_info.clear()
         for artifact in artifacts:

@@ -23,7 +23,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from ClusterShell.RangeSet import RangeSet, RangeSetParseError
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from hpcpredict.daemon.adminsock import AdminRelay, admin_uids, peer_uid
 from hpcpredict.daemon.config import Config, load_config
@@ -36,9 +36,16 @@ from hpcpredict.daemon.servicer import PredictorServicer
 from hpcpredict.daemon.store import open_store
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
+try:
+    from hpcpredict.daemon.native_server import NativeServer
+except ImportError as _error:  # the C++ module was not built (no libgrpc++-dev): gRPC Python serves
+    NativeServer = None
+    _NATIVE_MISSING = str(_error)
+
 logger = logging.getLogger(__name__)
 
 SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
+SERVICE_NAMES = (SERVICE.full_name, health.SERVICE_NAME, reflection.SERVICE_NAME)
 BUNDLED_MODELS = Path(__file__).resolve().parent / "bundled_models"
 MAX_MESSAGE_BYTES = 64 << 20  # above every [limits] so our validator, not the transport, says what is wrong
 
@@ -75,16 +82,46 @@ def _guard(method):
     return handler
 
 
-def _service_handler(servicer) -> grpc.GenericRpcHandler:
-    handlers = {}
+def _method_handlers(servicer):
+    """(method name, handler, request decoder, response encoder) for every Predictor method."""
     for method in SERVICE.methods:
         request_class = getattr(pb, method.input_type.name)
         response_class = getattr(pb, method.output_type.name)
-        handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-            _guard(getattr(servicer, method.name)),
-            request_deserializer=_lenient(request_class),
-            response_serializer=response_class.SerializeToString)
-    return grpc.method_handlers_generic_handler(SERVICE.full_name, handlers)
+        yield (method.name, _guard(getattr(servicer, method.name)), _lenient(request_class),
+               response_class.SerializeToString)
+
+
+def _grpcio_server(daemon_cfg, servicer, health_servicer) -> grpc.Server:
+    # maximum_concurrent_rpcs: gRPC itself answers RESOURCE_EXHAUSTED at once past the limit
+    # (running + queued for a worker), so a burst never queues behind slow calls.
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=daemon_cfg.workers, thread_name_prefix="rpc"),
+        maximum_concurrent_rpcs=daemon_cfg.max_concurrent,
+        options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                 ("grpc.so_reuseport", 0)])
+    handlers = {name: grpc.unary_unary_rpc_method_handler(handler, request_deserializer=decode,
+                                                          response_serializer=encode)
+                for name, handler, decode, encode in _method_handlers(servicer)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(SERVICE_NAMES, server)
+    return server
+
+
+def _native_server(daemon_cfg, servicer) -> "NativeServer":
+    # The C++ front end answers health checks itself and refuses calls past max_concurrent
+    # with RESOURCE_EXHAUSTED before any Python runs.
+    server = NativeServer(workers=daemon_cfg.workers, max_concurrent=daemon_cfg.max_concurrent,
+                          max_message_bytes=MAX_MESSAGE_BYTES)
+    for name, handler, decode, encode in _method_handlers(servicer):
+        server.add_unary(f"/{SERVICE.full_name}/{name}", handler, decode, encode)
+    reflecting = reflection.ReflectionServicer(SERVICE_NAMES)
+    server.add_stream(f"/{reflection.SERVICE_NAME}/ServerReflectionInfo",
+                      lambda request, context: next(reflecting.ServerReflectionInfo(iter((request,)), context)),
+                      reflection_pb2.ServerReflectionRequest.FromString,
+                      reflection_pb2.ServerReflectionResponse.SerializeToString)
+    return server
 
 
 class Daemon:
@@ -105,27 +142,27 @@ class Daemon:
         self.servicer = PredictorServicer(
             self.engine, self.store, self.metrics, config,
             is_admin=lambda context: peer_uid(context.peer(), self.private_dir) in uids)
+        self.server_kind = daemon_cfg.server
+        if self.server_kind == "native" and NativeServer is None:
+            logger.warning("native gRPC front end not built (%s); serving with gRPC Python", _NATIVE_MISSING)
+            self.server_kind = "grpcio"
         self.health = health.HealthServicer()
-        # maximum_concurrent_rpcs: gRPC itself answers RESOURCE_EXHAUSTED at once past the limit
-        # (running + queued for a worker), so a burst never queues behind slow calls.
-        self.server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=daemon_cfg.workers, thread_name_prefix="rpc"),
-            maximum_concurrent_rpcs=daemon_cfg.max_concurrent,
-            options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                     ("grpc.so_reuseport", 0)])
-        self.server.add_generic_rpc_handlers((_service_handler(self.servicer),))
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        reflection.enable_server_reflection((SERVICE.full_name, health.SERVICE_NAME, reflection.SERVICE_NAME),
-                                            self.server)
+        if self.server_kind == "native":
+            self.server = _native_server(daemon_cfg, self.servicer)
+            self.metrics.watch_grpc_front(self.server.stats)
+        else:
+            self.server = _grpcio_server(daemon_cfg, self.servicer, self.health)
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)  # a stale socket from a killed daemon
         self.server.add_insecure_port(f"unix:{self.socket_path}")
         self.tcp_port = None
+        self._tcp_handle = None
         if daemon_cfg.tcp:
-            credentials = grpc.ssl_server_credentials(
-                [(Path(daemon_cfg.tls_key).read_bytes(), Path(daemon_cfg.tls_cert).read_bytes())])
-            self.tcp_port = self.server.add_secure_port(daemon_cfg.tcp, credentials)
+            key, cert = Path(daemon_cfg.tls_key).read_bytes(), Path(daemon_cfg.tls_cert).read_bytes()
+            if self.server_kind == "native":
+                self._tcp_handle = self.server.add_secure_port(daemon_cfg.tcp, key, cert)
+            else:
+                self.tcp_port = self.server.add_secure_port(daemon_cfg.tcp, grpc.ssl_server_credentials([(key, cert)]))
         self.relay = None
         self.hook_server = None
         self.metrics_server = None
@@ -137,18 +174,29 @@ class Daemon:
         self.metrics.set_models(self.engine.models.artifacts)
         self.metrics.set_faults(self.engine.faults)
         self.server.start()
+        if self._tcp_handle is not None:
+            self.tcp_port = self.server.bound_port(self._tcp_handle)
         os.chmod(self.socket_path, self.config.daemon.socket_mode)
         self.relay = AdminRelay(self.admin_socket_path, self.socket_path, self.private_dir).start()
         if self.config.daemon.hook_socket:
             self._start_hook_server()
         if self.config.daemon.metrics:
             self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)
-        for name in ("", SERVICE.full_name):
-            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._set_serving(True)
         self._write_runtime_info()
-        logger.info("hpcpredictd serving on unix:%s (admin %s, metrics port %s)", self.socket_path,
-                    self.admin_socket_path, self.metrics_port)
+        logger.info("hpcpredictd serving on unix:%s (%s server, admin %s, metrics port %s)", self.socket_path,
+                    self.server_kind, self.admin_socket_path, self.metrics_port)
         return self
+
+    def _set_serving(self, serving: bool) -> None:
+        if self.server_kind == "native":
+            for name in ("", SERVICE.full_name):
+                self.server.set_serving(name, serving)
+        elif serving:
+            for name in ("", SERVICE.full_name):
+                self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        else:
+            self.health.enter_graceful_shutdown()
 
     def _write_runtime_info(self) -> None:
         """<data_dir>/hpcpredictd.json: where this daemon listens (for admins, tests, scripts)."""
@@ -179,7 +227,7 @@ class Daemon:
             return
         self._stopped.set()
         grace = self.config.daemon.grace_s if grace is None else grace
-        self.health.enter_graceful_shutdown()
+        self._set_serving(False)
         if self.hook_server is not None:
             self.hook_server.stop(grace)
         if self.relay is not None:

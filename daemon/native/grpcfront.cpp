@@ -1,0 +1,367 @@
+// A gRPC front end in C++ that hands requests to Python in batches.
+//
+// Why: gRPC Python's thread-pool server passes the interpreter lock between its polling thread
+// and a worker thread three to four times per unary call, and that, not the handler, set the
+// daemon's ceiling (benchmarks/README.md, issue 9). Here every byte of gRPC work (HTTP/2,
+// accepting, reading, writing, refusing past the concurrency limit, health checks) runs in C++
+// threads that never take the interpreter lock. Python dispatcher threads take whole batches of
+// decoded-to-bytes requests with one lock acquisition (`next_batch`) and answer each with
+// `reply`. The protocol buffers are parsed and built in Python, so this file knows no message
+// type: it serves every method through grpc::AsyncGenericService.
+//
+// A call's life (one operation outstanding at a time, so the Call pointer is the tag):
+//   REQUESTED --accept--> READING --message--> IN_PYTHON --reply--> FINISHING --> deleted
+// A streaming call (server reflection) loops IN_PYTHON --reply--> WRITING --> READING until the
+// client half-closes. Past max_concurrent calls in flight a new call is answered
+// RESOURCE_EXHAUSTED at once, before any Python runs.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+class Front;
+
+struct Call {
+  enum class State { kRequested, kReading, kInPython, kWriting, kFinishing };
+
+  explicit Call(Front* front) : front(front), stream(&context) {}
+
+  void Proceed(bool ok);
+
+  Front* front;
+  grpc::GenericServerContext context;
+  grpc::GenericServerAsyncReaderWriter stream;
+  grpc::ByteBuffer buffer;
+  State state = State::kRequested;
+  bool streaming = false;
+  bool counted = false;  // holds one of the max_concurrent places
+};
+
+struct Pending {
+  uint64_t id;
+  std::string method;
+  std::string payload;
+  std::string peer;
+};
+
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!buffer.Dump(&slices).ok()) return out;
+  out.reserve(buffer.Length());
+  for (const auto& slice : slices) out.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  return out;
+}
+
+class Front {
+ public:
+  Front(int max_concurrent, int max_message_bytes, int threads, std::set<std::string> streaming_methods)
+      : max_concurrent_(max_concurrent),
+        max_message_bytes_(max_message_bytes),
+        threads_(threads < 1 ? 1 : threads),
+        streaming_methods_(std::move(streaming_methods)) {}
+
+  ~Front() { Stop(0.0); }
+
+  void AddInsecurePort(const std::string& address) { ports_.emplace_back(address, "", "", nullptr); }
+
+  int AddSecurePort(const std::string& address, const std::string& key_pem, const std::string& cert_pem) {
+    ports_.emplace_back(address, key_pem, cert_pem, std::make_unique<int>(0));
+    return static_cast<int>(ports_.size()) - 1;  // index; the bound port is read after Start
+  }
+
+  int BoundPort(int index) const {
+    if (index < 0 || index >= static_cast<int>(ports_.size()) || !std::get<3>(ports_[index])) return 0;
+    return *std::get<3>(ports_[index]);
+  }
+
+  void Start() {
+    if (server_) throw std::runtime_error("front end already started");
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::ServerBuilder builder;
+    for (auto& [address, key, cert, bound] : ports_) {
+      if (key.empty()) {
+        builder.AddListeningPort(address, grpc::InsecureServerCredentials());
+      } else {
+        grpc::SslServerCredentialsOptions options;
+        options.pem_key_cert_pairs.push_back({key, cert});
+        builder.AddListeningPort(address, grpc::SslServerCredentials(options), bound.get());
+      }
+    }
+    builder.SetMaxReceiveMessageSize(max_message_bytes_);
+    builder.SetMaxSendMessageSize(max_message_bytes_);
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.RegisterAsyncGenericService(&service_);
+    cq_ = builder.AddCompletionQueue();
+    server_ = builder.BuildAndStart();
+    if (!server_) throw std::runtime_error("cannot listen on the configured addresses");
+    for (int i = 0; i < 2 * threads_ + 2; ++i) RequestOne();
+    for (int i = 0; i < threads_; ++i) workers_.emplace_back([this] { Poll(); });
+  }
+
+  void SetServing(const std::string& service, bool serving) {
+    if (server_ && server_->GetHealthCheckService())
+      server_->GetHealthCheckService()->SetServingStatus(service, serving);
+  }
+
+  // Up to max_calls requests, waiting at most timeout_s for the first; None once stopped.
+  py::object NextBatch(int max_calls, double timeout_s) {
+    std::vector<Pending> batch;
+    {
+      py::gil_scoped_release release;
+      std::unique_lock<std::mutex> lock(mu_);
+      ready_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] { return !queue_.empty() || closed_; });
+      while (!queue_.empty() && static_cast<int>(batch.size()) < max_calls) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      if (batch.empty() && closed_) return py::none();
+    }
+    py::list out(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auto& p = batch[i];
+      out[i] = py::make_tuple(p.id, py::str(p.method), py::bytes(p.payload), py::str(p.peer));
+    }
+    return std::move(out);
+  }
+
+  // Answers a call: status 0 sends payload (unary: and finishes); otherwise finishes with the
+  // status and details. Unknown ids (the client went away and the call was finished) are ignored.
+  bool Reply(uint64_t id, int status, const std::string& details, const py::bytes& payload) {
+    grpc::ByteBuffer out;
+    if (status == 0) {
+      char* data = nullptr;
+      Py_ssize_t size = 0;
+      if (PyBytes_AsStringAndSize(payload.ptr(), &data, &size) != 0) throw py::error_already_set();
+      grpc::Slice slice(data, static_cast<size_t>(size));
+      out = grpc::ByteBuffer(&slice, 1);
+    }
+    py::gil_scoped_release release;
+    Call* call;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto found = in_python_.find(id);
+      if (found == in_python_.end()) return false;
+      call = found->second;
+      in_python_.erase(found);
+      if (in_python_.empty()) drained_.notify_all();
+    }
+    if (status != 0) {
+      call->state = Call::State::kFinishing;
+      call->stream.Finish(grpc::Status(static_cast<grpc::StatusCode>(status), details), call);
+    } else if (call->streaming) {
+      call->state = Call::State::kWriting;
+      call->stream.Write(out, call);
+    } else {
+      call->state = Call::State::kFinishing;
+      call->stream.WriteAndFinish(out, grpc::WriteOptions(), grpc::Status::OK, call);
+    }
+    return true;
+  }
+
+  // Stop accepting, let the calls Python holds finish for up to grace_s (the dispatchers keep
+  // answering meanwhile), answer the rest UNAVAILABLE, stop the pollers, and wake the
+  // dispatchers with None.
+  void Stop(double grace_s) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!server_ || stopping_) return;
+      stopping_ = true;
+    }
+    std::optional<py::gil_scoped_release> release;
+    if (PyGILState_Check()) release.emplace();
+    auto deadline = std::chrono::system_clock::now() +
+                    std::chrono::microseconds(static_cast<int64_t>(grace_s * 1e6));
+    std::thread shutter([this, deadline] { server_->Shutdown(deadline); });
+    std::vector<Call*> unanswered;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      drained_.wait_until(lock, deadline, [this] { return in_python_.empty(); });
+      closed_ = true;
+      queue_.clear();
+      for (auto& [id, call] : in_python_) unanswered.push_back(call);
+      in_python_.clear();
+    }
+    ready_.notify_all();
+    for (Call* call : unanswered) {
+      call->state = Call::State::kFinishing;
+      call->stream.Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "hpcpredictd is shutting down"), call);
+    }
+    shutter.join();
+    cq_->Shutdown();
+    for (auto& worker : workers_) worker.join();
+    workers_.clear();
+  }
+
+  py::dict Stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    py::dict stats;
+    stats["in_flight"] = in_flight_.load();
+    stats["queued"] = queue_.size();
+    stats["in_python"] = in_python_.size();
+    stats["refused"] = refused_.load();
+    return stats;
+  }
+
+  // -- used by Call, from the polling threads --
+  void RequestOne() {
+    auto* call = new Call(this);
+    service_.RequestCall(&call->context, &call->stream, cq_.get(), cq_.get(), call);
+  }
+
+  bool Admit(Call* call) {
+    if (in_flight_.fetch_add(1) >= max_concurrent_) {
+      in_flight_.fetch_sub(1);
+      refused_.fetch_add(1);
+      return false;
+    }
+    call->counted = true;
+    return true;
+  }
+
+  void Release(Call* call) {
+    if (call->counted) in_flight_.fetch_sub(1);
+  }
+
+  bool IsStreaming(const std::string& method) const { return streaming_methods_.count(method) > 0; }
+
+  // Keeps one accept posted per accepted call. Under the lock, so that no accept is posted
+  // after Stop has begun (Stop shuts the completion queue down once the server has stopped).
+  void RequestAnother() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) RequestOne();
+  }
+
+  void ToPython(Call* call, std::string payload) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closed_) {
+        call->state = Call::State::kFinishing;
+        call->stream.Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "hpcpredictd is shutting down"), call);
+        return;
+      }
+      uint64_t id = next_id_++;
+      in_python_.emplace(id, call);
+      queue_.push_back(Pending{id, call->context.method(), std::move(payload), call->context.peer()});
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  void Poll() {
+    void* tag;
+    bool ok;
+    while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+  }
+
+  int max_concurrent_;
+  int max_message_bytes_;
+  int threads_;
+  std::set<std::string> streaming_methods_;
+  std::vector<std::tuple<std::string, std::string, std::string, std::unique_ptr<int>>> ports_;
+  grpc::AsyncGenericService service_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::condition_variable drained_;
+  std::deque<Pending> queue_;
+  std::unordered_map<uint64_t, Call*> in_python_;
+  uint64_t next_id_ = 1;
+  bool closed_ = false;
+  bool stopping_ = false;
+  std::atomic<int> in_flight_{0};
+  std::atomic<uint64_t> refused_{0};
+};
+
+void Call::Proceed(bool ok) {
+  switch (state) {
+    case State::kRequested:
+      if (!ok) {  // the server is shutting down: no call came
+        delete this;
+        return;
+      }
+      front->RequestAnother();
+      streaming = front->IsStreaming(context.method());
+      if (!front->Admit(this)) {
+        state = State::kFinishing;
+        stream.Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                   "hpcpredictd is at its concurrency limit; retry shortly"),
+                      this);
+        return;
+      }
+      state = State::kReading;
+      stream.Read(&buffer, this);
+      return;
+    case State::kReading:
+      if (!ok) {  // the client half-closed (a stream's normal end) or went away
+        state = State::kFinishing;
+        stream.Finish(streaming ? grpc::Status::OK
+                                : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"),
+                      this);
+        return;
+      }
+      state = State::kInPython;
+      front->ToPython(this, Flatten(buffer));
+      buffer.Clear();
+      return;
+    case State::kWriting:
+      if (!ok) {
+        state = State::kFinishing;
+        stream.Finish(grpc::Status::CANCELLED, this);
+        return;
+      }
+      state = State::kReading;
+      stream.Read(&buffer, this);
+      return;
+    case State::kFinishing:
+      front->Release(this);
+      delete this;
+      return;
+    case State::kInPython:
+      return;  // no operation is outstanding while Python holds the call
+  }
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_grpcfront, m) {
+  m.doc() = "gRPC front end in C++ handing requests to Python dispatcher threads in batches.";
+  py::class_<Front>(m, "Front")
+      .def(py::init<int, int, int, std::set<std::string>>(), py::arg("max_concurrent"),
+           py::arg("max_message_bytes"), py::arg("threads") = 1,
+           py::arg("streaming_methods") = std::set<std::string>())
+      .def("add_insecure_port", &Front::AddInsecurePort, py::arg("address"))
+      .def("add_secure_port", &Front::AddSecurePort, py::arg("address"), py::arg("key_pem"), py::arg("cert_pem"))
+      .def("bound_port", &Front::BoundPort, py::arg("index"))
+      .def("start", &Front::Start, py::call_guard<py::gil_scoped_release>())
+      .def("set_serving", &Front::SetServing, py::arg("service"), py::arg("serving"))
+      .def("next_batch", &Front::NextBatch, py::arg("max_calls"), py::arg("timeout_s"))
+      .def("reply", &Front::Reply, py::arg("call_id"), py::arg("status"), py::arg("details"), py::arg("payload"))
+      .def("stop", &Front::Stop, py::arg("grace_s"))
+      .def("stats", &Front::Stats);
+}
