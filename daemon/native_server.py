@@ -42,7 +42,9 @@ STUCK_S = 0.002
 POLL_NICE = 10
 
 
-class _Aborted(Exception):
+class _AbortError(Exception):
+    """Named as gRPC Python's abort exception, which the servicer lets pass unchanged."""
+
     def __init__(self, code: int, details: str):
         super().__init__(details)
         self.code, self.details = code, details
@@ -62,7 +64,7 @@ class CallContext:
         return self._peer
 
     def abort(self, code: grpc.StatusCode, details: str):
-        raise _Aborted(code.value[0], details)
+        raise _AbortError(code.value[0], details)
 
     def set_code(self, code: grpc.StatusCode) -> None:
         self.code = code
@@ -199,7 +201,7 @@ class NativeServer:
             return _INVALID_ARGUMENT, f"{method}: request does not decode", b""
         try:
             return OK, "", handler.serialize(handler.behavior(request, CallContext(peer)))
-        except _Aborted as aborted:
+        except _AbortError as aborted:
             return aborted.code, aborted.details, b""
         except Exception as error:  # a bug must cost one call, never the dispatcher
             logger.exception("%s failed", method)
