@@ -11,8 +11,11 @@ uniform multiplicative noise of +-n/2, n in {2, 5, 10, 20, 50, 75, 100} %.
 * predictive power: median relative error at P1+..P4+, the points that continue every
   parameter's sequence by 1..4 steps simultaneously.
 
-All modelers see the median of the repetitions (seed 001); Extra-P is also run with its own
-default, the mean ("extrap-4.2.5-mean"), for reference.
+The regression modeler and Extra-P see the median of the repetitions (seed 001); Extra-P is
+also run with its own default, the mean ("extrap-4.2.5-mean"), for reference. The adaptive
+modeler gets the repetitions and, since round 6, fits their mean when the data are noisy
+(rrd > 0.15) and the pooled noise is light-tailed (``adaptive.location_for``); compare it with
+the "extrap-4.2.5-mean" rows too (targets.py --reference extrap-4.2.5-mean).
 
 Extra-P runs in its own venv (numpy < 2) through extrap_driver.py:
 

@@ -96,7 +96,8 @@ def _fit(args) -> int:
         return 0
     for result in results:
         print(f"{result['callpath']} / {result['metric']}: {result['model']}")
-        print(f"  modeler {result['modeler']}, noise (rrd) {result['noise']:.1%}, CV SMAPE {result['cv_smape']:.2f} %")
+        print(f"  modeler {result['modeler']}, noise (rrd) {result['noise']:.1%}, fitted on the "
+              f"{result.get('location', 'median')} of repetitions, CV SMAPE {result['cv_smape']:.2f} %")
         for prediction in result["predictions"]:
             where = ", ".join(f"{k}={v:g}" for k, v in prediction["params"].items())
             print(f"  at {where}: {prediction['value']:.6g}")

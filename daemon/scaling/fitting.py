@@ -106,6 +106,6 @@ def describe(fit: FittedModel, data: MeasurementSet, points: list[dict[str, floa
         "terms": [{"coefficient": t.coefficient,
                    "exponents": {name: [float(i), int(j)] for name, (i, j) in t.exponents.items()}}
                   for t in fit.function.terms],
-        "noise": fit.noise, "cv_smape": fit.cv_smape,
+        "noise": fit.noise, "location": fit.location, "cv_smape": fit.cv_smape,
         "predictions": [{"params": p, "value": float(fit.function.evaluate(p))} for p in points],
     }

@@ -24,6 +24,7 @@ import numpy as np
 from hpcpredict.daemon.errors import ParseError
 
 MIN_VALUES_PER_PARAMETER = 5
+LOCATIONS = ("median", "mean")
 
 
 class InsufficientMeasurements(ParseError):
@@ -58,6 +59,15 @@ class MeasurementSet:
     def medians(self) -> np.ndarray:
         return np.array([p.median for p in self.points], dtype=float)
 
+    def summarised(self, location: str) -> "MeasurementSet":
+        """The same points with their repetitions replaced by one value: their ``location``
+        ("median" or "mean"); modelers that read :meth:`medians` then fit that estimate."""
+        if location not in LOCATIONS:
+            raise ValueError(f"unknown location estimate {location!r} (known: {', '.join(LOCATIONS)})")
+        pick = np.median if location == "median" else np.mean
+        points = tuple(MeasurementPoint(p.coordinate, (float(pick(p.values)),)) for p in self.points)
+        return MeasurementSet(self.callpath, self.metric, self.parameters, points)
+
     def columns(self) -> dict[str, np.ndarray]:
         coords = self.coordinates()
         return {name: coords[:, k] for k, name in enumerate(self.parameters)}
@@ -91,6 +101,59 @@ def relative_deviation_range(points: Sequence[MeasurementPoint]) -> float:
         return 0.0
     allrd = np.concatenate(deviations)
     return float(allrd.max() - allrd.min())
+
+
+def pooled_deviations(points: Sequence[MeasurementPoint]) -> np.ndarray:
+    """Relative deviations (v - mean)/mean of every repetition of every point with >= 2 values
+    (the set seed 001's rrd is the range of)."""
+    deviations = [np.asarray(p.values, dtype=float) / np.mean(p.values) - 1.0
+                  for p in points if len(p.values) >= 2 and np.mean(p.values) != 0]
+    return np.concatenate(deviations) if deviations else np.zeros(0)
+
+
+def deviation_skewness(points: Sequence[MeasurementPoint]) -> float:
+    """Sample skewness of :func:`pooled_deviations` (0 when undefined): about 0 for symmetric
+    noise, clearly positive for right-skewed timing noise (slow runs from interference).
+
+    >>> pts = [MeasurementPoint((1.0,), (1.0, 1.0, 1.0, 1.0, 5.0)), MeasurementPoint((2.0,), (2.0, 2.1))]
+    >>> deviation_skewness(pts) > 1.0
+    True
+    """
+    pooled = pooled_deviations(points)
+    spread = pooled.std() if len(pooled) > 2 else 0.0
+    if spread == 0:
+        return 0.0
+    return float(np.mean((pooled - pooled.mean()) ** 3) / spread ** 3)
+
+
+def location_variance_ratio(points: Sequence[MeasurementPoint], draws: int = 400, seed: int = 0) -> float:
+    """Var(mean) / Var(median) of ``r`` repetitions, bootstrapped from the pooled noise.
+
+    The noise is pooled as seed 001 pools it for rrd: relative deviations (v - mean)/mean of
+    every repetition of every point (``r`` = the median repetition count). Below 1 the mean of
+    a point's repetitions is the more efficient (less noisy) estimate of its value — e.g. ~0.5
+    for uniform noise, ~0.7 for normal noise — above 1 the median is (heavy tails, outliers,
+    strongly skewed noise). Returns 1.0 when there is nothing to compare (fewer than 3
+    repetitions: the median of 1 or 2 values is their mean).
+
+    >>> calm = [MeasurementPoint((float(k),), (9.0, 9.5, 10.0, 10.5, 11.0)) for k in range(1, 6)]
+    >>> location_variance_ratio(calm) < 1.0
+    True
+    >>> spiky = calm[:4] + [MeasurementPoint((5.0,), (10.0, 9.5, 10.5, 10.0, 30.0))]  # one slow run
+    >>> location_variance_ratio(spiky) > 1.0
+    True
+    """
+    counts = [len(p.values) for p in points]
+    repetitions = int(np.median(counts)) if counts else 0
+    pooled = pooled_deviations(points)
+    if repetitions < 3 or not len(pooled):
+        return 1.0
+    samples = np.random.default_rng(seed).choice(pooled, size=(draws, repetitions), replace=True)
+    var_median = float(np.var(np.median(samples, axis=1)))
+    var_mean = float(np.var(samples.mean(axis=1)))
+    if var_median <= 0:
+        return 1.0 if var_mean <= 0 else np.inf
+    return var_mean / var_median
 
 
 def _number(value, *, source: str, line: int, part: str) -> float:

@@ -43,6 +43,7 @@ class FittedModel:
     cv_smape: float
     modeler: str
     noise: float = 0.0
+    location: str = "median"      # estimate of the repetitions that was fitted ("median"/"mean")
 
 
 def _loo_fit(designs: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ import pytest
 from hpcpredict.daemon.errors import ModelArtifactError
 from hpcpredict.daemon.scaling.adaptive import (
     PRETRAINED_PATH, AdaptiveModeler, ClassifierWeights, domain_adapt, line_features)
-from hpcpredict.daemon.scaling.measurements import parse_jsonlines
+from hpcpredict.daemon.scaling.measurements import parse_jsonlines, relative_deviation_range
 from hpcpredict.daemon.scaling.pmnf import CLASSES, factor
 
 
@@ -138,9 +138,9 @@ def _record_classifier_only(modeler):
     seen = []
     original = modeler.candidates
 
-    def candidates(x, y, noise, noise_range, repetitions, classifier_only=False):
+    def candidates(x, y, noise, noise_range, repetitions, classifier_only=False, **options):
         seen.append(classifier_only)
-        return original(x, y, noise, noise_range, repetitions, classifier_only)
+        return original(x, y, noise, noise_range, repetitions, classifier_only, **options)
     modeler.candidates = candidates
     return seen
 
@@ -172,3 +172,62 @@ def test_grid_lines_keep_several_candidates_where_a_single_line_would_not():
     seen = _record_classifier_only(modeler)
     modeler.fit(data)
     assert seen == [True]
+
+
+def _line_data(rng, noise, spikes=0.0, values=(4, 8, 16, 32, 64)):
+    lines = []
+    for p in values:
+        values = (20 + 3 * p) * (1 + rng.uniform(-noise / 2, noise / 2, 5))
+        values = values * np.where(rng.random(5) < spikes, 4.0, 1.0)
+        lines.append(json.dumps({"params": {"p": p}, "value": list(values)}))
+    return parse_jsonlines(lines)[("<root>", "time")]
+
+
+def test_noisy_symmetric_data_are_fitted_on_means_calm_or_spiky_data_on_medians(monkeypatch):
+    # Round 6: above rrd MEAN_ABOVE the mean of the repetitions is fitted when the pooled noise
+    # makes it clearly less variable than the median and is roughly symmetric; data with
+    # interference spikes or right-skewed noise keep seed 001's median.
+    from hpcpredict.daemon.scaling import adaptive
+    from hpcpredict.daemon.scaling.adaptive import MEAN_ABOVE, location_for
+
+    assert MEAN_ABOVE is not None
+    rng = np.random.default_rng(2)
+    noisy = _line_data(rng, 0.8)
+    assert location_for(noisy, relative_deviation_range(noisy.points)) == "mean"
+    calm = _line_data(rng, 0.05, values=[2 ** k for k in range(2, 12)])    # round 6: low uniform noise qualifies too (MEAN_ABOVE 0)
+    assert location_for(calm, relative_deviation_range(calm.points)) == "mean"
+    monkeypatch.setattr(adaptive, "MEAN_ABOVE", 0.15)
+    assert location_for(calm, relative_deviation_range(calm.points)) == "median"
+    monkeypatch.undo()
+    spiky = _line_data(rng, 0.3, spikes=0.12)
+    assert relative_deviation_range(spiky.points) > MEAN_ABOVE
+    assert location_for(spiky, relative_deviation_range(spiky.points)) == "median"
+    # right-skewed timing noise (log-normal): the bootstrap alone might still favour the mean,
+    # the skewness guard keeps the median
+    from hpcpredict.daemon.scaling.measurements import deviation_skewness
+    skew_rng = np.random.default_rng(11)
+    skewed = parse_jsonlines([json.dumps({"params": {"p": p}, "value": list((20 + 3 * p) * skew_rng.lognormal(0, 0.6, 5))})
+                              for p in (4, 8, 16, 32, 64, 128, 256, 512)])[("<root>", "time")]
+    assert relative_deviation_range(skewed.points) > MEAN_ABOVE
+    assert deviation_skewness(skewed.points) > adaptive.MEAN_MAX_SKEW
+    assert location_for(skewed, relative_deviation_range(skewed.points)) == "median"
+    monkeypatch.setattr(adaptive, "MEAN_MAX_SKEW", float("inf"))
+    monkeypatch.setattr(adaptive, "MEAN_VARIANCE_RATIO", float("inf"))
+    assert location_for(skewed, relative_deviation_range(skewed.points)) == "mean"
+    monkeypatch.undo()
+
+    seen = []
+    modeler = AdaptiveModeler(_fixed_classifier({(1.0, 0): 1.0}), adapt=False)
+    original = modeler.candidates
+
+    def candidates(x, y, *args, **options):
+        seen.append((np.array(y), options.get("location")))
+        return original(x, y, *args, **options)
+    monkeypatch.setattr(modeler, "candidates", candidates)
+    assert modeler.fit(noisy).location == "mean"
+    means = np.array([np.mean(p.values) for p in noisy.points])
+    assert seen[0][1] == "mean" and np.allclose(seen[0][0], means)
+    assert not np.allclose(means, noisy.medians())
+    monkeypatch.setattr(adaptive, "MEAN_ABOVE", None)        # seed 001's rule: medians
+    assert modeler.fit(noisy).location == "median"
+    assert seen[1][1] == "median" and np.allclose(seen[1][0], noisy.medians())

@@ -33,6 +33,7 @@ def test_fit_json_with_predictions_and_saved_model(tmp_path, capsys):
     time_model = models[("main", "time")]
     assert time_model["terms"][0]["exponents"] == {"p": [-1.0, 0]}
     assert time_model["noise"] == pytest.approx(0.02, abs=1e-9)
+    assert time_model["location"] == "median"          # regression modeler: seed 001's medians
     assert time_model["predictions"][0]["value"] == pytest.approx(30 + 960 / 64, rel=0.02)
     assert models[("main", "bytes")]["terms"][0]["exponents"] == {"p": [1.0, 0]}
     assert Path(out["saved_model"]).name == "jacobi.json"
@@ -50,6 +51,7 @@ def test_fit_human_output_and_adaptive(tmp_path, capsys):
     assert main(["scaling", "fit", str(data), "--modeler", "adaptive", "--adapt-samples", "20"]) == 0
     out = capsys.readouterr().out
     assert "main / time:" in out and "p^(-1)" in out
+    assert "of repetitions, CV SMAPE" in out  # which location estimate was fitted (mean or median)
 
 
 @pytest.mark.parametrize("args, message", [

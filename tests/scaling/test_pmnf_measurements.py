@@ -82,3 +82,31 @@ def test_rrd_is_range_of_relative_deviation():
     # rd: (-0.1, 0.1) and (-0.05, 0.05, 0) -> max - min = 0.2
     assert relative_deviation_range(points) == pytest.approx(0.2)
     assert relative_deviation_range([MeasurementPoint((1.0,), (5.0,))]) == 0.0
+
+
+def test_summarised_replaces_repetitions_by_their_mean_or_median():
+    from hpcpredict.daemon.scaling.measurements import MeasurementSet
+
+    points = (MeasurementPoint((1.0,), (1.0, 2.0, 9.0)), MeasurementPoint((2.0,), (4.0, 4.0, 7.0)))
+    data = MeasurementSet("main", "time", ("p",), points)
+    assert list(data.summarised("mean").medians()) == [4.0, 5.0]
+    assert list(data.summarised("median").medians()) == [2.0, 4.0]
+    with pytest.raises(ValueError, match="trimmed"):
+        data.summarised("trimmed")
+
+
+def test_location_variance_ratio_prefers_the_mean_only_for_light_tailed_noise():
+    from hpcpredict.daemon.scaling.measurements import location_variance_ratio
+
+    rng = np.random.default_rng(5)
+
+    def points(noise):
+        return [MeasurementPoint((float(k),), tuple(100 * noise())) for k in range(1, 26)]
+    uniform = location_variance_ratio(points(lambda: 1 + rng.uniform(-0.5, 0.5, 5)))
+    # right-skewed timing noise with rare large interference spikes (one run in ten 3x slower)
+    spiky = location_variance_ratio(points(lambda: (1 + 0.05 * rng.exponential(size=5))
+                                           * np.where(rng.random(5) < 0.1, 3.0, 1.0)))
+    assert 0.4 < uniform < 0.7            # uniform: Var(mean of 5) ~ 0.55 Var(median of 5)
+    assert spiky > 1.0
+    two = [MeasurementPoint((float(k),), (1.0, 3.0)) for k in range(1, 6)]
+    assert location_variance_ratio(two) == 1.0      # median of two values is their mean
