@@ -37,9 +37,8 @@ _INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
 # STUCK_S, another one takes the next batch (daemon/native/grpcfront.cpp, NextBatch).
 BATCH = 4
 STUCK_S = 0.002
-# The C++ threads run this much nicer than the dispatchers: at 128 callers (half of them refused
-# and calling again at once) the handler's p99 fell from 3.4-5.1 ms to 1.8-1.9 ms (issue 9).
-POLL_NICE = 10
+# The C++ threads run at background priority (SCHED_IDLE): see Poll() in grpcfront.cpp.
+BACKGROUND_IO = True
 
 
 class _AbortError(Exception):
@@ -138,7 +137,7 @@ class NativeServer:
     # -- running --
     def start(self) -> None:
         front = _grpcfront.Front(self.max_concurrent, self.max_message_bytes, self.poll_threads, self.streaming,
-                                 STUCK_S, POLL_NICE)
+                                 STUCK_S, BACKGROUND_IO)
         for address, key, cert in self._ports:
             if key:
                 front.add_secure_port(address, key.decode(), cert.decode())
