@@ -37,8 +37,6 @@ _INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
 # STUCK_S, another one takes the next batch (daemon/native/grpcfront.cpp, NextBatch).
 BATCH = 4
 STUCK_S = 0.002
-# The C++ threads run at background priority (SCHED_IDLE): see Poll() in grpcfront.cpp.
-BACKGROUND_IO = True
 
 
 class _AbortError(Exception):
@@ -100,11 +98,13 @@ class _StoppedEvent:
 
 
 class NativeServer:
-    def __init__(self, *, workers: int, max_concurrent: int, max_message_bytes: int, poll_threads: int = 1):
+    def __init__(self, *, workers: int, max_concurrent: int, max_message_bytes: int, poll_threads: int = 1,
+                 background_io: bool = True):
         self.workers = max(1, int(workers))
         self.max_concurrent = int(max_concurrent)
         self.max_message_bytes = int(max_message_bytes)
         self.poll_threads = int(poll_threads)
+        self.background_io = bool(background_io)  # the C++ thread at SCHED_IDLE: Poll() in grpcfront.cpp
         self.methods: dict[str, _Handler] = {}
         self.streaming: set[str] = set()
         self._ports: list[tuple[str, bytes, bytes]] = []
@@ -137,7 +137,7 @@ class NativeServer:
     # -- running --
     def start(self) -> None:
         front = _grpcfront.Front(self.max_concurrent, self.max_message_bytes, self.poll_threads, self.streaming,
-                                 STUCK_S, BACKGROUND_IO)
+                                 STUCK_S, self.background_io)
         for address, key, cert in self._ports:
             if key:
                 front.add_secure_port(address, key.decode(), cert.decode())

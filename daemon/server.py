@@ -113,7 +113,7 @@ def _native_server(daemon_cfg, servicer) -> "NativeServer":
     # The C++ front end answers health checks itself and refuses calls past max_concurrent
     # with RESOURCE_EXHAUSTED before any Python runs.
     server = NativeServer(workers=daemon_cfg.workers, max_concurrent=daemon_cfg.max_concurrent,
-                          max_message_bytes=MAX_MESSAGE_BYTES)
+                          max_message_bytes=MAX_MESSAGE_BYTES, background_io=daemon_cfg.grpc_io_background)
     for name, handler, decode, encode in _method_handlers(servicer):
         server.add_unary(f"/{SERVICE.full_name}/{name}", handler, decode, encode)
     reflecting = reflection.ReflectionServicer(SERVICE_NAMES)

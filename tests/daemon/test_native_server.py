@@ -186,9 +186,10 @@ def test_stop_answers_unavailable_for_what_python_still_holds_after_grace(served
     assert cut.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
-@pytest.mark.parametrize("kind", ["native", "grpcio"])
-def test_daemon_serves_the_same_on_either_server(world_dir, kind):
-    daemon = DaemonProcess(world_dir, env={"HPCPREDICT_DAEMON_SERVER": kind}).start()
+@pytest.mark.parametrize("kind, background", [("native", True), ("native", False), ("grpcio", True)])
+def test_daemon_serves_the_same_on_either_server(world_dir, kind, background):
+    daemon = DaemonProcess(world_dir, env={"HPCPREDICT_DAEMON_SERVER": kind,
+                                           "HPCPREDICT_DAEMON_GRPC_IO_BACKGROUND": str(background).lower()}).start()
     try:
         assert f"({kind} server," in daemon.log()
         with grpc.insecure_channel(f"unix:{daemon.socket}") as channel:
@@ -215,7 +216,7 @@ def test_daemon_serves_the_same_on_either_server(world_dir, kind):
             except FileNotFoundError:
                 continue
             policies.add(int(stat.rsplit(")", 1)[1].split()[38]))
-        assert (5 in policies) == (kind == "native")
+        assert (5 in policies) == (kind == "native" and background)
         port = daemon.info["metrics_port"]
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         assert ("hpcpredict_grpc_refused_calls 0.0" in metrics) == (kind == "native")
