@@ -35,6 +35,16 @@ def dev_parser(doc: str, *, functions: int, m: int, noise: list[float]) -> argpa
     return parser
 
 
+def add_modelling_options(parser: argparse.ArgumentParser, variants: list[str]) -> None:
+    """Options of the harnesses that model noisy lines: --evaluate, --variants, --extrap-python,
+    --adapt-samples."""
+    parser.add_argument("--evaluate", type=float, nargs="+", default=[0.5, 0.75, 1.0],
+                        help="noise levels actually modelled")
+    parser.add_argument("--variants", nargs="+", default=variants)
+    parser.add_argument("--extrap-python", default=None)
+    parser.add_argument("--adapt-samples", type=int, default=150)
+
+
 def parse_dev_args(parser: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.seed in REPORTED_SEEDS:

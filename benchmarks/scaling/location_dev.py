@@ -55,11 +55,7 @@ def skew_noise(tasks: list[dict], seed: int) -> None:
 
 def main(argv=None) -> int:
     parser = dev_common.dev_parser(__doc__, functions=60, m=1, noise=list(protocol.NOISE_LEVELS))
-    parser.add_argument("--evaluate", type=float, nargs="+", default=[0.5, 0.75, 1.0],
-                        help="noise levels actually modelled")
-    parser.add_argument("--variants", nargs="+", default=["median", "auto>0.15"])
-    parser.add_argument("--extrap-python", default=None)
-    parser.add_argument("--adapt-samples", type=int, default=150)
+    dev_common.add_modelling_options(parser, variants=["median", "auto>0.15"])
     parser.add_argument("--skewed", action="store_true")
     args = dev_common.parse_dev_args(parser, argv)
     tasks = dev_common.dev_tasks(args)

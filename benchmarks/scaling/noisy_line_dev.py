@@ -36,11 +36,7 @@ def _flag(flags, prefix, default):
 
 def main(argv=None) -> int:
     parser = dev_common.dev_parser(__doc__, functions=60, m=1, noise=list(protocol.NOISE_LEVELS))
-    parser.add_argument("--evaluate", type=float, nargs="+", default=[0.5, 0.75, 1.0],
-                        help="noise levels actually modelled")
-    parser.add_argument("--variants", nargs="+", default=["top", "q0.5"])
-    parser.add_argument("--extrap-python", default=None)
-    parser.add_argument("--adapt-samples", type=int, default=150)
+    dev_common.add_modelling_options(parser, variants=["top", "q0.5"])
     args = dev_common.parse_dev_args(parser, argv)
     tasks = dev_common.dev_tasks(args)
     chosen = [t for t in tasks if any(abs(t["noise"] - n) < 1e-9 for n in args.evaluate)]
