@@ -25,6 +25,56 @@ from hpcpredict.proto.v1 import hpcpredict_pb2_grpc as pb_grpc
 
 logger = logging.getLogger(__name__)
 
+class AbortCall(Exception):
+    """Raised by :meth:`CallContext.abort`, as gRPC Python's ``context.abort`` raises."""
+
+    def __init__(self, code: grpc.StatusCode, details: str):
+        super().__init__(details)
+        self.code, self.details = code, details
+
+
+class CallContext:
+    """The part of ``grpc.ServicerContext`` the servicer uses, for the servers that are not gRPC
+    Python (the native front end, the Slurm hook socket): ``peer()`` names the caller and
+    ``abort()`` raises :class:`AbortCall`; the rest answers as a call without metadata would."""
+
+    def __init__(self, peer: str, deadline: float | None = None):
+        self._peer = peer
+        self._deadline = deadline
+        self.code = None
+        self.details = ""
+
+    def peer(self) -> str:
+        return self._peer
+
+    def abort(self, code: grpc.StatusCode, details: str):
+        raise AbortCall(code, details)
+
+    def set_code(self, code) -> None:
+        self.code = code
+
+    def set_details(self, details: str) -> None:
+        self.details = details
+
+    def invocation_metadata(self):
+        return ()
+
+    def is_active(self) -> bool:
+        return True
+
+    def time_remaining(self):
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+
+    def add_callback(self, callback) -> bool:
+        return False
+
+    def set_trailing_metadata(self, metadata) -> None:
+        pass
+
+    def send_initial_metadata(self, metadata) -> None:
+        pass
+
+
 STATES = frozenset({records.COMPLETED, records.FAILED, records.CANCELLED, records.TIMEOUT,
                     records.OUT_OF_MEMORY, records.NODE_FAIL, "PREEMPTED", "BOOT_FAIL", "DEADLINE"})
 
@@ -123,7 +173,7 @@ class PredictorServicer(pb_grpc.PredictorServicer):
             code = "FAILED_PRECONDITION"
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
         except Exception as error:
-            if isinstance(error, grpc.RpcError) or type(error).__name__ == "_AbortError":
+            if isinstance(error, (grpc.RpcError, AbortCall)) or type(error).__name__ == "_AbortError":
                 code = "ABORTED_BY_HANDLER"
                 raise
             code = "INTERNAL"

@@ -33,6 +33,8 @@ import struct
 import threading
 import time
 
+from hpcpredict.daemon.servicer import AbortCall, CallContext
+
 logger = logging.getLogger(__name__)
 
 #: Methods the hooks may call; everything else is gRPC-only.
@@ -40,59 +42,19 @@ HOOK_METHODS = ("Predict", "PredictAtAllocation", "ReportOutcome")
 SERVICE_NAME = "Predictor"
 
 
-class HookAbort(Exception):
-    """Raised by :meth:`HookContext.abort`, as grpc's ``context.abort`` raises."""
-
-    def __init__(self, code, details: str):
-        super().__init__(details)
-        self.code, self.details = code, details
-
-
-class HookContext:
-    """The part of ``grpc.ServicerContext`` a servicer uses, for a hook-socket call.
+class HookContext(CallContext):
+    """The servicer's call context for a hook-socket call.
 
     ``peer()`` names the caller by its kernel-checked credentials (SO_PEERCRED), which the
     servicer may use exactly as it uses the gRPC peer of a Unix-socket call.
     """
 
     def __init__(self, uid: int = -1, gid: int = -1, pid: int = -1, deadline: float | None = None):
+        super().__init__(f"unix:hook:pid={pid},uid={uid},gid={gid}", deadline)
         self.uid, self.gid, self.pid = uid, gid, pid
-        self._deadline = deadline
-        self.code = None
-        self.details = ""
-
-    def abort(self, code, details):
-        raise HookAbort(code, details)
-
-    def set_code(self, code):
-        self.code = code
-
-    def set_details(self, details):
-        self.details = details
-
-    def invocation_metadata(self):
-        return ()
-
-    def peer(self) -> str:
-        return f"unix:hook:pid={self.pid},uid={self.uid},gid={self.gid}"
 
     def peer_credentials(self) -> tuple[int, int, int]:
         return self.pid, self.uid, self.gid
-
-    def is_active(self) -> bool:
-        return True
-
-    def time_remaining(self):
-        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
-
-    def add_callback(self, callback) -> bool:
-        return False
-
-    def set_trailing_metadata(self, metadata) -> None:
-        pass
-
-    def send_initial_metadata(self, metadata) -> None:
-        pass
 
 
 def _request_classes() -> dict:
@@ -252,7 +214,7 @@ class HookServer:
             return {"ok": False, "error": f"request: {error}"}
         try:
             response = getattr(self.servicer, method)(request, context)
-        except HookAbort as abort:
+        except AbortCall as abort:
             logger.info("hook %s rejected (%s): %s", method, _status_name(abort.code), abort.details)
             return {"ok": False, "error": abort.details, "code": _status_name(abort.code)}
         except Exception as error:  # same contract as gRPC's INTERNAL, but keep serving
