@@ -9,7 +9,6 @@ module) is built against Debian's libgrpc++-dev and pybind11-dev (contrib/apt-pa
 Without them the build skips it and the daemon serves with gRPC Python instead (slower).
 """
 import os
-import shutil
 import subprocess
 import sys
 
@@ -45,7 +44,7 @@ def _grpc_front() -> list[Extension]:
         print("setup.py: grpc++ not found (apt install libgrpc++-dev): the daemon will serve with gRPC Python",
               file=sys.stderr)
         return []
-    if not os.path.exists("/usr/include/pybind11/pybind11.h") and shutil.which("pybind11-config") is None:
+    if not os.path.exists("/usr/include/pybind11/pybind11.h"):
         print("setup.py: pybind11 not found (apt install pybind11-dev): the daemon will serve with gRPC Python",
               file=sys.stderr)
         return []

@@ -9,8 +9,8 @@ Python dispatcher threads take requests in batches, run the same servicer method
 gRPC Python server would, and hand back serialized answers.
 
 ``NativeServer`` offers the part of ``grpc.Server`` the daemon uses (ports, start, stop,
-wait) plus ``set_serving`` for the C++ health service. Handlers see a :class:`CallContext`
-with ``peer()`` and ``abort()``, the two things the servicer asks of a gRPC context.
+wait) plus ``set_serving`` for the C++ health service. Handlers see the servicer's
+:class:`~hpcpredict.daemon.servicer.CallContext` (``peer()``, ``abort()``), as hook-socket calls do.
 
 >>> server = NativeServer(workers=1, max_concurrent=4, max_message_bytes=1 << 20)
 >>> server.add_unary("/demo.Echo/Say", lambda request, context: request, bytes, bytes)
@@ -25,6 +25,7 @@ import threading
 import grpc
 
 from hpcpredict.daemon import _grpcfront
+from hpcpredict.daemon.servicer import AbortCall, CallContext
 
 logger = logging.getLogger(__name__)
 
@@ -37,46 +38,6 @@ _INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
 # STUCK_S, another one takes the next batch (daemon/native/grpcfront.cpp, NextBatch).
 BATCH = 4
 STUCK_S = 0.002
-
-
-class _AbortError(Exception):
-    """Named as gRPC Python's abort exception, which the servicer lets pass unchanged."""
-
-    def __init__(self, code: int, details: str):
-        super().__init__(details)
-        self.code, self.details = code, details
-
-
-class CallContext:
-    """What a handler may ask about its call (the subset of ``grpc.ServicerContext`` we use)."""
-
-    __slots__ = ("_peer", "code", "details")
-
-    def __init__(self, peer: str):
-        self._peer = peer
-        self.code = None
-        self.details = ""
-
-    def peer(self) -> str:
-        return self._peer
-
-    def abort(self, code: grpc.StatusCode, details: str):
-        raise _AbortError(code.value[0], details)
-
-    def set_code(self, code: grpc.StatusCode) -> None:
-        self.code = code
-
-    def set_details(self, details: str) -> None:
-        self.details = details
-
-    def invocation_metadata(self):
-        return ()
-
-    def time_remaining(self):
-        return None
-
-    def is_active(self) -> bool:
-        return True
 
 
 class _Handler:
@@ -98,12 +59,10 @@ class _StoppedEvent:
 
 
 class NativeServer:
-    def __init__(self, *, workers: int, max_concurrent: int, max_message_bytes: int, poll_threads: int = 1,
-                 background_io: bool = True):
+    def __init__(self, *, workers: int, max_concurrent: int, max_message_bytes: int, background_io: bool = True):
         self.workers = max(1, int(workers))
         self.max_concurrent = int(max_concurrent)
         self.max_message_bytes = int(max_message_bytes)
-        self.poll_threads = int(poll_threads)
         self.background_io = bool(background_io)  # the C++ thread at SCHED_IDLE: Poll() in grpcfront.cpp
         self.methods: dict[str, _Handler] = {}
         self.streaming: set[str] = set()
@@ -136,8 +95,8 @@ class NativeServer:
 
     # -- running --
     def start(self) -> None:
-        front = _grpcfront.Front(self.max_concurrent, self.max_message_bytes, self.poll_threads, self.streaming,
-                                 STUCK_S, self.background_io)
+        front = _grpcfront.Front(self.max_concurrent, self.max_message_bytes, streaming_methods=self.streaming,
+                                 stuck_s=STUCK_S, background_io=self.background_io)
         for address, key, cert in self._ports:
             if key:
                 front.add_secure_port(address, key.decode(), cert.decode())
@@ -200,8 +159,8 @@ class NativeServer:
             return _INVALID_ARGUMENT, f"{method}: request does not decode", b""
         try:
             return OK, "", handler.serialize(handler.behavior(request, CallContext(peer)))
-        except _AbortError as aborted:
-            return aborted.code, aborted.details, b""
+        except AbortCall as aborted:
+            return aborted.code.value[0], aborted.details, b""
         except Exception as error:  # a bug must cost one call, never the dispatcher
             logger.exception("%s failed", method)
             return _UNKNOWN, f"{method}: {type(error).__name__}", b""

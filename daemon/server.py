@@ -146,11 +146,12 @@ class Daemon:
         if self.server_kind == "native" and NativeServer is None:
             logger.warning("native gRPC front end not built (%s); serving with gRPC Python", _NATIVE_MISSING)
             self.server_kind = "grpcio"
-        self.health = health.HealthServicer()
+        self.health = None  # gRPC Python's health service; the native front end has its own
         if self.server_kind == "native":
             self.server = _native_server(daemon_cfg, self.servicer)
             self.metrics.watch_grpc_front(self.server.stats)
         else:
+            self.health = health.HealthServicer()
             self.server = _grpcio_server(daemon_cfg, self.servicer, self.health)
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)  # a stale socket from a killed daemon
@@ -189,7 +190,7 @@ class Daemon:
         return self
 
     def _set_serving(self, serving: bool) -> None:
-        if self.server_kind == "native":
+        if self.health is None:
             for name in ("", SERVICE.full_name):
                 self.server.set_serving(name, serving)
         elif serving:

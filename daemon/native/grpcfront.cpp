@@ -163,7 +163,16 @@ class Front {
           break;
         }
         bool stuck = active_ > 0 && now - progress_ >= stuck_;
-        if (!queue_.empty() && (active_ == 0 || stuck)) break;
+        if (!queue_.empty() && (active_ == 0 || stuck)) {
+          while (!queue_.empty() && static_cast<int>(batch.size()) < max_calls) {
+            batch.push_back(std::move(queue_.front()));
+            queue_.pop_front();
+          }
+          active = true;
+          ++active_;
+          progress_ = now;
+          break;
+        }
         if (now >= end) break;
         // While another dispatcher is active and answering, nobody wakes this one for new calls
         // (that would be a context switch per call): it looks again when that one would count
@@ -171,15 +180,6 @@ class Front {
         auto wake = end;
         if (active_ > 0 && !stuck && progress_ + stuck_ < wake) wake = progress_ + stuck_;
         ready_.wait_until(lock, wake);
-      }
-      if (!stopped && !queue_.empty() && (active_ == 0 || std::chrono::steady_clock::now() - progress_ >= stuck_)) {
-        while (!queue_.empty() && static_cast<int>(batch.size()) < max_calls) {
-          batch.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
-        active = true;
-        ++active_;
-        progress_ = std::chrono::steady_clock::now();
       }
     }
     if (stopped) return py::none();
@@ -250,10 +250,7 @@ class Front {
       in_python_.clear();
     }
     ready_.notify_all();
-    for (Call* call : unanswered) {
-      call->state = Call::State::kFinishing;
-      call->stream.Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "hpcpredictd is shutting down"), call);
-    }
+    for (Call* call : unanswered) FinishShuttingDown(call);
     shutter.join();
     cq_->Shutdown();
     for (auto& worker : workers_) worker.join();
@@ -261,11 +258,8 @@ class Front {
   }
 
   py::dict Stats() {
-    std::lock_guard<std::mutex> lock(mu_);
     py::dict stats;
     stats["in_flight"] = in_flight_.load();
-    stats["queued"] = queue_.size();
-    stats["in_python"] = in_python_.size();
     stats["refused"] = refused_.load();
     return stats;
   }
@@ -303,8 +297,7 @@ class Front {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (closed_) {
-        call->state = Call::State::kFinishing;
-        call->stream.Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "hpcpredictd is shutting down"), call);
+        FinishShuttingDown(call);
         return;
       }
       uint64_t id = next_id_++;
@@ -317,6 +310,11 @@ class Front {
   }
 
  private:
+  static void FinishShuttingDown(Call* call) {
+    call->state = Call::State::kFinishing;
+    call->stream.Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "hpcpredictd is shutting down"), call);
+  }
+
   void Poll() {
     // Background priority (SCHED_IDLE; nice 19 where that is refused): a handler is not
     // preempted by the accepting, reading and refusing of further calls, which wait until
