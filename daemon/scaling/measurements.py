@@ -90,24 +90,19 @@ def relative_deviation_range(points: Sequence[MeasurementPoint]) -> float:
 
     Returns a fraction (0.1 = 10 %); 0 when no point has repetitions.
     """
-    deviations = []
-    for point in points:
-        values = np.asarray(point.values, dtype=float)
-        mean = values.mean()
-        if len(values) < 2 or mean == 0:
-            continue
-        deviations.append((values - mean) / mean)
-    if not deviations:
-        return 0.0
-    allrd = np.concatenate(deviations)
-    return float(allrd.max() - allrd.min())
+    pooled = pooled_deviations(points)
+    return float(pooled.max() - pooled.min()) if len(pooled) else 0.0
 
 
 def pooled_deviations(points: Sequence[MeasurementPoint]) -> np.ndarray:
     """Relative deviations (v - mean)/mean of every repetition of every point with >= 2 values
     (the set seed 001's rrd is the range of)."""
-    deviations = [np.asarray(p.values, dtype=float) / np.mean(p.values) - 1.0
-                  for p in points if len(p.values) >= 2 and np.mean(p.values) != 0]
+    deviations = []
+    for point in points:
+        values = np.asarray(point.values, dtype=float)
+        mean = values.mean()
+        if len(values) >= 2 and mean != 0:
+            deviations.append((values - mean) / mean)
     return np.concatenate(deviations) if deviations else np.zeros(0)
 
 
@@ -119,11 +114,12 @@ def deviation_skewness(points: Sequence[MeasurementPoint]) -> float:
     >>> deviation_skewness(pts) > 1.0
     True
     """
+    from scipy.stats import skew   # fits only, never the Predict path
+
     pooled = pooled_deviations(points)
-    spread = pooled.std() if len(pooled) > 2 else 0.0
-    if spread == 0:
+    if len(pooled) <= 2 or pooled.std() == 0:
         return 0.0
-    return float(np.mean((pooled - pooled.mean()) ** 3) / spread ** 3)
+    return float(skew(pooled))
 
 
 def location_variance_ratio(points: Sequence[MeasurementPoint], draws: int = 400, seed: int = 0) -> float:
