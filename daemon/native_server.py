@@ -9,7 +9,8 @@ Python dispatcher threads take requests in batches, run the same servicer method
 gRPC Python server would, and hand back serialized answers.
 
 ``NativeServer`` offers the part of ``grpc.Server`` the daemon uses (ports, start, stop,
-wait) plus ``set_serving`` for the C++ health service. Handlers see the servicer's
+wait) plus ``set_serving`` for the health checks answered in C++ (``Check`` only, see
+grpcfront.cpp). Handlers see the servicer's
 :class:`~hpcpredict.daemon.servicer.CallContext` (``peer()``, ``abort()``), as hook-socket calls do.
 
 >>> server = NativeServer(workers=1, max_concurrent=4, max_message_bytes=1 << 20)

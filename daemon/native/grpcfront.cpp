@@ -7,10 +7,12 @@
 // threads that never take the interpreter lock. Python dispatcher threads take whole batches of
 // decoded-to-bytes requests with one lock acquisition (`next_batch`) and answer each with
 // `reply`. The protocol buffers are parsed and built in Python, so this file knows no message
-// type: it serves every method through grpc::AsyncGenericService.
+// type but one: it serves every method through grpc::AsyncGenericService, and answers
+// grpc.health.v1.Health/Check itself (two fields, encoded by hand; Watch is not served).
 //
 // A call's life (one operation outstanding at a time, so the Call pointer is the tag):
 //   REQUESTED --accept--> READING --message--> IN_PYTHON --reply--> FINISHING --> deleted
+// (a health check goes from READING straight to FINISHING, answered in the polling thread)
 // A streaming call (server reflection) loops IN_PYTHON --reply--> WRITING --> READING until the
 // client half-closes. Past max_concurrent calls in flight a new call is answered
 // RESOURCE_EXHAUSTED at once, before any Python runs.
@@ -25,7 +27,6 @@
 
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 
 #include <atomic>
@@ -64,7 +65,10 @@ struct Call {
   State state = State::kRequested;
   bool streaming = false;
   bool counted = false;  // holds one of the max_concurrent places
+  bool health = false;   // grpc.health.v1.Health/Check, answered without Python
 };
+
+const char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
 
 struct Pending {
   uint64_t id;
@@ -109,7 +113,11 @@ class Front {
 
   void Start() {
     if (server_) throw std::runtime_error("front end already started");
-    grpc::EnableDefaultHealthCheckService(true);
+    // grpc++'s own health service is built on the callback API, which on this platform runs
+    // two "nexting" threads at normal priority that take turns polling every socket: they
+    // preempted the Python dispatchers ~2,300 times a second and doubled the context switches
+    // per Predict (benchmarks/README.md, issue 9). Health checks are answered here instead.
+    grpc::EnableDefaultHealthCheckService(false);
     grpc::ServerBuilder builder;
     for (auto& [address, key, cert, bound] : ports_) {
       if (key.empty()) {
@@ -132,8 +140,26 @@ class Front {
   }
 
   void SetServing(const std::string& service, bool serving) {
-    if (server_ && server_->GetHealthCheckService())
-      server_->GetHealthCheckService()->SetServingStatus(service, serving);
+    std::lock_guard<std::mutex> lock(health_mu_);
+    serving_[service] = serving;
+  }
+
+  // grpc.health.v1.Health/Check, answered in the polling thread: the reply for a serialized
+  // HealthCheckRequest, or a non-OK status (unknown service: NOT_FOUND, as grpc's own service).
+  grpc::Status HealthCheck(const std::string& request, std::string* reply) {
+    std::string service;
+    if (!ParseHealthRequest(request, &service))
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "not a HealthCheckRequest");
+    bool serving;
+    {
+      std::lock_guard<std::mutex> lock(health_mu_);
+      auto found = serving_.find(service);
+      if (found == serving_.end()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service");
+      serving = found->second;
+    }
+    // HealthCheckResponse{status = 1}: field 1, varint; SERVING = 1, NOT_SERVING = 2
+    *reply = std::string{'\x08', serving ? '\x01' : '\x02'};
+    return grpc::Status::OK;
   }
 
   // Up to max_calls requests, waiting at most timeout_s for the first; None once stopped.
@@ -293,6 +319,45 @@ class Front {
     if (!stopping_) RequestOne();
   }
 
+  // HealthCheckRequest{string service = 1}; unknown fields skipped as protobuf does.
+  static bool ParseHealthRequest(const std::string& data, std::string* service) {
+    size_t at = 0;
+    auto varint = [&](uint64_t* value) {
+      *value = 0;
+      for (int shift = 0; shift < 64 && at < data.size(); shift += 7) {
+        uint8_t byte = static_cast<uint8_t>(data[at++]);
+        *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) return true;
+      }
+      return false;
+    };
+    while (at < data.size()) {
+      uint64_t key, length;
+      if (!varint(&key)) return false;
+      switch (key & 7) {
+        case 0:
+          if (!varint(&length)) return false;
+          break;
+        case 1:
+          if (data.size() - at < 8) return false;
+          at += 8;
+          break;
+        case 2:
+          if (!varint(&length) || length > data.size() - at) return false;
+          if ((key >> 3) == 1) service->assign(data, at, length);
+          at += length;
+          break;
+        case 5:
+          if (data.size() - at < 4) return false;
+          at += 4;
+          break;
+        default:
+          return false;
+      }
+    }
+    return true;
+  }
+
   void ToPython(Call* call, std::string payload) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -305,6 +370,18 @@ class Front {
       queue_.push_back(Pending{id, call->context.method(), std::move(payload), call->context.peer()});
       // an active dispatcher takes it when it comes back for more (see NextBatch)
       if (active_ > 0 && std::chrono::steady_clock::now() - progress_ < stuck_) return;
+      // Otherwise a dispatcher is woken once the completion queue has nothing more ready
+      // (Poll), so that it starts on every request read so far, not on the first of them.
+      wake_pending_ = true;
+    }
+  }
+
+  // Wakes a dispatcher for the requests queued since the last wake (Poll, before it blocks).
+  void WakeDispatcher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!wake_pending_) return;
+      wake_pending_ = false;
     }
     ready_.notify_one();
   }
@@ -328,9 +405,29 @@ class Front {
         setpriority(PRIO_PROCESS, thread, 19);
       }
     }
+    // Events already due are handled before a dispatcher is woken: woken at the first request
+    // (and, on the same CPU, running at once over this background thread) it would answer
+    // that one and sleep again, a pair of context switches per call. Waking it when the queue
+    // has nothing more ready hands it every request read so far (benchmarks/README.md, issue 9).
+    // At most kEventsPerWake events are handled between wakes, so a flood of refusals cannot
+    // hold back calls already queued.
+    constexpr int kEventsPerWake = 64;
+    const gpr_timespec now_only = gpr_time_0(GPR_CLOCK_MONOTONIC);
     void* tag;
     bool ok;
-    while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+    int handled = 0;
+    while (true) {
+      auto status = cq_->AsyncNext(&tag, &ok, now_only);
+      if (status == grpc::CompletionQueue::TIMEOUT || handled >= kEventsPerWake) {
+        WakeDispatcher();
+        handled = 0;
+        if (status == grpc::CompletionQueue::TIMEOUT && !cq_->Next(&tag, &ok)) break;
+      }
+      if (status == grpc::CompletionQueue::SHUTDOWN) break;
+      static_cast<Call*>(tag)->Proceed(ok);
+      ++handled;
+    }
+    WakeDispatcher();
   }
 
   bool background_io_;
@@ -351,10 +448,13 @@ class Front {
   std::unordered_map<uint64_t, Call*> in_python_;
   uint64_t next_id_ = 1;
   int active_ = 0;  // dispatchers running a batch in Python
+  bool wake_pending_ = false;  // requests queued since the last wake (WakeDispatcher)
   std::chrono::steady_clock::time_point progress_;  // the last batch taken or call answered
   bool closed_ = false;
   bool stopping_ = false;
   std::atomic<int> in_flight_{0};
+  std::mutex health_mu_;
+  std::unordered_map<std::string, bool> serving_{{"", true}};  // as grpc's: the server as a whole serves
   std::atomic<uint64_t> refused_{0};
 };
 
@@ -367,7 +467,9 @@ void Call::Proceed(bool ok) {
       }
       front->RequestAnother();
       streaming = front->IsStreaming(context.method());
-      if (!front->Admit(this)) {
+      health = context.method() == kHealthCheckMethod;
+      // A health check is never refused: a probe must see a busy daemon as alive.
+      if (!health && !front->Admit(this)) {
         state = State::kFinishing;
         stream.Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                    "hpcpredictd is at its concurrency limit; retry shortly"),
@@ -383,6 +485,19 @@ void Call::Proceed(bool ok) {
         stream.Finish(streaming ? grpc::Status::OK
                                 : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"),
                       this);
+        return;
+      }
+      if (health) {
+        std::string reply;
+        grpc::Status status = front->HealthCheck(Flatten(buffer), &reply);
+        buffer.Clear();
+        state = State::kFinishing;
+        if (!status.ok()) {
+          stream.Finish(status, this);
+        } else {
+          grpc::Slice slice(reply);
+          stream.WriteAndFinish(grpc::ByteBuffer(&slice, 1), grpc::WriteOptions(), grpc::Status::OK, this);
+        }
         return;
       }
       state = State::kInPython;

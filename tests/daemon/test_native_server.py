@@ -4,7 +4,8 @@ both server kinds.
 The first tests drive ``NativeServer`` with a small bytes-in/bytes-out service, through real gRPC
 Python clients, so each property of the front end is seen on its own: answers reach the caller
 who asked (batches mix callers), errors keep their status, a failing handler costs one call,
-the concurrency limit refuses at once, streams answer in order, health follows ``set_serving``,
+the concurrency limit refuses at once (health checks excepted), streams answer in order, health
+follows ``set_serving`` and is answered as gRPC's own service would,
 and stopping drains or cancels what Python still holds.
 """
 from __future__ import annotations
@@ -133,6 +134,9 @@ def test_past_the_concurrency_limit_calls_are_refused_at_once(served):
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert server.stats()["refused"] >= 1
     assert not any(call.done() for call in held)  # refusing did not wait for them
+    # a probe still sees the daemon alive: health checks hold no place and are never refused
+    assert health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5).status == \
+        health_pb2.HealthCheckResponse.SERVING
     demo.release.set()
     assert [call.result() for call in held] == [b"released"] * 4
     assert unary(channel, ECHO)(b"free again", timeout=5) == b"echo:free again"
@@ -164,6 +168,31 @@ def test_health_follows_set_serving(served):
     server.set_serving("", False)
     assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == \
         health_pb2.HealthCheckResponse.NOT_SERVING
+    server.set_serving("demo.Test", True)
+    assert health.Check(health_pb2.HealthCheckRequest(service="demo.Test"), timeout=5).status == \
+        health_pb2.HealthCheckResponse.SERVING
+
+
+def test_health_checks_are_answered_as_grpc_s_own_service_would(served):
+    # The front end answers Check itself (grpcfront.cpp: grpc++'s service costs two polling
+    # threads at normal priority); Watch is not served, which the health protocol allows.
+    _, _, channel = served
+    health = health_pb2_grpc.HealthStub(channel)
+    with pytest.raises(grpc.RpcError) as unknown:
+        health.Check(health_pb2.HealthCheckRequest(service="no.Such"), timeout=5)
+    assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+    check = unary(channel, "/grpc.health.v1.Health/Check")
+    # unknown fields are skipped; the service field is what counts
+    extra = health_pb2.HealthCheckRequest(service="").SerializeToString() + b"\x10\x05\x1a\x01x"
+    assert health_pb2.HealthCheckResponse.FromString(check(extra, timeout=5)).status == \
+        health_pb2.HealthCheckResponse.SERVING
+    for truncated in (b"\x0a\x05ab", b"\x0a", b"\x80"):
+        with pytest.raises(grpc.RpcError) as bad:
+            check(truncated, timeout=5)
+        assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as watch:
+        next(health.Watch(health_pb2.HealthCheckRequest(), timeout=5))
+    assert watch.value.code() == grpc.StatusCode.UNIMPLEMENTED
 
 
 def test_stop_lets_held_calls_finish_within_grace(served):
