@@ -26,10 +26,18 @@ the best measured choice under the same policy. Target: within 10 %.
 
 With ``--train-reps K`` the models see repetitions < K only and each pick is judged against
 the medians of the held-out repetitions (without it: the same runs, as in the first version).
+With ``--split alternate`` they see the even repetitions and are judged on the odd ones: each
+repetition is one sweep over all counts, so alternate sweeps share the host's drift, where the
+first and second half of a run did not (20 repetitions, 2026-11-21 15:14-15:23 UTC: the first
+ten sweeps ran 3-15 % slower than the last ten at 8 of 9 stencil-emulated counts).
+
+    nice -n 10 .venv/bin/python benchmarks/scaling/mpi_advice.py --repetitions 20 --split alternate \
+        --out benchmarks/scaling/mpi_results_20reps.json --keep /tmp/scal/mpi_raw
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -97,11 +105,21 @@ def best_measured(measured: dict[int, float], policy: str, requested_time: float
     return meeting[0] if meeting else min(measured, key=measured.get)
 
 
-def evaluate(app: str, runs: list[dict], train_counts: list[int], train_reps: int | None = None) -> list[dict]:
-    """Fit on the runs of repetitions < ``train_reps`` (all if None) at ``train_counts``; judge the
-    pick against the medians of the other, held-out repetitions (all runs if none are left)."""
-    train_runs = [r for r in runs if train_reps is None or r["rep"] < train_reps]
-    held_out = [r for r in runs if train_reps is not None and r["rep"] >= train_reps]
+def split_runs(runs: list[dict], train_reps: int | None, split: str) -> tuple[list[dict], list[dict]]:
+    """(training runs, held-out runs): ``alternate``: even / odd repetitions; ``halves``:
+    repetitions < ``train_reps`` / the rest (no held-out runs when ``train_reps`` is None)."""
+    if split == "alternate":
+        return [r for r in runs if r["rep"] % 2 == 0], [r for r in runs if r["rep"] % 2 == 1]
+    if train_reps is None:
+        return list(runs), []
+    return [r for r in runs if r["rep"] < train_reps], [r for r in runs if r["rep"] >= train_reps]
+
+
+def evaluate(app: str, runs: list[dict], train_counts: list[int], train_reps: int | None = None,
+             split: str = "halves", use_measured: bool = True) -> list[dict]:
+    """Fit on the training runs (:func:`split_runs`) at ``train_counts``; judge the pick against
+    the medians of the held-out repetitions (all runs if none are held out)."""
+    train_runs, held_out = split_runs(runs, train_reps, split)
     measured = medians(held_out or runs)
     lines = [json.dumps({"params": {"p": r["processes"]}, "callpath": app, "metric": "time", "value": [r["wall_s"]]})
              for r in train_runs if r["processes"] in train_counts]
@@ -110,6 +128,8 @@ def evaluate(app: str, runs: list[dict], train_counts: list[int], train_reps: in
     for modeler in ("regression", "adaptive"):
         fit = fit_all(sets, modeler=modeler)[(app, "time")]
         model = scaling_model(fit, sets[(app, "time")], application=app, max_extrapolation=8.0)
+        if not use_measured:   # ablation: the model alone, as before measured medians were kept
+            model = dataclasses.replace(model, measured=())
         # meets-request: deadlines just above the measured time at a few counts
         requests = [("least-node-hours", 0.0)] + [("meets-request", measured[p] * 1.05)
                                                   for p in (2, 4, 8) if p in measured]
@@ -123,6 +143,8 @@ def evaluate(app: str, runs: list[dict], train_counts: list[int], train_reps: in
             rows.append({"application": app, "modeler": modeler, "model": model.expression,
                          "train_counts": train_counts, "train_reps": train_reps,
                          "judged_on": "held-out repetitions" if held_out else "training repetitions",
+                         "split": split if held_out else "none",
+                         "measured_used": [r.nodes for r in advice if r.measured],
                          "policy": policy, "requested_time_s": requested,
                          "runtime_over_fastest": measured[chosen] / fastest,
                          "recommended": chosen, "best_measured": best,
@@ -157,6 +179,10 @@ def main(argv=None) -> int:
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--train-reps", type=int, default=None,
                         help="fit on repetitions < K only and judge advice on the held-out rest")
+    parser.add_argument("--split", choices=("halves", "alternate"), default="halves",
+                        help="halves: train on repetitions < --train-reps; alternate: train on even, judge on odd")
+    parser.add_argument("--model-only", action="store_true",
+                        help="advise from the model alone, ignoring the measured medians it keeps")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--keep", type=Path, default=None, help="copy raw run files here (read with --reuse)")
     parser.add_argument("--reuse", type=Path, default=None, help="re-evaluate the runs saved in this results JSON")
@@ -175,10 +201,13 @@ def main(argv=None) -> int:
         report = json.loads(args.reuse.read_text())
         for app, (_, _, _, _, trainings, apmt_counts) in apps.items():
             data = report["apps"][app]
-            data["advice"] = [row for train in trainings for row in evaluate(app, data["runs"], train, args.train_reps)]
+            data["advice"] = [row for train in trainings for row in evaluate(app, data["runs"], train, args.train_reps, args.split,
+                                                                                not args.model_only)]
             if apmt_counts and args.keep:
                 data["apmt"] = apmt_check(data["runs"], args.keep, apmt_counts)
         report["reevaluated_from"] = str(args.reuse)
+        report["train_reps"], report["split"] = args.train_reps, args.split
+        report["model_only"] = args.model_only
         args.out.write_text(json.dumps(report, indent=1))
         print_report(report)
         return 0
@@ -186,12 +215,14 @@ def main(argv=None) -> int:
         workdir = Path(tmp)
         binary = workdir / "mpi_stencil"
         subprocess.run(["mpicc", "-O2", "-o", str(binary), str(HERE / "mpi_stencil.c")], check=True)
-        report = {"repetitions": args.repetitions, "train_reps": args.train_reps, "apps": {}}
+        report = {"repetitions": args.repetitions, "train_reps": args.train_reps, "split": args.split,
+                  "model_only": args.model_only, "apps": {}}
         for app, (n, iterations, counts, env, trainings, apmt_counts) in apps.items():
             runs = measure(binary, workdir, app, n, iterations, counts, args.repetitions, len(app), env)
             report["apps"][app] = {
                 "n": n, "iterations": iterations, "env": env, "runs": runs, "median_wall_s": medians(runs),
-                "advice": [row for train in trainings for row in evaluate(app, runs, train, args.train_reps)],
+                "advice": [row for train in trainings for row in evaluate(app, runs, train, args.train_reps, args.split,
+                                                                     not args.model_only)],
                 "apmt": apmt_check(runs, workdir, apmt_counts) if apmt_counts else None,
             }
         if args.keep:
@@ -209,7 +240,8 @@ def print_report(report: dict) -> None:
         for row in data["advice"]:
             print(f"  {row['modeler']:<10} train={row['train_counts']} {row['policy']:<16} "
                   f"req={row['requested_time_s']:.2f} rec={row['recommended']} best={row['best_measured']} "
-                  f"ratio={row['node_hours_ratio']:.3f}  {row['model']}")
+                  f"ratio={row['node_hours_ratio']:.3f}  {row['model']}"
+                  + (f"  measured at {row['measured_used']}" if row.get("measured_used") else ""))
         if data["apmt"]:
             print("  APMT error %:", {p: round(e, 1) for p, e in data["apmt"]["error_percent"].items()})
 

@@ -5,6 +5,14 @@ count ``p`` (or ``nodes``) and possibly other parameters, stored as one JSON fil
 application. :func:`node_advice` evaluates it at candidate node counts and recommends one.
 Everything here is plain Python/numpy-free math so it is cheap on the hot path.
 
+At a candidate the site has measured (the model keeps the median and its standard error of
+every training point with repetitions), advice uses the measured median instead of the model
+when the model misses it by more than the measurements' noise: a PMNF function with few terms
+cannot follow every shape (on the 2-core reference machine a CPU-bound code speeds up from 1
+to 2 processes and slows down beyond, and the models smooth the dip away), and a runtime
+measured many times at that very count is the better answer there (benchmarks/README.md,
+issue 7).
+
 >>> m = ScalingModel(application="lulesh", expression="10 + 640 * p^(-1)", parameters=("p",),
 ...                  constant=10.0, terms=((640.0, (("p", -1.0, 0),)),),
 ...                  scaling_parameter="p", ranges={"p": (4.0, 64.0)})
@@ -31,6 +39,11 @@ from hpcpredict.daemon.errors import InvalidRequest, ModelArtifactError
 
 POLICIES = ("least-node-hours", "meets-request")
 FORMAT_VERSION = 1
+# A measured median replaces the model where the model misses it by more than this many
+# standard errors of the median and by more than MEASURED_FLOOR of it (timing jitter that no
+# one would act on).
+LACK_OF_FIT_SE = 2.0
+MEASURED_FLOOR = 0.02
 
 # One term: (coefficient, ((parameter, i, j), ...)) meaning coefficient * prod x^i * log2(x)^j.
 Term = tuple[float, tuple[tuple[str, float, int], ...]]
@@ -43,6 +56,7 @@ class NodeAdviceRow:
     node_hours: float
     efficiency: float
     recommended: bool
+    measured: bool = False   # runtime_s is the measured median at this count (see module doc)
 
 
 @dataclass(frozen=True)
@@ -52,7 +66,9 @@ class ScalingModel:
     ``scaling_parameter`` is ``"p"`` (processes = nodes * tasks per node) or ``"nodes"``.
     ``ranges`` holds the measured [min, max] per parameter; ``max_extrapolation`` bounds how
     far beyond the largest measured scale advice may go (seed 001 evaluates up to 16x, but
-    errors grow fast with distance, so 4x by default).
+    errors grow fast with distance, so 4x by default). ``measured`` holds, per training point
+    with repetitions, its coordinate (in ``parameters`` order), median and the median's
+    standard error.
     """
 
     application: str
@@ -68,6 +84,7 @@ class ScalingModel:
     modeler: str = "regression"
     callpath: str = "<root>"
     metric: str = "time"
+    measured: tuple[tuple[tuple[float, ...], float, float], ...] = ()
 
     def predict(self, params: Mapping[str, float]) -> float:
         total = self.constant
@@ -81,6 +98,20 @@ class ScalingModel:
                     value *= math.log2(x) ** j
             total += value
         return float(total)
+
+    def measured_runtime(self, params: Mapping[str, float], predicted: float) -> float | None:
+        """The measured median at exactly ``params`` if the model (``predicted``) misses it by
+        more than the measurements' noise; None otherwise."""
+        if not self.measured:
+            return None
+        coordinate = tuple(float(params[name]) for name in self.parameters)
+        for point, median, standard_error in self.measured:
+            if all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(point, coordinate)):
+                miss = abs(predicted - median)
+                if miss > LACK_OF_FIT_SE * standard_error and miss > MEASURED_FLOOR * median:
+                    return median
+                return None
+        return None
 
     def scale_range(self) -> tuple[float, float]:
         """Sane range of the scaling parameter: measured minimum .. max * max_extrapolation."""
@@ -98,6 +129,8 @@ class ScalingModel:
             "max_extrapolation": self.max_extrapolation, "noise": self.noise,
             "cv_smape": self.cv_smape, "modeler": self.modeler,
             "callpath": self.callpath, "metric": self.metric,
+            "measured": [{"params": dict(zip(self.parameters, point)), "median": median, "se": se}
+                         for point, median, se in self.measured],
         }
 
     @classmethod
@@ -124,12 +157,20 @@ class ScalingModel:
         numbers += [c for c, _ in terms]
         if not all(math.isfinite(v) for v in numbers):
             raise ValueError("non-finite coefficient")
+        measured = []
+        for entry in data.get("measured", []):   # absent in models saved before it existed
+            point = tuple(float(entry["params"][name]) for name in parameters)
+            median, se = float(entry["median"]), float(entry["se"])
+            if not all(math.isfinite(v) for v in point + (median, se)) or median <= 0 or se < 0:
+                raise ValueError(f"bad measured point {entry!r}")
+            measured.append((point, median, se))
         return cls(
             application=str(data["application"]), expression=str(data["expression"]),
             parameters=parameters, constant=numbers[0], terms=terms, scaling_parameter=scaling,
             ranges=ranges, max_extrapolation=numbers[1], noise=float(data.get("noise", 0.0)),
             cv_smape=float(data.get("cv_smape", 0.0)), modeler=str(data.get("modeler", "regression")),
             callpath=str(data.get("callpath", "<root>")), metric=str(data.get("metric", "time")),
+            measured=tuple(measured),
         )
 
 
@@ -213,12 +254,17 @@ def node_advice(model: ScalingModel, *, requested_nodes: int, ntasks_per_node: i
         raise InvalidRequest("candidates", "need at least one node count >= 1")
     per_unit = ntasks_per_node if model.scaling_parameter == "p" else 1
     predictions = []
+    measured_at = set()
     for nodes in nodes_list:
         params[model.scaling_parameter] = float(nodes * per_unit)
         try:
             runtime = model.predict(params)
         except (OverflowError, ValueError, ZeroDivisionError):
             continue
+        measured = model.measured_runtime(params, runtime) if math.isfinite(runtime) else None
+        if measured is not None:
+            runtime = measured
+            measured_at.add(nodes)
         if math.isfinite(runtime) and runtime > 0:
             predictions.append((nodes, runtime))
     if not predictions:
@@ -235,7 +281,8 @@ def node_advice(model: ScalingModel, *, requested_nodes: int, ntasks_per_node: i
         chosen = meeting[0] if meeting else min(predictions, key=lambda nr: (nr[1], nr[0]))[0]
     return [
         NodeAdviceRow(nodes=n, runtime_s=r, node_hours=n * r / 3600.0,
-                      efficiency=(base_runtime * base_nodes) / (r * n), recommended=(n == chosen))
+                      efficiency=(base_runtime * base_nodes) / (r * n), recommended=(n == chosen),
+                      measured=n in measured_at)
         for n, r in predictions
     ]
 
@@ -248,10 +295,12 @@ def _duration(seconds: float) -> str:
 
 
 def format_advice_table(rows: Sequence[NodeAdviceRow]) -> list[str]:
-    """Short lines: header, one line per candidate, the recommended one marked with '*'."""
+    """Short lines: header, one line per candidate, the recommended one marked with '*', a
+    runtime that is the measured median rather than the model's with '(measured)'."""
     lines = ["nodes  runtime    node-h  eff"]
     for row in rows:
         mark = " *" if row.recommended else ""
+        note = " (measured)" if row.measured else ""
         lines.append(f"{row.nodes:>5}  {_duration(row.runtime_s):>9}  {row.node_hours:>6.2f}  "
-                     f"{row.efficiency:>4.0%}{mark}")
+                     f"{row.efficiency:>4.0%}{mark}{note}")
     return lines

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -54,10 +55,34 @@ def scaling_model(fit: FittedModel, data: MeasurementSet, *, application: str,
     terms = tuple((t.coefficient, tuple((name, float(i), int(j)) for name, (i, j) in t.exponents.items()))
                   for t in fit.function.terms)
     return ScalingModel(
+        measured=measured_points(data),
         application=application, expression=fit.function.expression(), parameters=data.parameters,
         constant=fit.function.constant, terms=terms, scaling_parameter=scaling_parameter,
         ranges=ranges, max_extrapolation=max_extrapolation, noise=fit.noise, cv_smape=fit.cv_smape,
         modeler=fit.modeler, callpath=data.callpath, metric=data.metric)
+
+
+def measured_points(data: MeasurementSet, min_repetitions: int = 3) -> tuple:
+    """(coordinate, median, standard error of the median) of every point with at least
+    ``min_repetitions`` positive values.
+
+    The noise is pooled over all points (robust scale of every repetition's deviation from its
+    point's median, relative), as the modelers' noise estimate is: a point's own handful of
+    repetitions can agree by chance under load that drifts between sweeps (five runs at one
+    count within 1 % while the same count's next five spread over 40 %). The standard error of
+    a median of n values is then 1.2533 * sigma * median / sqrt(n).
+    """
+    kept = []
+    for point in data.points:
+        values = np.asarray(point.values, dtype=float)
+        if len(values) >= min_repetitions and np.all(values > 0):
+            kept.append((point.coordinate, values, float(np.median(values))))
+    if not kept:
+        return ()
+    relative = np.concatenate([values / median - 1.0 for _, values, median in kept])
+    sigma = 1.4826 * float(np.median(np.abs(relative)))
+    return tuple((tuple(float(c) for c in coordinate), median, 1.2533 * sigma * median / math.sqrt(len(values)))
+                 for coordinate, values, median in kept)
 
 
 def read_points_csv(path: Path, parameters: Iterable[str]) -> list[dict[str, float]]:

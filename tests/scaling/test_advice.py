@@ -1,6 +1,7 @@
 """Node-count advice contract: ScalingModel JSON, loading, policies, table."""
 import json
 import math
+from dataclasses import replace as dataclass_replace
 
 import pytest
 
@@ -124,3 +125,70 @@ def test_format_table_marks_recommendation():
     assert lines[2].endswith("*") and not lines[1].endswith("*")
     assert all(len(line) < 40 for line in lines)
     assert not math.isnan(rows[1].efficiency)
+
+
+def _dip_data(repetitions=10):
+    """Runtimes with a dip at p = 2 that a one-term PMNF model smooths away (the shape of a
+    CPU-bound code on the 2-core reference machine: faster on 2 cores, oversubscribed beyond)."""
+    from hpcpredict.daemon.scaling.measurements import parse_jsonlines
+
+    truth = {1: 0.86, 2: 0.67, 3: 0.75, 4: 0.79, 5: 0.86, 6: 0.90, 8: 1.02}
+    jitter = [(-1) ** k * 0.01 * (k % 3) for k in range(repetitions)]   # about 1 %, symmetric
+    lines = [json.dumps({"params": {"p": p}, "callpath": "cpu", "metric": "time", "value": [t * (1 + j) for j in jitter]})
+             for p, t in truth.items()]
+    return truth, parse_jsonlines(lines)[("cpu", "time")]
+
+
+def test_measured_median_replaces_a_model_that_misses_it_beyond_the_noise():
+    from hpcpredict.daemon.scaling.fitting import fit_all, scaling_model
+
+    truth, data = _dip_data()
+    fit = fit_all({("cpu", "time"): data}, modeler="regression")[("cpu", "time")]
+    model = scaling_model(fit, data, application="cpu")
+    assert len(model.measured) == len(truth)
+    assert all(se < 0.01 * median for _, median, se in model.measured)   # ~1 % noise, 10 repetitions
+    rows = node_advice(model, requested_nodes=1, ntasks_per_node=1, other_params={}, requested_time_s=1.0,
+                       candidates=sorted(truth))
+    by_nodes = {r.nodes: r for r in rows}
+    assert model.predict({"p": 2.0}) > 1.05 * truth[2]        # the model alone misses the dip ...
+    assert by_nodes[2].measured and by_nodes[2].runtime_s == pytest.approx(truth[2], rel=0.02)
+    assert next(r.nodes for r in rows if r.recommended) == 2  # ... and the advice does not
+    assert any(line.endswith("(measured)") for line in format_advice_table(rows))
+    model_only = node_advice(dataclass_replace(model, measured=()), requested_nodes=1, ntasks_per_node=1,
+                             other_params={}, requested_time_s=1.0, candidates=sorted(truth))
+    assert next(r.nodes for r in model_only if r.recommended) == 1
+    assert not any(r.measured for r in model_only)
+
+
+def test_measured_median_is_not_used_where_the_model_fits_or_without_repetitions():
+    model = amdahl()
+    at_16 = model.predict({"p": 16.0})
+    within_noise = dataclass_replace(model, measured=(((16.0,), at_16 * 1.03, 0.05 * at_16),))
+    assert model.measured == () and within_noise.measured_runtime({"p": 16.0}, at_16) is None
+    below_floor = dataclass_replace(model, measured=(((16.0,), at_16 * 1.015, 0.0),))
+    assert below_floor.measured_runtime({"p": 16.0}, at_16) is None   # 1.5 %: timing jitter
+    missed = dataclass_replace(model, measured=(((16.0,), at_16 * 1.3, 0.01 * at_16),))
+    assert missed.measured_runtime({"p": 16.0}, at_16) == pytest.approx(at_16 * 1.3)
+    assert missed.measured_runtime({"p": 32.0}, model.predict({"p": 32.0})) is None   # not measured there
+    from hpcpredict.daemon.scaling.fitting import measured_points
+    from hpcpredict.daemon.scaling.measurements import parse_jsonlines
+
+    lines = [json.dumps({"params": {"p": p}, "value": values}) for p, values in
+             ((1, [2.0, 2.1]), (2, [1.0, 1.1, 1.2]), (4, [0.5]), (8, [0.4, 0.5, 0.45, 0.41]), (16, [0.3, 0.31, 0.32]))]
+    points = measured_points(parse_jsonlines(lines)[("<root>", "time")])
+    assert [point for point, _, _ in points] == [(2.0,), (8.0,), (16.0,)]   # >= 3 repetitions only
+
+
+def test_measured_points_survive_json_and_bad_ones_are_refused(tmp_path):
+    model = dataclass_replace(amdahl(), measured=(((4.0,), 350.0, 3.5), ((8.0,), 190.0, 2.0)))
+    again = ScalingModel.from_dict(json.loads(json.dumps(model.to_dict())))
+    assert again == model
+    older = model.to_dict()
+    del older["measured"]                    # a model saved before measured points were kept
+    assert ScalingModel.from_dict(older).measured == ()
+    for bad in ({"params": {"p": 4}, "median": -1.0, "se": 0.1}, {"params": {"q": 4}, "median": 1.0, "se": 0.1},
+                {"params": {"p": 4}, "median": 1.0, "se": float("nan")}):
+        data = dict(model.to_dict(), measured=[bad])
+        (tmp_path / "app.json").write_text(json.dumps(data))
+        with pytest.raises(ModelArtifactError, match="bad scaling model"):
+            load_scaling_models(tmp_path)
