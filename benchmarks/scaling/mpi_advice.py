@@ -29,7 +29,7 @@ the medians of the held-out repetitions (without it: the same runs, as in the fi
 With ``--split alternate`` they see the even repetitions and are judged on the odd ones: each
 repetition is one sweep over all counts, so alternate sweeps share the host's drift, where the
 first and second half of a run did not (20 repetitions, 2026-11-21 15:14-15:23 UTC: the first
-ten sweeps ran 3-15 % slower than the last ten at 8 of 9 stencil-emulated counts).
+ten sweeps ran 3-18 % slower than the last ten at every stencil-emulated count).
 
     nice -n 10 .venv/bin/python benchmarks/scaling/mpi_advice.py --repetitions 20 --split alternate \
         --out benchmarks/scaling/mpi_results_20reps.json --keep /tmp/scal/mpi_raw
