@@ -88,12 +88,11 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
 
 class Front {
  public:
-  Front(int max_concurrent, int max_message_bytes, int threads, std::set<std::string> streaming_methods,
-        double stuck_s, bool background_io)
+  Front(int max_concurrent, int max_message_bytes, std::set<std::string> streaming_methods, double stuck_s,
+        bool background_io)
       : background_io_(background_io),
         max_concurrent_(max_concurrent),
         max_message_bytes_(max_message_bytes),
-        threads_(threads < 1 ? 1 : threads),
         streaming_methods_(std::move(streaming_methods)),
         stuck_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(stuck_s))) {}
 
@@ -135,8 +134,8 @@ class Front {
     cq_ = builder.AddCompletionQueue();
     server_ = builder.BuildAndStart();
     if (!server_) throw std::runtime_error("cannot listen on the configured addresses");
-    for (int i = 0; i < 2 * threads_ + 2; ++i) RequestOne();
-    for (int i = 0; i < threads_; ++i) workers_.emplace_back([this] { Poll(); });
+    for (int i = 0; i < 4; ++i) RequestOne();  // accepts kept posted; each accepted call posts one more
+    poller_ = std::thread([this] { Poll(); });
   }
 
   void SetServing(const std::string& service, bool serving) {
@@ -279,8 +278,7 @@ class Front {
     for (Call* call : unanswered) FinishShuttingDown(call);
     shutter.join();
     cq_->Shutdown();
-    for (auto& worker : workers_) worker.join();
-    workers_.clear();
+    if (poller_.joinable()) poller_.join();
   }
 
   py::dict Stats() {
@@ -290,7 +288,7 @@ class Front {
     return stats;
   }
 
-  // -- used by Call, from the polling threads --
+  // -- used by Call, from the polling thread --
   void RequestOne() {
     auto* call = new Call(this);
     service_.RequestCall(&call->context, &call->stream, cq_.get(), cq_.get(), call);
@@ -433,14 +431,13 @@ class Front {
   bool background_io_;
   int max_concurrent_;
   int max_message_bytes_;
-  int threads_;
   std::set<std::string> streaming_methods_;
   std::chrono::steady_clock::duration stuck_;  // see NextBatch
   std::vector<std::tuple<std::string, std::string, std::string, std::unique_ptr<int>>> ports_;
   grpc::AsyncGenericService service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::unique_ptr<grpc::Server> server_;
-  std::vector<std::thread> workers_;
+  std::thread poller_;  // the one thread that polls the completion queue (Poll)
   std::mutex mu_;
   std::condition_variable ready_;
   std::condition_variable drained_;
@@ -527,8 +524,8 @@ void Call::Proceed(bool ok) {
 PYBIND11_MODULE(_grpcfront, m) {
   m.doc() = "gRPC front end in C++ handing requests to Python dispatcher threads in batches.";
   py::class_<Front>(m, "Front")
-      .def(py::init<int, int, int, std::set<std::string>, double, bool>(), py::arg("max_concurrent"),
-           py::arg("max_message_bytes"), py::arg("threads") = 1,
+      .def(py::init<int, int, std::set<std::string>, double, bool>(), py::arg("max_concurrent"),
+           py::arg("max_message_bytes"),
            py::arg("streaming_methods") = std::set<std::string>(), py::arg("stuck_s") = 0.002,
            py::arg("background_io") = false)
       .def("add_insecure_port", &Front::AddInsecurePort, py::arg("address"))

@@ -76,7 +76,7 @@ def measured_points(data: MeasurementSet, min_repetitions: int = 3) -> tuple:
     for point in data.points:
         values = np.asarray(point.values, dtype=float)
         if len(values) >= min_repetitions and np.all(values > 0):
-            kept.append((point.coordinate, values, float(np.median(values))))
+            kept.append((point.coordinate, values, point.median))
     if not kept:
         return ()
     relative = np.concatenate([values / median - 1.0 for _, values, median in kept])
