@@ -27,6 +27,7 @@ from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.recent_history import RecentHistoryModel
 from hpcpredict.daemon.registry import SITE_KEY, Artifact, ModelRegistry
 from hpcpredict.daemon.timefmt import human
+from hpcpredict.daemon.walltime_policy import ceil_minute, plan_limits
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +67,6 @@ class Answer:
     feature_class: str = ""
     comm_model: str = ""
     node_advice: tuple = ()              # hpcpredict.daemon.scaling.advice.NodeAdviceRow
-
-
-def _ceil_minute(seconds: float) -> int:
-    return int(math.ceil(max(seconds, 1.0) / 60.0) * 60)
 
 
 class PredictionEngine:
@@ -237,10 +234,11 @@ class PredictionEngine:
                     [line for line in explanation if not line.startswith("no history")]
 
         bound = max(bound, point)
-        time_limit = max(policy.min_time_limit_s, _ceil_minute(bound))
-        time_min = _ceil_minute(point)
+        time_limit = max(policy.min_time_limit_s, ceil_minute(bound))
+        # time_min is a kill limit on Slurm 22.05: the risk-bounded value or nothing (walltime_policy).
+        time_min = plan_limits(bound_s=bound, requested_s=requested or 0, floor_s=policy.min_time_limit_s,
+                               fallback=fallback).time_min_s or 0
         if requested:
-            time_min = min(time_min, _ceil_minute(requested))
             if bound > requested:
                 explanation.append(f"your request of {human(requested)} may be too short "
                                    f"(bound at {risk:.0%} risk: {human(bound)})")

@@ -37,7 +37,9 @@ def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
         lines.append(f"You requested:     {slurm_time(requested_s)}")
     lines.append(f"Suggested --time:  {slurm_time(estimate.suggested_time_limit_s)}"
                  f"   (P(run longer) about {estimate.risk:.0%})")
-    lines.append(f"Suggested --time-min: {slurm_time(estimate.suggested_time_min_s)}")
+    if estimate.suggested_time_min_s:
+        lines.append(f"Suggested --time-min: {slurm_time(estimate.suggested_time_min_s)}"
+                     "   (backfill may lower --time to this)")
     if estimate.HasField("comm_time_s"):
         lines.append(f"Communication time: {human(estimate.comm_time_s)} (class {estimate.feature_class} features)")
     if estimate.node_advice:

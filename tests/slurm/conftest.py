@@ -1,6 +1,7 @@
 """Fixtures of tests/slurm: a real hpcpredictd and a real Slurm 22.05 cluster (see harness.py)."""
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -28,6 +29,9 @@ def cluster(daemon, tmp_path_factory):
     for program in ("sbatch", "slurmctld", "munged", "runuser", "lua5.1"):
         assert shutil.which(program) or Path(f"/usr/sbin/{program}").exists(), \
             f"{program} missing: install contrib/apt-packages.txt"
+    # One test cluster per machine (fixed directory and ports): a second run waits for the first.
+    lock = open("/tmp/hpcpredict-slurm-test.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     staging = tmp_path_factory.mktemp("hooks")
     hooks_conf = {"hook_socket": daemon.hook_socket, "slurm_conf": str(SLURM_DIR / "etc" / "slurm.conf"),
                   "log_file": str(SLURM_DIR / "log" / "hpcpredict-hooks.log"), "outcome_wait_s": "30",
@@ -44,3 +48,4 @@ def cluster(daemon, tmp_path_factory):
         yield running
     finally:
         subprocess.run([str(CLUSTER / "stop-cluster.sh")], env=env, capture_output=True, timeout=120)
+        lock.close()
