@@ -1,0 +1,1 @@
+"""One module per benchmark area: ``DESCRIPTION`` and ``run(args: list[str]) -> dict``."""
