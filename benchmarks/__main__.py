@@ -5,7 +5,8 @@
 
 An area is a module ``benchmarks/areas/AREA.py`` with ``DESCRIPTION`` (one line) and
 ``run(args: list[str]) -> dict`` (it parses its own options and returns JSON-serialisable
-results). The runner writes ``benchmarks/results/AREA.json`` (``--out`` to write elsewhere):
+results; an optional ``"headline"`` entry holds the few numbers benchmarks/README.md quotes,
+printed after the run). The runner writes ``benchmarks/results/AREA.json`` (``--out`` to write elsewhere):
 the results stamped with the command, the git commit, the machine and the load around the run
 (load average and the CPU time the hypervisor stole, in cores), so every number in
 benchmarks/README.md can be traced to the run that produced it.
@@ -68,6 +69,8 @@ def run_area(name: str, args: list[str], out: Path | None = None) -> Path:
     if name not in areas():
         raise SystemExit(f"benchmarks: no area {name!r}; areas: {', '.join(areas())}")
     module = importlib.import_module(f"benchmarks.areas.{name}")
+    # The code that runs is the code at the start: take commit and state before the area runs.
+    commit, dirty = _git("rev-parse", "--short", "HEAD"), bool(_git("status", "--porcelain", "--untracked-files=no"))
     started = datetime.now(timezone.utc)
     load_before = os.getloadavg()
     busy_before, steal_before = _cpu_ticks()
@@ -78,8 +81,8 @@ def run_area(name: str, args: list[str], out: Path | None = None) -> Path:
     record = {
         "area": name,
         "command": "python -m benchmarks run " + shlex.join([name, *args]),
-        "commit": _git("rev-parse", "--short", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "commit": commit,
+        "dirty": dirty,
         "machine": machine(),
         "load": {"loadavg_before": [round(x, 2) for x in load_before],
                  "loadavg_after": [round(x, 2) for x in os.getloadavg()],
@@ -111,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:12s} {description}")
         return 0
     path = run_area(args.area, rest, args.out)
+    record = json.loads(path.read_text())
+    headline = record["results"].get("headline") if isinstance(record["results"], dict) else None
+    if headline is not None:
+        print(json.dumps({"area": record["area"], "headline": headline, "load": record["load"]}, indent=1))
     print(f"benchmarks: wrote {path}", file=sys.stderr)
     return 0
 

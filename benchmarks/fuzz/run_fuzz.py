@@ -1,7 +1,6 @@
 """The long fuzz run: >= 10^5 generated inputs over every input parser, crashes and hangs counted.
 
-    nice -n 10 .venv/bin/python -m benchmarks.fuzz.run_fuzz --per-target 6000 \\
-        --json benchmarks/fuzz/results.json
+Run through the benchmark runner: ``python -m benchmarks run fuzz [--full]`` (benchmarks/areas/fuzz.py).
 
 Same targets and property as ``tests/fuzz`` (:mod:`tests.fuzz.targets`), but every example is
 run to the end and counted instead of stopping at the first failure: ``ok`` (a value),
@@ -13,13 +12,11 @@ reported in CPU time: on a shared machine wall time measures the neighbours. Shr
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import signal
 import sys
 import time
-from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -70,37 +67,23 @@ def fuzz_target(target, examples: int, hang_s: float, wall_s: float, seed: int) 
             "failures": failures}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-target", type=int, default=6000)
-    parser.add_argument("--hang-s", type=float, default=10.0, help="CPU seconds per example before it is a hang")
-    parser.add_argument("--wall-s", type=float, default=120.0, help="wall seconds per example before it is a hang")
-    parser.add_argument("--only", nargs="*", help="target names (default: all)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.signal(signal.SIGPROF, _alarm)
+def fuzz_all(per_target: int, hang_s: float = 10.0, wall_s: float = 120.0, only: list[str] | None = None,
+             seed: int = 0) -> list[dict]:
+    """Every target (or those named in ``only``), ``per_target`` examples each; one row per target."""
+    previous = signal.signal(signal.SIGALRM, _alarm), signal.signal(signal.SIGPROF, _alarm)
     logging.disable(logging.WARNING)  # parsers log what they skip; millions of lines say nothing here
     rows = []
-    for target in all_targets():
-        if args.only and target.name not in args.only:
-            continue
-        row = fuzz_target(target, args.per_target, args.hang_s, args.wall_s, args.seed)
-        rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k != "failures"}), flush=True)
-        for failure in row["failures"][:3]:
-            print("   ", json.dumps(failure), flush=True)
-        if args.json:  # after every target: a long run that is stopped keeps what it measured
-            args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                             "per_target": args.per_target, "hang_cpu_s": args.hang_s,
-                                             "hang_wall_s": args.wall_s, "seed": args.seed,
-                                             "total_cases": sum(r["cases"] for r in rows), "targets": rows},
-                                            indent=1))
-    total = {k: sum(r[k] for r in rows) for k in ("cases", "ok", "rejected", "crash", "hang")}
-    print(json.dumps({"total": total}))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        for target in all_targets():
+            if only and target.name not in only:
+                continue
+            row = fuzz_target(target, per_target, hang_s, wall_s, seed)
+            rows.append(row)
+            print(json.dumps({k: v for k, v in row.items() if k != "failures"}), file=sys.stderr, flush=True)
+            for failure in row["failures"][:3]:
+                print("   ", json.dumps(failure), file=sys.stderr, flush=True)
+    finally:
+        logging.disable(logging.NOTSET)
+        signal.signal(signal.SIGALRM, previous[0])
+        signal.signal(signal.SIGPROF, previous[1])
+    return rows

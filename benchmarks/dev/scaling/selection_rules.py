@@ -2,7 +2,7 @@
 
 Same adapted classifier, two ways to pick a noisy line's exponent: CV SMAPE among the top-3
 classes (seed 001's DNN modeler as first built) vs the classifier's most probable plausible
-class (``CLASSIFIER_ONLY_ABOVE``; since round 4 the class at the growth median of its
+class (``CLASSIFIER_ONLY_ABOVE``; now the class at the growth median of its
 probabilities, ``NOISY_LINE_QUANTILE``; see noisy_line_dev.py for comparing those). Tasks come from synthetic_protocol.py.
 
     nice -n 10 .venv/bin/python benchmarks/scaling/selection_rules.py --seed 101 --functions 60 --m 1
@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scaling"))  # synthetic_protocol
 
 import dev_common  # noqa: E402
 import synthetic_protocol as protocol  # noqa: E402

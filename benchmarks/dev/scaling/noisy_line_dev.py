@@ -1,11 +1,11 @@
 """Development check for the adaptive modeler's noisy-line and combination rules (DEV seeds only).
 
 Same adapted classifier, different ways to turn its probabilities for a noisy line into one
-exponent (``adaptive.NOISY_LINE_QUANTILE``): "top" = the most probable plausible class (round 2
+exponent (``adaptive.NOISY_LINE_QUANTILE``): "top" = the most probable plausible class (the first
 rule), "q<x>" = the class at quantile x of the probabilities with classes ordered by growth
 (q0.5 = posterior median). Flags: "+s<n>" adapts on n samples per class (default 150, as the
 protocol), "+rel<t>" sets the adaptive modeler's relative-fit threshold (rrd;
-``regression.RELATIVE_FIT_BELOW``, shipped: every noise level; "+rel0.7" = the round-3 rule), "+cls<t>" the
+``regression.RELATIVE_FIT_BELOW``, shipped: every noise level; "+rel0.7" = an earlier rule), "+cls<t>" the
 classifier-only line-noise threshold (and the noisy combination margin's rrd), "+grid<t>" the
 classifier-only threshold for lines averaged over a grid (m >= 2). Prints accuracy /
 extrapolation error next to Extra-P 4.2.5 (median; cached per seed, see dev_common.py) and, per
@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scaling"))  # synthetic_protocol
 
 import dev_common  # noqa: E402
 import synthetic_protocol as protocol  # noqa: E402

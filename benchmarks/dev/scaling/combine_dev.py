@@ -2,9 +2,9 @@
 
 Runs the adaptive modeler on synthetic_protocol.py tasks with different ``combine`` rules
 (monkeypatched; "shipped" = ``combine_for_noise`` as in the daemon, "loo" = the rule before
-round 3, "extrap" = choose on the outer points of a fit on the inner ones, "mix" = mean of both,
+the relative fit, "extrap" = choose on the outer points of a fit on the inner ones, "mix" = mean of both,
 "hyb<t>" = extrap up to rrd t, else LOO + drop; "hyb<t>+wls" = relative least squares up to
-rrd t, parameters may drop out (hyb0.7+wls = the round-3 rule); "+drop" / "+top2" / "@margin" flags) and prints accuracy / extrapolation error next to Extra-P 4.2.5 (median),
+rrd t, parameters may drop out (hyb0.7+wls = an earlier rule); "+drop" / "+top2" / "@margin" flags) and prints accuracy / extrapolation error next to Extra-P 4.2.5 (median),
 whose results are cached per seed (dev_common.py).
 
     nice -n 10 .venv/bin/python benchmarks/scaling/combine_dev.py --seed 101 --functions 40 --m 2 \
@@ -19,13 +19,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scaling"))  # synthetic_protocol
 
 import dev_common  # noqa: E402
 import synthetic_protocol as protocol  # noqa: E402
 from hpcpredict.daemon.scaling import adaptive, regression  # noqa: E402
 from hpcpredict.daemon.scaling.pmnf import CompoundTerm, PmnfFunction, factor  # noqa: E402
 
-ORIGINAL_COMBINE = regression.combine          # selection="loo": the rule before round 3
+ORIGINAL_COMBINE = regression.combine          # selection="loo": the original rule
 SHIPPED = regression.combine_for_noise
 
 

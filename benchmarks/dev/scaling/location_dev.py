@@ -1,7 +1,7 @@
 """Development check: which estimate of a point's repetitions the adaptive modeler fits (DEV seeds only).
 
-Round 6. Variants (``adaptive.MEAN_ABOVE`` / ``MEAN_VARIANCE_RATIO`` / ``ADAPT_ON_LOCATION``):
-"median" = seed 001's rule (shipped up to round 5); "mean>T" = the mean of the repetitions
+Variants (``adaptive.MEAN_ABOVE`` / ``MEAN_VARIANCE_RATIO`` / ``ADAPT_ON_LOCATION``):
+"median" = seed 001's rule (shipped before the mean rule); "mean>T" = the mean of the repetitions
 whenever the task's rrd is above T; "auto>T" = the mean above rrd T only if a bootstrap of the
 pooled noise says the mean is clearly less variable than the median (ratio <= 0.75, the shipped
 rule; "auto>T@r" sets the ratio); flag "+medadapt" = domain adaptation still simulates medians,
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scaling"))  # synthetic_protocol
 
 import dev_common  # noqa: E402
 import synthetic_protocol as protocol  # noqa: E402
