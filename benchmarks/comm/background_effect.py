@@ -2,7 +2,7 @@
 
 Re-simulates the fat-tree halo3d test points (same allocations) with K bursty background
 streams, twice with different background draws, and without background.
-    .venv/bin/python benchmarks/comm/background_effect.py [K ...]
+    .venv/bin/python benchmarks/comm/background_effect.py [K ...]   (a check of the simulation, not part of the area)
 """
 import sys
 

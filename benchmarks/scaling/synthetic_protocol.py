@@ -13,24 +13,21 @@ uniform multiplicative noise of +-n/2, n in {2, 5, 10, 20, 50, 75, 100} %.
 
 The regression modeler and Extra-P see the median of the repetitions (seed 001); Extra-P is
 also run with its own default, the mean ("extrap-4.2.5-mean"), for reference. The adaptive
-modeler gets the repetitions and, since round 6, fits their mean when the data are noisy
-(rrd > 0.15) and the pooled noise is light-tailed (``adaptive.location_for``); compare it with
-the "extrap-4.2.5-mean" rows too (targets.py --reference extrap-4.2.5-mean).
+modeler gets the repetitions and fits their mean when the data are noisy and the pooled noise
+is light-tailed (``adaptive.location_for``); compare it with the "extrap-4.2.5-mean" rows too
+(targets.summary(..., reference="extrap-4.2.5-mean")).
 
-Extra-P runs in its own venv (numpy < 2) through extrap_driver.py:
+Run by ``python -m benchmarks run scaling``. Extra-P runs in its own venv (numpy < 2) through
+extrap_driver.py; its rows for the reported seeds are recorded in synthetic_results_seedS.json
+(the tasks are a pure function of the seed), and ``--extrap-python`` re-runs it:
 
     python3 -m venv /tmp/extrap-venv && /tmp/extrap-venv/bin/pip install extrap==4.2.5 "numpy<2"
-    nice -n 10 .venv/bin/python benchmarks/scaling/synthetic_protocol.py --functions 120 --functions-m3 60 --seed 3 \
-        --extrap-python /tmp/extrap-venv/bin/python --out benchmarks/scaling/synthetic_results.json
 
-Seeds: 3 is the reported run (2 was the earlier one); since round 5 seed 7, used for nothing
-else, is reported too (--seed 7 --out benchmarks/scaling/synthetic_results_seed7.json), so the
-numbers cannot have been tuned to seed 3 over the rounds. Develop modeler changes on other
-seeds (101, 102, 104-106; the dev harnesses refuse 3 and 7).
+Seeds 3 and 7 are reported and were used for nothing else; modeler changes are developed on
+other seeds (101, 102, 104-106; the harnesses in benchmarks/dev/scaling refuse 3 and 7).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -143,47 +140,35 @@ def summarise(tasks: list[dict], results: dict[str, list[dict]]) -> list[dict]:
     return rows
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--functions", type=int, default=30, help="functions per (m, noise) for m = 1, 2")
-    parser.add_argument("--functions-m3", type=int, default=None, help="functions per noise for m = 3")
-    parser.add_argument("--m", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--extrap-python", default=None, help="python of the Extra-P venv (skip if absent)")
-    parser.add_argument("--adapt-samples", type=int, default=150, help="domain adaptation samples per class")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    rng = np.random.default_rng(args.seed)
-    tasks = []
-    for m in args.m:
-        count = args.functions_m3 if (m == 3 and args.functions_m3) else args.functions
+def make_tasks(seed: int, functions: int = 120, functions_m3: int | None = 60, ms=(1, 2, 3)) -> list[dict]:
+    """The protocol's tasks: ``functions`` per (m, noise) for m = 1, 2 and ``functions_m3`` for m = 3."""
+    rng = np.random.default_rng(seed)
+    tasks: list[dict] = []
+    for m in ms:
+        count = functions_m3 if (m == 3 and functions_m3) else functions
         for noise in NOISE_LEVELS:
             for _ in range(count):
                 tasks.append(make_task(rng, m, noise, len(tasks)))
-    print(f"{len(tasks)} tasks", file=sys.stderr)
+    return tasks
+
+
+def run_protocol(seed: int, functions: int = 120, functions_m3: int | None = 60, adapt_samples: int = 150,
+                 extrap_python: str | None = None) -> dict:
+    """Our two modelers (and Extra-P, given its venv's python) on one seed's tasks; summary rows."""
+    tasks = make_tasks(seed, functions, functions_m3)
     results, timing = {}, {}
     started = time.monotonic()
     results["regression"] = run_ours(tasks, "regression", None)
     timing["regression"] = time.monotonic() - started
     started = time.monotonic()
-    adaptive = AdaptiveModeler(samples_per_class=args.adapt_samples, epochs=2)
+    adaptive = AdaptiveModeler(samples_per_class=adapt_samples, epochs=2)
     results["adaptive"] = run_ours(tasks, "adaptive", adaptive)
     timing["adaptive"] = time.monotonic() - started
-    print(f"adaptive: {len(adaptive._adapted)} domain adaptations", file=sys.stderr)
-    if args.extrap_python:
+    if extrap_python:
         started = time.monotonic()
-        results["extrap-4.2.5"] = run_extrap(tasks, args.extrap_python, "median")
+        results["extrap-4.2.5"] = run_extrap(tasks, extrap_python, "median")
         timing["extrap-4.2.5"] = time.monotonic() - started
         # Extra-P's own default uses the mean of repetitions; shown for reference.
-        results["extrap-4.2.5-mean"] = run_extrap(tasks, args.extrap_python, "mean")
-    rows = summarise(tasks, results)
-    args.out.write_text(json.dumps({"rows": rows, "wall_seconds": timing, "tasks": len(tasks),
-                                    "seed": args.seed, "adapt_samples": args.adapt_samples}, indent=1))
-    for row in rows:
-        print(f"{row['modeler']:<13} m={row['m']} n={row['noise']:>4.0%}  "
-              + "  ".join(f"{k}={v:5.1f}" for k, v in row.items() if k.startswith(("acc", "P"))))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        results["extrap-4.2.5-mean"] = run_extrap(tasks, extrap_python, "mean")
+    return {"rows": summarise(tasks, results), "wall_seconds": timing, "tasks": len(tasks), "seed": seed,
+            "adapt_samples": adapt_samples}

@@ -1,25 +1,18 @@
-"""Issue 7's targets from a synthetic_protocol.py results file (optionally next to an earlier one).
+"""The scaling targets from the synthetic protocol's summary rows (synthetic_protocol.py).
 
 Accuracy cells: (m, noise, bucket) where a modeler's share is >= Extra-P 4.2.5's (median).
 Extrapolation cells: (m, noise >= 50 %, P1+..P4+) where its median error is <= 0.8x Extra-P's.
-Also the error ratios to Extra-P at >= 50 % noise (min-max per m). ``--reference
-extrap-4.2.5-mean`` compares with Extra-P fed the means of the repetitions instead (its own
-default; since round 6 the adaptive modeler fits means of noisy symmetric data).
-
-    .venv/bin/python benchmarks/scaling/targets.py benchmarks/scaling/synthetic_results.json \
-        --before benchmarks/scaling/synthetic_results_round3.json
+Also the error ratios to Extra-P at >= 50 % noise (min-max per m). ``reference=
+"extrap-4.2.5-mean"`` compares with Extra-P fed the means of the repetitions instead (its own
+default; the adaptive modeler fits means of noisy symmetric data).
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 
 REFERENCE = "extrap-4.2.5"
 
 
-def _index(path: str) -> dict:
-    rows = json.load(open(path))["rows"]
+def index_rows(rows: list[dict]) -> dict:
     return {(r["modeler"], r["m"], r["noise"]): r for r in rows}
 
 
@@ -48,28 +41,14 @@ def summary(rows: dict, modeler: str, reference: str = REFERENCE) -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results")
-    parser.add_argument("--before", default=None)
-    parser.add_argument("--reference", default=REFERENCE, help="Extra-P row to compare with")
-    args = parser.parse_args(argv)
-    files = [("before", args.before), ("now", args.results)] if args.before else [("now", args.results)]
-    for modeler in ("adaptive", "regression"):
-        for label, path in files:
-            s = summary(_index(path), modeler, args.reference)
-            acc = sum(v["accuracy"][0] for v in s.values()), sum(v["accuracy"][1] for v in s.values())
-            ext = sum(v["extrapolation"][0] for v in s.values()), sum(v["extrapolation"][1] for v in s.values())
-            print(f"{modeler:<10} {label:<6} accuracy cells >= {args.reference} {acc[0]}/{acc[1]}, "
-                  f"error <= 0.8x at >= 50 % {ext[0]}/{ext[1]}")
-            for m, v in s.items():
-                print(f"    m={m}: accuracy {v['accuracy'][0]}/{v['accuracy'][1]}"
-                      f"{' (short: ' + '; '.join(v['accuracy_short']) + ')' if v['accuracy_short'] else ''}; "
-                      f"error <= 0.8x {v['extrapolation'][0]}/{v['extrapolation'][1]}, ratios "
-                      f"{v['ratios'][0]:.2f}-{v['ratios'][1]:.2f} (mean {v['mean_ratio']:.2f})"
-                      f"{'; misses: ' + ', '.join(v['misses']) if v['misses'] and modeler == 'adaptive' else ''}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def totals(rows: list[dict], modeler: str, reference: str = REFERENCE) -> dict:
+    """Cells met over all m: {"accuracy": [met, of], "extrapolation": [met, of], "per_m": ...}."""
+    per_m = summary(index_rows(rows), modeler, reference)
+    return {"accuracy": [sum(v["accuracy"][0] for v in per_m.values()), sum(v["accuracy"][1] for v in per_m.values())],
+            "extrapolation": [sum(v["extrapolation"][0] for v in per_m.values()),
+                              sum(v["extrapolation"][1] for v in per_m.values())],
+            "per_m": {str(m): {"accuracy": list(v["accuracy"]), "accuracy_short": v["accuracy_short"],
+                               "extrapolation": list(v["extrapolation"]),
+                               "ratio_range": [round(x, 2) for x in v["ratios"]],
+                               "mean_ratio": round(v["mean_ratio"], 2), "misses": v["misses"]}
+                      for m, v in per_m.items()}}

@@ -11,12 +11,10 @@ these are ceilings, to tell whether a target is reachable with these experts):
   so that kills among jobs ending within their request stay <= the risk — i.e. the best any
   group-conditional conformal bound with a perfectly allocated kill budget could do.
 
-Usage: python benchmarks/walltime/headroom.py [--risk 0.03]   (writes headroom.json)
+Run by ``python -m benchmarks run walltime``.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -95,27 +93,19 @@ def bound_ceiling(jobs, model, key, risk) -> tuple[float, float]:
     return round(float(accuracy), 3), round(float(kills), 4)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--risk", type=float, default=0.03)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "walltime" / "headroom.json")
-    args = parser.parse_args()
+def headroom(risk: float = 0.03) -> dict:
+    """Per trace: our online answer next to the hindsight ceilings of the point and the bound."""
     results = {}
     for name in TRACES:
         jobs = scorable(read_trace(ROOT / "tests" / "data" / "traces" / name))
         model = _Recording()
-        replay(jobs, {"hpcpredict": model}, args.risk)
+        replay(jobs, {"hpcpredict": model}, risk)
         request_accuracy = float(np.mean([min(j.requested_time_s, max(j.runtime_s, 1.0)) /
                                           max(j.requested_time_s, max(j.runtime_s, 1.0)) for j in jobs]))
-        bound = {label: bound_ceiling(jobs, model, key, args.risk) for label, key in (
+        bound = {label: bound_ceiling(jobs, model, key, risk) for label, key in (
             ("user", lambda j: j.user), ("user+request", lambda j: (j.user, j.requested_time_s)),
             ("user+request+size", lambda j: (j.user, j.requested_time_s, j.procs)))}
         results[name] = {"point": point_ceilings(jobs, model), "request_accuracy": round(request_accuracy, 3),
                          "bound_hindsight_shift": {k: {"accuracy": a, "x_request": round(a / request_accuracy, 2),
                                                        "kill_rate": r} for k, (a, r) in bound.items()}}
-        print(name, json.dumps(results[name]))
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-
-
-if __name__ == "__main__":
-    main()
+    return results

@@ -1,22 +1,20 @@
 """Time parsing a 10,000-node fabric description and placing a 4,096-node allocation.
 
-Generates (HAND-MADE, in memory) a 3-level fat tree in the exact line formats the real
+Generates (synthetic, in memory) a 3-level fat tree in the exact line formats the real
 ``ibnetdiscover`` prints (default and ``-p``, copied from the REAL-ibsim samples) and the
 equivalent Slurm ``topology.conf``; checks the parsed placement against the generator's
 own answer; then times each step (best and median of ``--repeat`` runs).
 
-    nice -n 10 .venv/bin/python benchmarks/topology/bench_topology.py [--hosts 10000] [--json out.json]
+    python -m benchmarks run topology [--hosts 10000] [--repeat 9]
 """
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import random
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -119,14 +117,9 @@ def timed(fn, repeat):
     return result, {"best_ms": 1e3 * min(times), "median_ms": 1e3 * statistics.median(times)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=10_000)
-    parser.add_argument("--allocation", type=int, default=4096)
-    parser.add_argument("--tasks-per-node", type=int, default=32)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+def measure(hosts: int = 10_000, allocation: int = 4096, tasks_per_node: int = 32, repeat: int = 9) -> dict:
+    """Check the parsed answers against the generator, then time each step (ms, best and median)."""
+    args = SimpleNamespace(hosts=hosts, allocation=allocation, tasks_per_node=tasks_per_node, repeat=repeat)
     host_leaf, leaves, pods = fabric(args.hosts)
     ib_text, conf_text = ibnetdiscover_text(args.hosts), topology_conf_text(args.hosts)
     p_text = ibnetdiscover_text(args.hosts, ports_format=True)
@@ -160,16 +153,4 @@ def main() -> None:
         ranks, steps[f"map_ranks {dist} ({ntasks} ranks)"] = timed(
             lambda: map_ranks(args.allocation, ntasks, dist), 20)
         assert np.bincount(ranks).tolist() == [args.tasks_per_node] * args.allocation
-    results["machine"] = f"{platform.node()} {platform.processor() or platform.machine()} Python {platform.python_version()}"
-    results["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    print(f"{args.hosts} hosts, {leaves} leaves, {pods} pods; ibnetdiscover text {len(ib_text) / 1e6:.1f} MB, "
-          f"topology.conf {len(conf_text) / 1e3:.0f} kB, placement JSON {results['placement_json_bytes'] / 1e6:.1f} MB")
-    print("| step | best ms | median ms |\n|---|---:|---:|")
-    for step, t in steps.items():
-        print(f"| {step} | {t['best_ms']:.1f} | {t['median_ms']:.1f} |")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n")
-
-
-if __name__ == "__main__":
-    main()
+    return results

@@ -1,15 +1,14 @@
 """Training time on 10^6 jobs and per-Predict latency of our walltime model.
 
+Run by ``python -m benchmarks run walltime`` (10^6 jobs with ``--full``).
+
 The 10^6 jobs are synthesised by resampling KTH-SP2: the trace is replayed in consecutive
 copies (copy k shifted by k x the trace span, users renamed per copy so each copy adds new
 users) with every runtime jittered by a log-normal factor (sigma 0.1, capped at the request).
-Usage: python benchmarks/walltime/train_1m.py [--jobs 1000000]
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -47,21 +46,13 @@ def resample(jobs: list[JobRecord], total: int, seed: int = 0) -> list[JobRecord
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--jobs", type=int, default=1_000_000)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "walltime" / "train_1m.json")
-    args = parser.parse_args()
+def train_and_time(total_jobs: int = 1_000_000, probes: int = 10_000) -> dict:
+    """Train on ``total_jobs`` resampled jobs; time save, load and one predict() at a time."""
     base = read_trace(ROOT / "tests" / "data" / "traces" / "KTH-SP2.swf")
-    started = time.perf_counter()
-    jobs = resample(base, args.jobs)
-    synth_s = time.perf_counter() - started
-
+    jobs = resample(base, total_jobs)
     started = time.perf_counter()
     model = train_model(jobs)
     train_s = time.perf_counter() - started
-    print(f"train on {len(jobs)} jobs: {train_s:.1f} s (synthesis {synth_s:.1f} s)")
-
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         save_model(model, Path(tmp))
@@ -70,11 +61,9 @@ def main() -> None:
         started = time.perf_counter()
         model = load_model(Path(tmp))
         load_s = time.perf_counter() - started
-
-    # Predict latency: jobs of known users (warm) and strangers (cold), one call at a time.
-    probes = jobs[-10_000:]
+    # Predict latency on the last jobs (known users and strangers), one call at a time.
     latencies, cpu = [], []
-    for job in probes:
+    for job in jobs[-probes:]:
         probe = dataclasses.replace(job, job_id="", runtime_s=-1.0)
         t0, c0 = time.perf_counter(), time.thread_time()
         model.predict(probe)
@@ -82,17 +71,10 @@ def main() -> None:
         latencies.append(time.perf_counter() - t0)
     lat = np.array(latencies) * 1e6
     cpu_us = np.array(cpu) * 1e6   # CPU time of the call: wall time minus preemption on a busy host
-    result = {"jobs": len(jobs), "users": len(model.state.history.by_user), "train_s": round(train_s, 1),
-              "save_s": round(save_s, 2), "load_s": round(load_s, 2), "artifact_mb": round(size / 2**20, 1),
-              "predict_us_median": round(float(np.median(lat)), 1),
-              "predict_us_p99": round(float(np.percentile(lat, 99)), 1),
-              "predict_us_max": round(float(lat.max()), 1),
-              "predict_cpu_us_median": round(float(np.median(cpu_us)), 1),
-              "predict_cpu_us_p99": round(float(np.percentile(cpu_us, 99)), 1),
-              "load_average": list(__import__("os").getloadavg())}
-    print(json.dumps(result))
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-
-
-if __name__ == "__main__":
-    main()
+    return {"jobs": len(jobs), "users": len(model.state.history.by_user), "train_s": round(train_s, 1),
+            "save_s": round(save_s, 2), "load_s": round(load_s, 2), "artifact_mb": round(size / 2**20, 1),
+            "predict_us_median": round(float(np.median(lat)), 1),
+            "predict_us_p99": round(float(np.percentile(lat, 99)), 1),
+            "predict_us_max": round(float(lat.max()), 1),
+            "predict_cpu_us_median": round(float(np.median(cpu_us)), 1),
+            "predict_cpu_us_p99": round(float(np.percentile(cpu_us, 99)), 1)}
