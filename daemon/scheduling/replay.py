@@ -1,0 +1,45 @@
+"""``evaluate_scheduling``: replay one trace under several walltime policies, side by side.
+
+>>> from hpcpredict.daemon.records import JobRecord
+>>> trace = [JobRecord(str(i), "ann", 600.0 * i, runtime_s=300.0, requested_time_s=3600.0,
+...                    requested_procs=2, end_time=600.0 * i + 300.0) for i in range(30)]
+>>> scores = evaluate_scheduling(trace, procs=4, risk=0.03)
+>>> sorted(scores), scores["oracle"]["killed"]
+(['hpcpredict', 'oracle', 'user'], 0)
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from hpcpredict.daemon.errors import InvalidRequest
+from hpcpredict.daemon.records import JobRecord
+from hpcpredict.daemon.scheduling.easy import SLURM_BF_RESOLUTION_S, simulate
+from hpcpredict.daemon.scheduling.metrics import summarize
+from hpcpredict.daemon.scheduling.policies import DEFAULT_POLICIES, POLICIES, online_predictions, shortened
+from hpcpredict.daemon.scheduling.workload import sim_jobs
+
+
+def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
+                        policies: Iterable[str] = DEFAULT_POLICIES,
+                        resolution_s: float = SLURM_BF_RESOLUTION_S,
+                        progress: Callable[[int, int], None] | None = None) -> dict[str, dict]:
+    """Metrics per policy (``n``, ``mean_wait_s``, ``mean_bounded_slowdown``, ``utilization``,
+    ``killed``, ``killed_node_hours``, ``backfilled``, ``lowered``, ``shortened``, ``procs``,
+    ``dropped``)."""
+    names = list(policies)
+    unknown = [name for name in names if name not in POLICIES]
+    if unknown:
+        raise InvalidRequest("policy", f"unknown {', '.join(unknown)} (choose from {', '.join(POLICIES)})")
+    records = list(records)
+    workload = sim_jobs(records, procs)
+    answers = online_predictions(records, risk, progress=progress) if names != ["user"] else {}
+    results = {}
+    for name in names:
+        policy = POLICIES[name]
+        jobs = [policy(job, answers.get(id(record))) for job, record in zip(workload.jobs, workload.records)]
+        scores = summarize(simulate(jobs, procs, resolution_s), procs)
+        scores["shortened"] = sum(shortened(before, after) for before, after in zip(workload.jobs, jobs))
+        scores["procs"] = procs
+        scores["dropped"] = sum(workload.dropped.values())
+        results[name] = scores
+    return results
