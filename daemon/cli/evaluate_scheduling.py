@@ -87,10 +87,11 @@ def _print_table(trace: str, risk: float, procs: int, scores: dict) -> None:
                   caption=f"{trace}: {first['n']} jobs replayed, {first['dropped']} dropped. bsld = mean "
                           "bounded slowdown (tau 10 s); shortened = limits the policy set below the "
                           "request; lowered = limits backfill cut to a time_min")
-    for column in ("policy", "wait", "bsld", "util", "shortened", "lowered", "killed", "killed proc-h"):
-        table.add_column(column, justify="left" if column == "policy" else "right")
+    table.add_column("policy", no_wrap=True)
+    for column in ("wait min", "bsld", "util", "shortened", "lowered", "killed", "killed proc-h"):
+        table.add_column(column, justify="right")
     for name, s in scores.items():
-        table.add_row(name, f"{s['mean_wait_s'] / 60:.0f} min", f"{s['mean_bounded_slowdown']:.2f}",
+        table.add_row(name, f"{s['mean_wait_s'] / 60:.0f}", f"{s['mean_bounded_slowdown']:.2f}",
                       f"{100 * s['utilization']:.1f}%", str(s["shortened"]), str(s["lowered"]),
                       str(s["killed"]), f"{s['killed_node_hours']:.0f}")
     console = Console()

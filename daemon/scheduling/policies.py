@@ -50,7 +50,7 @@ def hpcpredict(job: SimJob, prediction: WalltimePrediction) -> SimJob:
 
 
 def oracle(job: SimJob, prediction: WalltimePrediction) -> SimJob:
-    return dataclasses.replace(job, limit_s=max(job.work_s, 1.0))
+    return dataclasses.replace(job, limit_s=max(job.work_s, 1.0), time_min_s=0.0, soft_time_min=False)
 
 
 def oracle_time_min(job: SimJob, prediction: WalltimePrediction) -> SimJob:
