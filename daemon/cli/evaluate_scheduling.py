@@ -5,7 +5,8 @@ Prints a table (or one JSON object with ``--json``) keyed by policy name (``user
 and ``hpcpredict-soft``), each with ``n``, ``mean_wait_s``, ``mean_bounded_slowdown``,
 ``utilization``, ``killed``, ``killed_node_hours``, ``killed_censored``, ``backfilled``,
 ``lowered``, ``shortened``, ``procs`` and ``dropped``. The machine size comes from the SWF
-header (``; MaxProcs:``, else ``; MaxNodes:``); ``--procs`` overrides it.
+header (``; MaxProcs:``, else ``; MaxNodes:``); ``--procs`` overrides it. ``--time-min-limit``
+says what a job backfilled on its ``--time-min`` runs under (Slurm 22.05: the ``time_min``).
 """
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ def register(families) -> None:
     parser.add_argument("--all-policies", action="store_true",
                         help="also the policies a site could choose instead (oracle-time-min, "
                              "hpcpredict-time, hpcpredict-soft)")
+    parser.add_argument("--time-min-limit", choices=("time_min", "reservation"), default="time_min",
+                        help="the limit of a job backfill starts on its --time-min: 'time_min' (Slurm "
+                             "22.05, the default) or 'reservation' (later Slurm: the time left before "
+                             "the reservation it would overlap)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
@@ -55,9 +60,9 @@ def run(args) -> int:
         raise ParseError("no job with a known submit time and runtime", source=args.trace)
     policies = list(POLICIES) if args.all_policies else list(DEFAULT_POLICIES)
     if len(jobs) > 5000 and sys.stderr.isatty() and not args.json:
-        scores = _with_progress(jobs, procs, args.risk, policies)
+        scores = _with_progress(jobs, procs, args.risk, policies, args.time_min_limit)
     else:
-        scores = evaluate_scheduling(jobs, procs, args.risk, policies)
+        scores = evaluate_scheduling(jobs, procs, args.risk, policies, time_min_limit=args.time_min_limit)
     if args.json:
         print(json.dumps(scores))
     else:
@@ -65,7 +70,7 @@ def run(args) -> int:
     return 0
 
 
-def _with_progress(jobs, procs, risk, policies):
+def _with_progress(jobs, procs, risk, policies, time_min_limit):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
@@ -74,7 +79,7 @@ def _with_progress(jobs, procs, risk, policies):
     with Progress(TextColumn("predicting online"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("predict", total=len(jobs))
-        return evaluate_scheduling(jobs, procs, risk, policies,
+        return evaluate_scheduling(jobs, procs, risk, policies, time_min_limit=time_min_limit,
                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
 
 

@@ -11,16 +11,22 @@ scheduling pass:
    head: it ends before the shadow time with its limit, or it uses only extra processors
    (which then shrink).
 
-``--time-min`` as Slurm 22.05's backfill applies it (``src/plugins/sched/backfill/backfill.c``):
-a job whose ``time_min`` is below its limit is tested with ``time_min`` as its limit
-(``time_limit = job_ptr->time_limit = job_ptr->time_min``); when it can start now, its limit
-is set back to the full value and ``_reset_job_time_limit`` lowers it to the whole minutes
-left before the first reservation it overlaps (``(begin_time - now) / 60``), never below
-``time_min``; the job is then killed at that limit. Reservations start on the backfill
-resolution (``_set_slot_time``: start rounded down to ``bf_resolution``, 60 s by default),
-and a job conflicts with a reservation that begins at or before its end
-(``node_space[j].begin_time <= end_time``). The main scheduler (step 1) never lowers a
-limit.
+``--time-min`` as Slurm's backfill applies it (``src/plugins/sched/backfill/backfill.c``): a
+job whose ``time_min`` is below its limit is tested with ``time_min`` as its limit; if it can
+start now it starts, and its limit is then
+
+- ``SLURM_22_05`` (the default; what our test cluster runs and what
+  ``tests/slurm/test_sched_replay.py`` checks): ``time_min`` itself. In 22.05
+  ``comp_time_limit = time_limit = job_ptr->time_min``, so ``_reset_job_time_limit`` can only
+  return ``time_min``: every job backfill starts on a ``time_min`` runs under it, even where
+  its full limit would have fitted.
+- ``RESERVATION`` (later Slurm, ``comp_time_limit`` = the full limit): the full limit,
+  lowered by ``_reset_job_time_limit`` to the whole minutes left before the first
+  reservation the job overlaps (``(begin_time - now) / 60``), never below ``time_min``.
+
+Reservations start on the backfill resolution (start rounded down to ``bf_resolution``, 60 s
+by default), and a job conflicts with a reservation that begins at or before its end
+(``node_space[j].begin_time <= end_time``). The main scheduler (step 1) never lowers a limit.
 
 A *soft* ``time_min`` (what Slurm >= 23.11 names ``time_min_as_soft_limit``) is modelled as:
 the same backfill test with ``time_min``, but the job keeps its full limit (never killed
@@ -32,13 +38,18 @@ Where this differs from Slurm (say so when comparing): Slurm reserves for every 
 it tests (bf_max_job_test), not only the head; it places jobs on nodes (a job may take
 reserved nodes and be cut although extra processors existed); it schedules every
 ``bf_interval`` seconds and notices time-outs up to 30 s late. Here processors are
-interchangeable, passes run at every event and a job ends at its limit exactly.
+interchangeable, passes run at every event and a job ends at its limit exactly. Slurm's
+backfill thread can also start a job that fits at the head of the queue before the main
+scheduler does (22.05 then gives it its ``time_min`` too); here the head always starts with
+its full limit.
 
 >>> from hpcpredict.daemon.scheduling.workload import SimJob
 >>> jobs = [SimJob(0, "a", 0, 2, 600, 600, 600), SimJob(1, "b", 1, 4, 60, 600, 600),
 ...         SimJob(2, "c", 2, 2, 900, 3600, 3600, time_min_s=120)]
 >>> [(o.job.job_id, o.start_s, o.limit_s, o.killed) for o in simulate(jobs, procs=4)]
-[('a', 0, 600, False), ('c', 2, 540, True), ('b', 600, 600, False)]
+[('a', 0, 600, False), ('c', 2, 120, True), ('b', 600, 600, False)]
+>>> [o.limit_s for o in simulate(jobs, procs=4, time_min_limit=RESERVATION)]
+[600, 540, 600]
 """
 from __future__ import annotations
 
@@ -50,6 +61,7 @@ from typing import Iterable
 from hpcpredict.daemon.scheduling.workload import SimJob
 
 SLURM_BF_RESOLUTION_S = 60    # Slurm's default bf_resolution
+SLURM_22_05, RESERVATION = "time_min", "reservation"   # what a backfilled time_min job runs under
 _END, _SUBMIT = 0, 1          # at one instant, ends free processors before submissions look
 
 
@@ -84,20 +96,24 @@ class _Running:
         return soft if soft >= now else now + (hard - now) / 2
 
 
-def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_RESOLUTION_S) -> list[Outcome]:
+def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_RESOLUTION_S,
+             time_min_limit: str = SLURM_22_05) -> list[Outcome]:
     """Replay ``jobs`` on ``procs`` processors; one :class:`Outcome` per job, in start order.
 
     ``resolution_s``: reservation start times are rounded down to it (Slurm's
-    ``bf_resolution``; 0 = exact, plain EASY)."""
+    ``bf_resolution``; 0 = exact, plain EASY). ``time_min_limit``: the limit of a job that
+    backfill starts on its time_min (``SLURM_22_05`` or ``RESERVATION``, see above)."""
     if procs <= 0:
         raise ValueError(f"machine size must be positive, got {procs}")
+    if time_min_limit not in (SLURM_22_05, RESERVATION):
+        raise ValueError(f"time_min_limit must be {SLURM_22_05!r} or {RESERVATION!r}, got {time_min_limit!r}")
     ordered = sorted(jobs, key=lambda j: (j.submit_s, j.seq))
     for job in ordered:
         if not 0 < job.procs <= procs:
             raise ValueError(f"job {job.job_id} needs {job.procs} processors of {procs}")
     events: list[tuple[float, int, int, SimJob]] = [(j.submit_s, _SUBMIT, j.seq, j) for j in ordered]
     heapq.heapify(events)
-    state = _Machine(procs, resolution_s)
+    state = _Machine(procs, resolution_s, time_min_limit)
     while events:
         now = events[0][0]
         while events and events[0][0] == now:
@@ -113,8 +129,9 @@ def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_
 
 
 class _Machine:
-    def __init__(self, procs: int, resolution_s: float):
+    def __init__(self, procs: int, resolution_s: float, time_min_limit: str = SLURM_22_05):
         self.procs, self.free, self.resolution_s = procs, procs, resolution_s
+        self.time_min_limit = time_min_limit
         self.queue: list[SimJob] = []
         self.running: dict[int, _Running] = {}
         self.outcomes: list[Outcome] = []
@@ -171,10 +188,14 @@ class _Machine:
 
     def _backfill(self, job: SimJob, now: float, shadow: float, extra: int) -> Outcome | None:
         """Start ``job`` now if it does not delay the head's reservation (None otherwise)."""
+        time_min = job.time_min_s if 0 < job.time_min_s < job.limit_s else 0.0
+        if time_min and not job.soft_time_min and self.time_min_limit == SLURM_22_05:
+            if now + time_min < shadow or job.procs <= extra:
+                return self._start(job, now, time_min, backfilled=True)
+            return None
         if now + job.limit_s < shadow or job.procs <= extra:
             return self._start(job, now, job.limit_s, backfilled=True)
-        time_min = job.time_min_s
-        if not time_min or time_min >= job.limit_s or now + time_min >= shadow:
+        if not time_min or now + time_min >= shadow:
             return None
         if job.soft_time_min:
             return self._start(job, now, job.limit_s, backfilled=True)

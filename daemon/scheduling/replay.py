@@ -13,15 +13,15 @@ from typing import Callable, Iterable
 
 from hpcpredict.daemon.errors import InvalidRequest
 from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.scheduling.easy import SLURM_BF_RESOLUTION_S, simulate
+from hpcpredict.daemon.scheduling.easy import SLURM_22_05, SLURM_BF_RESOLUTION_S, simulate
 from hpcpredict.daemon.scheduling.metrics import summarize
 from hpcpredict.daemon.scheduling.policies import DEFAULT_POLICIES, POLICIES, online_predictions, shortened
-from hpcpredict.daemon.scheduling.workload import sim_jobs
+from hpcpredict.daemon.scheduling.workload import Workload, sim_jobs
 
 
 def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
                         policies: Iterable[str] = DEFAULT_POLICIES,
-                        resolution_s: float = SLURM_BF_RESOLUTION_S,
+                        resolution_s: float = SLURM_BF_RESOLUTION_S, time_min_limit: str = SLURM_22_05,
                         progress: Callable[[int, int], None] | None = None) -> dict[str, dict]:
     """Metrics per policy (``n``, ``mean_wait_s``, ``mean_bounded_slowdown``, ``utilization``,
     ``killed``, ``killed_node_hours``, ``backfilled``, ``lowered``, ``shortened``, ``procs``,
@@ -33,13 +33,20 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
     records = list(records)
     workload = sim_jobs(records, procs)
     answers = online_predictions(records, risk, progress=progress) if names != ["user"] else {}
+    return replay_policies(workload, answers, names, resolution_s, time_min_limit)
+
+
+def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
+                    resolution_s: float = SLURM_BF_RESOLUTION_S, time_min_limit: str = SLURM_22_05) -> dict[str, dict]:
+    """:func:`evaluate_scheduling` on a workload whose predictions (``online_predictions``)
+    are already made: one replay per policy."""
     results = {}
     for name in names:
         policy = POLICIES[name]
         jobs = [policy(job, answers.get(id(record))) for job, record in zip(workload.jobs, workload.records)]
-        scores = summarize(simulate(jobs, procs, resolution_s), procs)
+        scores = summarize(simulate(jobs, workload.procs, resolution_s, time_min_limit), workload.procs)
         scores["shortened"] = sum(shortened(before, after) for before, after in zip(workload.jobs, jobs))
-        scores["procs"] = procs
+        scores["procs"] = workload.procs
         scores["dropped"] = sum(workload.dropped.values())
         results[name] = scores
     return results

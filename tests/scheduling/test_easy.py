@@ -9,7 +9,7 @@ import random
 import pytest
 
 from hpcpredict.daemon.scheduling import easy, policies
-from hpcpredict.daemon.scheduling.easy import simulate
+from hpcpredict.daemon.scheduling.easy import RESERVATION, SLURM_22_05, simulate
 from hpcpredict.daemon.scheduling.workload import SimJob
 
 
@@ -27,18 +27,21 @@ def by_id(outcomes):
 BLOCKED = [job(0, 0, 2, 600, 600), job(1, 1, 4, 60, 600)]
 
 
-def test_job_with_time_min_is_backfilled_with_its_limit_lowered_and_killed_there():
-    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120)], procs=4))
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 120), (RESERVATION, 540)])
+def test_job_with_time_min_is_backfilled_with_its_limit_lowered_and_killed_there(mode, limit):
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120)], procs=4, time_min_limit=mode))
     c = outcomes["j2"]
-    # Slurm: the whole minutes left before the reservation, (600 - 2) // 60 = 9 min.
-    assert (c.start_s, c.limit_s, c.backfilled, c.lowered) == (2, 540, True, True)
-    assert c.killed and c.end_s == 2 + 540
+    # Slurm 22.05: the time_min itself; later Slurm: the whole minutes left before the
+    # reservation, (600 - 2) // 60 = 9 min.
+    assert (c.start_s, c.limit_s, c.backfilled, c.lowered) == (2, limit, True, True)
+    assert c.killed and c.end_s == 2 + limit
     assert outcomes["j1"].start_s == 600          # the head starts at its shadow time
 
 
-def test_job_that_fits_within_its_lowered_limit_completes():
-    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 300, 3600, time_min=120)], procs=4))["j2"]
-    assert (c.start_s, c.limit_s, c.killed, c.end_s) == (2, 540, False, 302)
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 120), (RESERVATION, 540)])
+def test_job_that_fits_within_its_lowered_limit_completes(mode, limit):
+    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 100, 3600, time_min=120)], procs=4, time_min_limit=mode))["j2"]
+    assert (c.start_s, c.limit_s, c.killed, c.end_s) == (2, limit, False, 102)
 
 
 def test_without_time_min_the_same_job_waits_behind_the_head():
@@ -52,11 +55,20 @@ def test_time_min_too_long_for_the_hole_does_not_start():
     assert outcomes["j2"].start_s > 600
 
 
-def test_job_on_extra_processors_keeps_its_full_limit():
-    # The head needs 3 of 4 processors: one is extra at the shadow time.
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 60), (RESERVATION, 7200)])
+def test_job_on_extra_processors(mode, limit):
+    """The head needs 3 of 4 processors: one is extra at the shadow time. Later Slurm keeps
+    the full limit there (no reservation overlapped); 22.05 still gives the time_min."""
     queue = [job(0, 0, 3, 600, 600), job(1, 1, 3, 60, 600), job(2, 2, 1, 5000, 7200, time_min=60)]
-    d = by_id(simulate(queue, procs=4))["j2"]
-    assert (d.start_s, d.limit_s, d.killed, d.backfilled) == (2, 7200, False, True)
+    d = by_id(simulate(queue, procs=4, time_min_limit=mode))["j2"]
+    assert (d.start_s, d.limit_s, d.killed, d.backfilled) == (2, limit, limit < 5000, True)
+
+
+def test_slurm_22_05_gives_time_min_even_where_the_full_limit_fits():
+    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 400, 500, time_min=120)], procs=4))["j2"]
+    assert (c.start_s, c.limit_s, c.killed) == (2, 120, True)
+    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 400, 500, time_min=120)], procs=4, time_min_limit=RESERVATION))["j2"]
+    assert (c.start_s, c.limit_s, c.killed) == (2, 500, False)
 
 
 def test_main_scheduler_never_lowers_a_limit():
@@ -92,9 +104,10 @@ def random_queue(rng, n, procs, time_min_share=0.5):
     return jobs
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("resolution", [0, 60])
-def test_head_reservation_is_never_delayed_by_backfill(seed, resolution, monkeypatch):
+@pytest.mark.parametrize("mode", [SLURM_22_05, RESERVATION])
+def test_head_reservation_is_never_delayed_by_backfill(seed, resolution, mode, monkeypatch):
     """Every job starts no later than the shadow time it was given when it first became the
     head of the queue (running jobs only end earlier than their limits, backfilled jobs end
     before the reservation or use extra processors)."""
@@ -102,14 +115,14 @@ def test_head_reservation_is_never_delayed_by_backfill(seed, resolution, monkeyp
     reservation = easy._Machine._reservation
 
     def recording(machine, head, now):
-        exact = easy._Machine(machine.procs, 0)
+        exact = easy._Machine(machine.procs, 0, mode)
         exact.free, exact.running = machine.free, machine.running
         first_shadow.setdefault(head.seq, reservation(exact, head, now)[0])
         return reservation(machine, head, now)
 
     monkeypatch.setattr(easy._Machine, "_reservation", recording)
     rng = random.Random(seed)
-    outcomes = simulate(random_queue(rng, 400, 16), procs=16, resolution_s=resolution)
+    outcomes = simulate(random_queue(rng, 400, 16), procs=16, resolution_s=resolution, time_min_limit=mode)
     assert len(outcomes) == 400 and len(first_shadow) > 50
     late = [(o.job.seq, o.start_s, first_shadow[o.job.seq]) for o in outcomes
             if o.job.seq in first_shadow and o.start_s > first_shadow[o.job.seq]]
@@ -140,6 +153,11 @@ def test_machine_never_overcommitted():
 def test_job_that_cannot_fit_is_refused(bad):
     with pytest.raises(ValueError, match="processors"):
         simulate([bad], procs=4)
+
+
+def test_unknown_time_min_mode_is_refused():
+    with pytest.raises(ValueError, match="time_min_limit"):
+        simulate(BLOCKED, procs=4, time_min_limit="soft")
 
 
 @pytest.mark.parametrize("name", ["easy", "workload", "metrics", "replay"])
