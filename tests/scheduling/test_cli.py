@@ -71,3 +71,15 @@ def test_trace_without_machine_size_asks_for_procs(tmp_path):
     assert done.returncode == 1 and "--procs N" in done.stderr and "Traceback" not in done.stderr
     done = cli(str(path), "--procs", "8", "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["user"]["n"] == 1
+
+
+def test_later_slurm_semantics_lower_fewer_limits(kth_slice, kth_json):
+    """Slurm 22.05 runs every job backfilled on its time_min under the time_min; later Slurm
+    only cuts a limit to the room before the reservation, so it lowers (and kills) fewer."""
+    done = cli(str(kth_slice), "--json", "--time-min-limit", "reservation")
+    assert done.returncode == 0, done.stderr
+    later = json.loads(done.stdout)["hpcpredict"]
+    ours = kth_json["hpcpredict"]
+    assert later["shortened"] == ours["shortened"]
+    assert later["lowered"] < ours["lowered"] and later["killed"] <= ours["killed"]
+    assert json.loads(done.stdout)["user"] == kth_json["user"]
