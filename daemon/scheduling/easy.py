@@ -16,11 +16,12 @@ job whose ``time_min`` is below its limit is tested with ``time_min`` as its lim
 start now it starts, and its limit is then
 
 - ``SLURM_22_05`` (the default; what our test cluster runs and what
-  ``tests/slurm/test_sched_replay.py`` checks): ``time_min`` itself. In 22.05
-  ``comp_time_limit = time_limit = job_ptr->time_min``, so ``_reset_job_time_limit`` can only
-  return ``time_min``: every job backfill starts on a ``time_min`` runs under it, even where
-  its full limit would have fitted.
-- ``RESERVATION`` (later Slurm, ``comp_time_limit`` = the full limit): the full limit,
+  ``tests/slurm/test_sched_replay.py`` checks): ``time_min`` itself. 22.05's backfill sets
+  ``time_limit = job_ptr->time_limit = job_ptr->time_min; comp_time_limit = time_limit``, so
+  ``_reset_job_time_limit`` can only return ``time_min``: every job backfill starts on a
+  ``time_min`` runs under it, even where its full limit would have fitted.
+- ``RESERVATION`` (Slurm's current source, where ``comp_time_limit`` keeps the full limit;
+  which release changed it was not checked): the full limit,
   lowered by ``_reset_job_time_limit`` to the whole minutes left before the first
   reservation the job overlaps (``(begin_time - now) / 60``), never below ``time_min``.
 
