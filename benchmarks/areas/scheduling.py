@@ -21,8 +21,9 @@ TRACES = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
 TRACE_FILES = {"kth": "KTH-SP2.swf", "hpc2n": "hpc2n-subset.swf"}
 BASELINES = ("user", "oracle")
 # Policies with a time_min depend on what Slurm gives a job backfilled on it (easy.py):
-# 22.05 (our test cluster) the time_min itself; later Slurm the room before the reservation.
-MODES = {"": "time_min", "/reservation": "reservation"}
+# 22.05 (our test cluster) the time_min itself; later Slurm the room before the reservation;
+# 22.05 at worst (its backfill thread starts every job) the time_min for every job.
+MODES = {"": "time_min", "/reservation": "reservation", "/any-start": "any-start"}
 PREDICTED_BY_MODE = ("hpcpredict",)
 PREDICTED = ("hpcpredict-time", "hpcpredict-soft")
 
@@ -85,7 +86,8 @@ def run(args: list[str]) -> dict:
     return {"method": "EASY backfilling with Slurm's time_min semantics (daemon/scheduling/easy.py), "
                       "bf_resolution 60 s; policy names without a suffix: Slurm 22.05 (a job backfilled "
                       "on its time_min runs under it), '/reservation': later Slurm (limit lowered only to "
-                      "the room before the reservation); online predictions as in evaluate walltime; "
+                      "the room before the reservation), '/any-start': 22.05 when its backfill thread "
+                      "starts every job (every time_min job runs under it); online predictions as in evaluate walltime; "
                       "killed = jobs a policy-set limit stopped before their work (work = trace runtime "
                       "cut at the request)",
             "traces": {key: replay_trace(TRACES / TRACE_FILES[key], risks) for key in options.traces.split(",")}}

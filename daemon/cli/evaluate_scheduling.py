@@ -31,10 +31,11 @@ def register(families) -> None:
     parser.add_argument("--all-policies", action="store_true",
                         help="also the policies a site could choose instead (oracle-time-min, "
                              "hpcpredict-time, hpcpredict-soft)")
-    parser.add_argument("--time-min-limit", choices=("time_min", "reservation"), default="time_min",
+    parser.add_argument("--time-min-limit", choices=("time_min", "reservation", "any-start"), default="time_min",
                         help="the limit of a job backfill starts on its --time-min: 'time_min' (Slurm "
-                             "22.05, the default) or 'reservation' (later Slurm: the time left before "
-                             "the reservation it would overlap)")
+                             "22.05, the default), 'reservation' (later Slurm: the time left before "
+                             "the reservation it would overlap) or 'any-start' (22.05 at worst: every "
+                             "job with a --time-min runs under it, also those started at the head)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 

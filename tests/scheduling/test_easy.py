@@ -9,7 +9,7 @@ import random
 import pytest
 
 from hpcpredict.daemon.scheduling import easy, policies
-from hpcpredict.daemon.scheduling.easy import RESERVATION, SLURM_22_05, simulate
+from hpcpredict.daemon.scheduling.easy import ANY_START, RESERVATION, SLURM_22_05, simulate
 from hpcpredict.daemon.scheduling.workload import SimJob
 
 
@@ -71,9 +71,10 @@ def test_slurm_22_05_gives_time_min_even_where_the_full_limit_fits():
     assert (c.start_s, c.limit_s, c.killed) == (2, 500, False)
 
 
-def test_main_scheduler_never_lowers_a_limit():
-    d = by_id(simulate([job(0, 0, 2, 50, 3600, time_min=60)], procs=4))["j0"]
-    assert (d.limit_s, d.backfilled) == (3600, False)
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 3600), (RESERVATION, 3600), (ANY_START, 60)])
+def test_main_scheduler_never_lowers_a_limit_unless_every_start_is_a_backfill(mode, limit):
+    d = by_id(simulate([job(0, 0, 2, 50, 3600, time_min=60)], procs=4, time_min_limit=mode))["j0"]
+    assert (d.limit_s, d.backfilled, d.killed) == (limit, False, False)
 
 
 def test_reservation_starts_on_the_backfill_resolution():
@@ -106,7 +107,7 @@ def random_queue(rng, n, procs, time_min_share=0.5):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("resolution", [0, 60])
-@pytest.mark.parametrize("mode", [SLURM_22_05, RESERVATION])
+@pytest.mark.parametrize("mode", [SLURM_22_05, RESERVATION, ANY_START])
 def test_head_reservation_is_never_delayed_by_backfill(seed, resolution, mode, monkeypatch):
     """Every job starts no later than the shadow time it was given when it first became the
     head of the queue (running jobs only end earlier than their limits, backfilled jobs end
