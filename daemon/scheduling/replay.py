@@ -32,6 +32,9 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
         raise InvalidRequest("policy", f"unknown {', '.join(unknown)} (choose from {', '.join(POLICIES)})")
     records = list(records)
     workload = sim_jobs(records, procs)
+    if not workload.jobs:
+        reasons = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in workload.dropped.items())
+        raise InvalidRequest("trace", f"no job to replay on {procs} processors ({reasons or 'no jobs'})")
     answers = online_predictions(records, risk, progress=progress) if names != ["user"] else {}
     return replay_policies(workload, answers, names, resolution_s, time_min_limit)
 

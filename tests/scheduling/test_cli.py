@@ -83,3 +83,11 @@ def test_later_slurm_semantics_lower_fewer_limits(kth_slice, kth_json):
     assert later["shortened"] == ours["shortened"]
     assert later["lowered"] < ours["lowered"] and later["killed"] <= ours["killed"]
     assert json.loads(done.stdout)["user"] == kth_json["user"]
+
+
+def test_trace_where_no_job_fits_is_a_clear_error(tmp_path):
+    path = tmp_path / "big.swf"
+    path.write_text("; MaxProcs: 4\n1 0 1 10 8 -1 -1 8 60 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    done = cli(str(path), "--json")
+    assert done.returncode == 1 and "no job to replay on 4 processors" in done.stderr
+    assert "1 larger than machine" in done.stderr and "Traceback" not in done.stderr
