@@ -6,7 +6,8 @@ For KTH-SP2 (28,481 jobs, 100 processors) and the HPC2N subset (3,170 jobs, 240 
 in tests/data/traces: every policy of daemon/scheduling/policies.py at each risk target
 (predictions made online once per risk, shared by the policies), with per policy the issue's
 metrics, the share of the oracle's improvement in mean bounded slowdown it captures,
-``killed`` against the risk target x the jobs whose limit it shortened, and whether the
+``killed`` against the risk target x the jobs whose limit it shortened (and their ratio,
+``kill_rate_shortened``), and whether the
 goal holds (at least half of the oracle's improvement, no more kills than the risk allows).
 Deterministic: no timing is measured, so the machine's load does not change the numbers.
 """
@@ -71,6 +72,9 @@ def replay_trace(path: Path, risks: list[float]) -> dict:
             allowed = risk * s["shortened"]
             per_policy[name] = dict(_rounded(s), captured=captured,
                                     kills_allowed=round(allowed, 1), kills_within_risk=s["killed"] <= allowed,
+                                    # the bound's risk is calibrated over all jobs; this is the
+                                    # share of the jobs it actually shortened that a limit killed
+                                    kill_rate_shortened=round(s["killed"] / s["shortened"], 4) if s["shortened"] else None,
                                     wait_vs_user=round(s["mean_wait_s"] / scores["user"]["mean_wait_s"], 4),
                                     goal_met=(captured is not None and captured >= 0.5 and s["killed"] <= allowed))
         out["by_risk"][str(risk)] = per_policy
