@@ -6,7 +6,7 @@ object with ``--json``.
 """
 from __future__ import annotations
 
-FAMILY_MODULES = ("evaluate_walltime", "evaluate_runtime")
+FAMILY_MODULES = ("evaluate_walltime", "evaluate_runtime", "evaluate_scheduling")
 
 
 def register(subparsers) -> None:

@@ -1,0 +1,8 @@
+"""Scheduling replay: what a walltime policy does to the queue of a real trace.
+
+``workload`` turns a trace into jobs and reads the machine size from the SWF header; ``easy``
+replays jobs through EASY backfilling with Slurm's ``--time-min`` semantics (pure: it knows
+nothing of predictors); ``policies`` sets each job's limits (the users' requests, our hook's
+policy through :func:`hpcpredict.daemon.walltime_policy.plan_limits`, the oracle...);
+``metrics`` scores a replay.
+"""

@@ -1,0 +1,55 @@
+"""``evaluate_scheduling``: replay one trace under several walltime policies, side by side.
+
+>>> from hpcpredict.daemon.records import JobRecord
+>>> trace = [JobRecord(str(i), "ann", 600.0 * i, runtime_s=300.0, requested_time_s=3600.0,
+...                    requested_procs=2, end_time=600.0 * i + 300.0) for i in range(30)]
+>>> scores = evaluate_scheduling(trace, procs=4, risk=0.03)
+>>> sorted(scores), scores["oracle"]["killed"]
+(['hpcpredict', 'oracle', 'user'], 0)
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from hpcpredict.daemon.errors import InvalidRequest
+from hpcpredict.daemon.records import JobRecord
+from hpcpredict.daemon.scheduling.easy import SLURM_22_05, SLURM_BF_RESOLUTION_S, simulate
+from hpcpredict.daemon.scheduling.metrics import summarize
+from hpcpredict.daemon.scheduling.policies import DEFAULT_POLICIES, POLICIES, online_predictions, shortened
+from hpcpredict.daemon.scheduling.workload import Workload, sim_jobs
+
+
+def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
+                        policies: Iterable[str] = DEFAULT_POLICIES,
+                        resolution_s: float = SLURM_BF_RESOLUTION_S, time_min_limit: str = SLURM_22_05,
+                        progress: Callable[[int, int], None] | None = None) -> dict[str, dict]:
+    """Metrics per policy (``n``, ``mean_wait_s``, ``mean_bounded_slowdown``, ``utilization``,
+    ``killed``, ``killed_node_hours``, ``backfilled``, ``lowered``, ``shortened``, ``procs``,
+    ``dropped``)."""
+    names = list(policies)
+    unknown = [name for name in names if name not in POLICIES]
+    if unknown:
+        raise InvalidRequest("policy", f"unknown {', '.join(unknown)} (choose from {', '.join(POLICIES)})")
+    records = list(records)
+    workload = sim_jobs(records, procs)
+    if not workload.jobs:
+        reasons = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in workload.dropped.items())
+        raise InvalidRequest("trace", f"no job to replay on {procs} processors ({reasons or 'no jobs'})")
+    answers = online_predictions(records, risk, progress=progress) if names != ["user"] else {}
+    return replay_policies(workload, answers, names, resolution_s, time_min_limit)
+
+
+def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
+                    resolution_s: float = SLURM_BF_RESOLUTION_S, time_min_limit: str = SLURM_22_05) -> dict[str, dict]:
+    """:func:`evaluate_scheduling` on a workload whose predictions (``online_predictions``)
+    are already made: one replay per policy."""
+    results = {}
+    for name in names:
+        policy = POLICIES[name]
+        jobs = [policy(job, answers.get(id(record))) for job, record in zip(workload.jobs, workload.records)]
+        scores = summarize(simulate(jobs, workload.procs, resolution_s, time_min_limit), workload.procs)
+        scores["shortened"] = sum(shortened(before, after) for before, after in zip(workload.jobs, jobs))
+        scores["procs"] = workload.procs
+        scores["dropped"] = sum(workload.dropped.values())
+        results[name] = scores
+    return results

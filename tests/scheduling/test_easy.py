@@ -1,0 +1,168 @@
+"""The EASY backfilling replay on hand-made queues whose schedule is known, and its safety
+properties on random queues: the head's reservation is never delayed by a backfilled job,
+a limit equal to the work never kills."""
+import dataclasses
+import doctest
+import importlib
+import random
+
+import pytest
+
+from hpcpredict.daemon.scheduling import easy, policies
+from hpcpredict.daemon.scheduling.easy import ANY_START, RESERVATION, SLURM_22_05, simulate
+from hpcpredict.daemon.scheduling.workload import SimJob
+
+
+def job(seq, submit, procs, work, limit, time_min=0.0, soft=False, request=None):
+    return SimJob(seq, f"j{seq}", submit, procs, work, limit if request is None else request, limit,
+                  time_min, soft)
+
+
+def by_id(outcomes):
+    return {o.job.job_id: o for o in outcomes}
+
+
+# A holds half the machine until 600 s; B needs all of it (the head, shadow time 600 s);
+# C arrives on the free half.
+BLOCKED = [job(0, 0, 2, 600, 600), job(1, 1, 4, 60, 600)]
+
+
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 120), (RESERVATION, 540)])
+def test_job_with_time_min_is_backfilled_with_its_limit_lowered_and_killed_there(mode, limit):
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120)], procs=4, time_min_limit=mode))
+    c = outcomes["j2"]
+    # Slurm 22.05: the time_min itself; later Slurm: the whole minutes left before the
+    # reservation, (600 - 2) // 60 = 9 min.
+    assert (c.start_s, c.limit_s, c.backfilled, c.lowered) == (2, limit, True, True)
+    assert c.killed and c.end_s == 2 + limit
+    assert outcomes["j1"].start_s == 600          # the head starts at its shadow time
+
+
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 120), (RESERVATION, 540)])
+def test_job_that_fits_within_its_lowered_limit_completes(mode, limit):
+    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 100, 3600, time_min=120)], procs=4, time_min_limit=mode))["j2"]
+    assert (c.start_s, c.limit_s, c.killed, c.end_s) == (2, limit, False, 102)
+
+
+def test_without_time_min_the_same_job_waits_behind_the_head():
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600)], procs=4))
+    assert outcomes["j2"].start_s == 600 + 60 and not outcomes["j2"].backfilled
+    assert not any(o.killed for o in outcomes.values())
+
+
+def test_time_min_too_long_for_the_hole_does_not_start():
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=600)], procs=4))
+    assert outcomes["j2"].start_s > 600
+
+
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 60), (RESERVATION, 7200)])
+def test_job_on_extra_processors(mode, limit):
+    """The head needs 3 of 4 processors: one is extra at the shadow time. Later Slurm keeps
+    the full limit there (no reservation overlapped); 22.05 still gives the time_min."""
+    queue = [job(0, 0, 3, 600, 600), job(1, 1, 3, 60, 600), job(2, 2, 1, 5000, 7200, time_min=60)]
+    d = by_id(simulate(queue, procs=4, time_min_limit=mode))["j2"]
+    assert (d.start_s, d.limit_s, d.killed, d.backfilled) == (2, limit, limit < 5000, True)
+
+
+def test_slurm_22_05_gives_time_min_even_where_the_full_limit_fits():
+    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 400, 500, time_min=120)], procs=4))["j2"]
+    assert (c.start_s, c.limit_s, c.killed) == (2, 120, True)
+    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 400, 500, time_min=120)], procs=4, time_min_limit=RESERVATION))["j2"]
+    assert (c.start_s, c.limit_s, c.killed) == (2, 500, False)
+
+
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 3600), (RESERVATION, 3600), (ANY_START, 60)])
+def test_main_scheduler_never_lowers_a_limit_unless_every_start_is_a_backfill(mode, limit):
+    d = by_id(simulate([job(0, 0, 2, 50, 3600, time_min=60)], procs=4, time_min_limit=mode))["j0"]
+    assert (d.limit_s, d.backfilled, d.killed) == (limit, False, False)
+
+
+def test_reservation_starts_on_the_backfill_resolution():
+    # A ends by its limit at 610 s: Slurm's reservation starts at 600 s (rounded down), so
+    # a job ending at 605 s conflicts with it; with resolution 0 (plain EASY) it fits.
+    queue = [job(0, 0, 2, 610, 610), job(1, 1, 4, 60, 600), job(2, 5, 2, 600, 600)]
+    assert by_id(simulate(queue, procs=4))["j2"].start_s > 5
+    assert by_id(simulate(queue, procs=4, resolution_s=0))["j2"].start_s == 5
+
+
+def test_soft_time_min_never_kills_and_can_delay_the_head():
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120, soft=True)], procs=4))
+    c = outcomes["j2"]
+    assert (c.start_s, c.limit_s, c.killed, c.end_s) == (2, 3600, False, 902)
+    assert outcomes["j1"].start_s == 902        # planned on 2 min, ran 15: the head waited
+
+
+def random_queue(rng, n, procs, time_min_share=0.5):
+    jobs, submit = [], 0.0
+    for seq in range(n):
+        submit += rng.expovariate(1 / 120)
+        work = rng.choice([5, 60, 300, 1200, 3600, 7000])
+        request = rng.choice([600, 3600, 7200, 14400])
+        work = min(work, request)
+        time_min = rng.choice([60, 300, 1800]) if rng.random() < time_min_share else 0.0
+        jobs.append(SimJob(seq, str(seq), round(submit), rng.randint(1, procs), work, request, request,
+                           time_min if time_min < request else 0.0))
+    return jobs
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("resolution", [0, 60])
+@pytest.mark.parametrize("mode", [SLURM_22_05, RESERVATION, ANY_START])
+def test_head_reservation_is_never_delayed_by_backfill(seed, resolution, mode, monkeypatch):
+    """Every job starts no later than the shadow time it was given when it first became the
+    head of the queue (running jobs only end earlier than their limits, backfilled jobs end
+    before the reservation or use extra processors)."""
+    first_shadow: dict[int, float] = {}
+    reservation = easy._Machine._reservation
+
+    def recording(machine, head, now):
+        exact = easy._Machine(machine.procs, 0, mode)
+        exact.free, exact.running = machine.free, machine.running
+        first_shadow.setdefault(head.seq, reservation(exact, head, now)[0])
+        return reservation(machine, head, now)
+
+    monkeypatch.setattr(easy._Machine, "_reservation", recording)
+    rng = random.Random(seed)
+    outcomes = simulate(random_queue(rng, 400, 16), procs=16, resolution_s=resolution, time_min_limit=mode)
+    assert len(outcomes) == 400 and len(first_shadow) > 50
+    late = [(o.job.seq, o.start_s, first_shadow[o.job.seq]) for o in outcomes
+            if o.job.seq in first_shadow and o.start_s > first_shadow[o.job.seq]]
+    assert late == []
+    assert sum(o.lowered for o in outcomes) > 0 and sum(o.backfilled for o in outcomes) > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_oracle_never_kills(seed):
+    queue = random_queue(random.Random(seed), 300, 8)
+    oracle = [policies.oracle(j, None) for j in queue]
+    outcomes = simulate(oracle, procs=8)
+    assert not any(o.killed for o in outcomes)
+    assert all(o.end_s - o.start_s == o.job.work_s or o.job.work_s < 1 for o in outcomes)
+
+
+def test_machine_never_overcommitted():
+    outcomes = simulate(random_queue(random.Random(9), 300, 8), procs=8)
+    events = sorted([(o.start_s, o.job.procs) for o in outcomes] + [(o.end_s, -o.job.procs) for o in outcomes],
+                    key=lambda e: (e[0], e[1]))
+    used = 0
+    for _, delta in events:
+        used += delta
+        assert used <= 8
+
+
+@pytest.mark.parametrize("bad", [dataclasses.replace(job(0, 0, 5, 1, 1)), dataclasses.replace(job(0, 0, 0, 1, 1))])
+def test_job_that_cannot_fit_is_refused(bad):
+    with pytest.raises(ValueError, match="processors"):
+        simulate([bad], procs=4)
+
+
+def test_unknown_time_min_mode_is_refused():
+    with pytest.raises(ValueError, match="time_min_limit"):
+        simulate(BLOCKED, procs=4, time_min_limit="soft")
+
+
+@pytest.mark.parametrize("name", ["easy", "workload", "metrics", "replay"])
+def test_docstring_examples(name):
+    module = importlib.import_module(f"hpcpredict.daemon.scheduling.{name}")
+    failures, tried = doctest.testmod(module)
+    assert tried > 0 and failures == 0

@@ -1,0 +1,83 @@
+"""The scheduling replay (daemon/scheduling/easy.py) predicts what real Slurm 22.05 backfill does.
+
+Six whole-node jobs with known sleep runtimes, submitted together to the 8-node test cluster
+(sched/backfill, bf_interval=5): a 4-node job runs, an 8-node job waits for it (the head, its
+reservation at the running job's limit), and four 2-node jobs arrive behind it, three with a
+``--time-min`` below their ``--time``. The replay, given the same submit times, must predict
+the order in which Slurm starts the jobs, the limit each job ran under and which job Slurm
+kills at its lowered limit. On 22.05 a job backfill starts on its ``--time-min`` runs under
+the ``--time-min`` itself (``comp_time_limit = time_min`` in backfill.c), even one whose full
+``--time`` would have fitted before the reservation (job E): the replay's default
+``time_min_limit``. Every job gives ``--time-min`` (equal to ``--time`` where it has none) so
+the hook leaves all of them alone. Takes about 3 minutes: limits are whole minutes.
+"""
+from __future__ import annotations
+
+import subprocess
+from datetime import datetime
+
+from hpcpredict.daemon.scheduling.easy import simulate
+from hpcpredict.daemon.scheduling.workload import SimJob
+from hpcpredict.slurm_plugin.slurmjob import slurm_duration_s
+
+from .harness import poll
+
+SLEEPER = "#!/bin/bash\n# a job that runs for exactly $1 seconds\nsleep \"$1\"\n"
+NODES = 8
+# name, nodes, --time (min), --time-min (min), sleep (s), in submission order
+JOBS = [
+    ("A", 4, 3, 3, 150),    # runs at once; its limit sets the head's reservation
+    ("B", 8, 2, 2, 10),     # the head: waits for all 8 nodes
+    ("C", 2, 10, 1, 20),    # backfilled on its time_min, limit lowered to 1 min, completes
+    ("D", 2, 10, 10, 5),    # no time_min below its limit: would delay B, waits
+    ("E", 2, 2, 1, 50),     # would fit with its own 2 min, still runs under its 1 min: completes
+    ("F", 2, 10, 1, 170),   # backfilled when C ends, limit lowered to 1 min, killed there
+]
+
+
+def _epoch(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()     # slurmctld prints local time
+
+
+def _idle(cluster) -> bool:
+    env = cluster.env()
+    queue = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=10)
+    states = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=env, capture_output=True, text=True, timeout=10)
+    nodes = states.stdout.split()
+    return queue.returncode == 0 and not queue.stdout.strip() and len(nodes) == NODES \
+        and all(state == "idle" for state in nodes)
+
+
+def test_replay_predicts_slurm_backfill_order_lowered_limits_and_kills(cluster):
+    cluster.write_script("sleeper.sh", SLEEPER)
+    poll(lambda: _idle(cluster), 300, "an idle test cluster (no job queued, 8 idle nodes)", 1.0)
+    ids = {}
+    for name, nodes, limit, time_min, sleep in JOBS:
+        ids[name], _, _, _ = cluster.sbatch("carol", "-N", str(nodes), "--exclusive", "-J", f"replay-{name}",
+                                           "-t", str(limit), "--time-min", str(time_min), "-o", "/dev/null",
+                                           "sleeper.sh", str(sleep))
+
+    def finished():
+        states = {name: cluster.job(job_id).get("JobState") for name, job_id in ids.items()}
+        return states if all(s in ("COMPLETED", "TIMEOUT", "FAILED", "CANCELLED") for s in states.values()) else None
+
+    states = poll(finished, 420, "the replay jobs to finish", 2.0)
+    slurm = {name: cluster.job(job_id) for name, job_id in ids.items()}
+    assert set(states.values()) <= {"COMPLETED", "TIMEOUT"}, states
+
+    jobs = [SimJob(seq, name, _epoch(slurm[name]["SubmitTime"]), nodes, float(sleep), limit * 60.0,
+                   limit * 60.0, time_min * 60.0)
+            for seq, (name, nodes, limit, time_min, sleep) in enumerate(JOBS)]
+    predicted = {o.job.job_id: o for o in simulate(jobs, procs=NODES)}
+
+    slurm_order = sorted(ids, key=lambda n: (_epoch(slurm[n]["StartTime"]), int(ids[n])))
+    predicted_order = sorted(ids, key=lambda n: (predicted[n].start_s, predicted[n].job.seq))
+    limits = {n: (slurm_duration_s(slurm[n]["TimeLimit"]), int(predicted[n].limit_s)) for n in ids}
+    kills = {n: (states[n] == "TIMEOUT", predicted[n].killed) for n in ids}
+    detail = f"slurm {slurm_order} vs replay {predicted_order}; (slurm, replay) limits {limits}, kills {kills}"
+
+    assert slurm_order == predicted_order == ["A", "C", "E", "F", "B", "D"], detail
+    assert all(real == replayed for real, replayed in limits.values()), detail
+    assert limits["C"] == limits["E"] == limits["F"] == (60, 60), detail     # lowered to the time_min
+    assert all(real == replayed for real, replayed in kills.values()), detail
+    assert [n for n in ids if kills[n][0]] == ["F"], detail
