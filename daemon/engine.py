@@ -19,33 +19,43 @@ import logging
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hpcpredict.daemon.errors import HpcPredictError
 from hpcpredict.daemon.jobspec import JobSpec
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.recent_history import RecentHistoryModel
-from hpcpredict.daemon.registry import SITE_KEY, Artifact, ModelRegistry
+from hpcpredict.daemon.model_kinds import SITE_KEY, get_model_kind
+from hpcpredict.daemon.registry import Artifact, ModelRegistry
+from hpcpredict.daemon.scaling.advice import ScalingModel, node_advice
 from hpcpredict.daemon.timefmt import human
 from hpcpredict.daemon.walltime_policy import ceil_minute, plan_limits
+from hpcpredict.topology.hostlist import expand as expand_nodes
+from hpcpredict.topology.placement import Placement
+
+if TYPE_CHECKING:   # loaded by their model kinds (hpcpredict.daemon.model_kinds)
+    from hpcpredict.daemon.comm.service import CommModelSet, CommRequest
+    from hpcpredict.daemon.history.model import HpcPredictModel
+    from hpcpredict.daemon.runtime.service import ApplicationModels
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class ModelSet:
-    walltime: Any = None                 # OnlinePredictor from hpcpredict.daemon.history, or None
-    runtime: Any = None                  # ApplicationModels, or None
-    comm: dict = field(default_factory=dict)       # cluster key -> CommModelSet
-    scaling: dict = field(default_factory=dict)    # application -> ScalingModel
-    placement: Any = None                # hpcpredict.topology Placement, or None
-    # Callables resolved at (re)load so the prediction path never runs an import statement.
-    comm_request: Any = None             # hpcpredict.daemon.comm.service.CommRequest
-    node_advice: Any = None              # hpcpredict.daemon.scaling.advice.node_advice
-    expand_nodes: Any = None             # hpcpredict.topology.hostlist.expand
+    """The models served together; each slot is filled by its model kind's ``place``."""
+
+    walltime: HpcPredictModel | None = None
+    runtime: ApplicationModels | None = None
+    comm: Mapping[str, CommModelSet] = field(default_factory=dict)      # cluster key -> models
+    # Resolved with the comm models, so a site without them never imports scipy.
+    comm_request: type[CommRequest] | None = None
+    scaling: Mapping[str, ScalingModel] = field(default_factory=dict)   # application -> model
+    placement: Placement | None = None
     artifacts: tuple[Artifact, ...] = ()
     errors: tuple[str, ...] = ()
-    loaded: dict = field(default_factory=dict)     # (kind, key) -> (Artifact, model), for the next reload
+    # (kind, key) -> (artifact, model), so the next reload can keep a model whose new version is refused
+    loaded: Mapping[tuple[str, str], tuple[Artifact, object]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -91,37 +101,18 @@ class PredictionEngine:
         for entry, previous in self.models.loaded.items():
             if entry not in loaded and entry in self.registry.entries():
                 loaded[entry] = previous  # the new version was refused: keep serving the last good one
-        walltime = runtime = placement = None
-        comm, scaling = {}, {}
+        slots: dict[str, Any] = {"comm": {}, "scaling": {}}
         for (kind, key), (artifact, model) in loaded.items():
-            if kind == "walltime" and key == SITE_KEY:
-                walltime = model
-            elif kind == "runtime":
-                runtime = model
-            elif kind == "comm":
-                comm[key] = model
-            elif kind == "scaling":
-                scaling.update(model)
-            elif kind == "topology":
-                placement = model
+            get_model_kind(kind).place(slots, key, model)
         if self.config.topology.file:
             try:
-                from hpcpredict.topology.placement import Placement
-                placement = Placement.load(self.config.topology.file)
+                slots["placement"] = Placement.load(self.config.topology.file)
             except (HpcPredictError, OSError) as error:
                 errors.append(f"topology file {self.config.topology.file}: {error}")
-                placement = self.models.placement  # keep serving the last good one until the file returns
-        comm_request = advice = expand = None
-        if comm:
-            from hpcpredict.daemon.comm.service import CommRequest as comm_request
-        if scaling:
-            from hpcpredict.daemon.scaling.advice import node_advice as advice
-        if placement is not None:
-            from hpcpredict.topology.hostlist import expand
-        return ModelSet(walltime=walltime, runtime=runtime, comm=comm, scaling=scaling, placement=placement,
-                        comm_request=comm_request, node_advice=advice, expand_nodes=expand,
-                        artifacts=tuple(artifact for artifact, _ in loaded.values()), errors=tuple(errors),
-                        loaded=loaded)
+                # keep serving the last good one until the file returns
+                slots["placement"] = self.models.placement
+        return ModelSet(**slots, artifacts=tuple(artifact for artifact, _ in loaded.values()),
+                        errors=tuple(errors), loaded=loaded)
 
     def reload(self) -> ModelSet:
         """Build a new model set beside the serving one, replay history into it, swap."""
@@ -262,7 +253,7 @@ class PredictionEngine:
         node_names = None
         if at_allocation and spec.node_list and models.placement is not None:
             try:
-                node_names = models.expand_nodes(spec.node_list)
+                node_names = expand_nodes(spec.node_list)
             except HpcPredictError as error:  # topology.hostlist's ParseError
                 return None, "", "", [f"node list not understood: {error}"]
         try:
@@ -280,7 +271,7 @@ class PredictionEngine:
     def _advice(self, spec: JobSpec, scaling, models: ModelSet):
         numeric = {k: v for k, v in spec.inputs.items() if isinstance(v, float)}
         try:
-            rows = models.node_advice(scaling, requested_nodes=spec.nodes or 1,
+            rows = node_advice(scaling, requested_nodes=spec.nodes or 1,
                                ntasks_per_node=spec.ntasks_per_node or max(1, spec.ntasks // max(spec.nodes, 1)),
                                other_params=numeric, requested_time_s=float(spec.time_limit_s),
                                policy=self.config.policy.advice_policy,
