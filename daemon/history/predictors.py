@@ -51,7 +51,12 @@ class OnlinePredictor(ABC):
 
     @abstractmethod
     def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
-        """Answer for ``job`` at submission (its ``runtime_s`` is -1)."""
+        """Answer for ``job`` at submission (its ``runtime_s`` is -1). Never changes the predictor."""
+
+    def submit(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
+        """:meth:`predict` for a job being submitted: a predictor that scores its own answers
+        when the job ends remembers this one (the baselines remember nothing)."""
+        return self.predict(job, risk)
 
 
 def cap(seconds: float, job: JobRecord) -> float:

@@ -86,11 +86,11 @@ def test_censored_jobs_are_not_calibration_residuals():
     for i in range(5):
         model.observe(ended(i, "ann", 1000.0, 3600))
     before = len(model.state.residuals.get("warm", ()))
-    model.predict(new("ann", 600, job_id="t"))
+    model.submit(new("ann", 600, job_id="t"))
     model.observe(JobRecord("t", "ann", 5e8, runtime_s=600.0, requested_time_s=600.0, state="TIMEOUT",
                             end_time=5e8 + 600))
     assert len(model.state.residuals.get("warm", ())) == before
-    model.predict(new("ann", 3600, job_id="c"))
+    model.submit(new("ann", 3600, job_id="c"))
     model.observe(JobRecord("c", "ann", 5e8, runtime_s=900.0, requested_time_s=3600.0, end_time=5e8 + 900))
     assert len(model.state.residuals["warm"]) == before + 1
 
