@@ -5,13 +5,13 @@ swaps the reference, so Predict never waits for a reload and never sees half a m
 History models are online (they ``observe`` every ended job); on reload the new one replays
 the store and then the outcomes that arrived while it replayed, under one short lock.
 
-Order of answers for the runtime (first that answers wins):
-1. the application's runtime model (inputs → runtime, issue 6),
-2. the trained walltime model (history features, issue 4),
-3. the recent-history model (last runs of this user and application),
-4. the user's request, else the site default (flagged as a fallback).
-Communication time (issue 5) and node-count advice (issue 7) are added when the job has a
-pattern / the application has a scaling model.
+The runtime comes from the first of :data:`hpcpredict.daemon.sources.SOURCES` that answers
+without falling back (the application's runtime model from the job's inputs, the walltime
+model from history, the recent-history model, the request or site default); each returns one
+:class:`~hpcpredict.daemon.estimates.RuntimeEstimate`. Predictions take no lock: every model
+they read is only read. Communication time and node-count advice are added when the job has
+a pattern / the application has a scaling model; when every source fell back, the scaling
+model's runtime at the requested size answers.
 """
 from __future__ import annotations
 
@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 from hpcpredict.daemon.errors import HpcPredictError
 from hpcpredict.daemon.jobspec import JobSpec
 from hpcpredict.daemon.records import JobRecord
+from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.recent_history import RecentHistoryModel
 from hpcpredict.daemon.model_kinds import SITE_KEY, get_model_kind
 from hpcpredict.daemon.registry import Artifact, ModelRegistry
 from hpcpredict.daemon.scaling.advice import ScalingModel, node_advice
+from hpcpredict.daemon.sources import SOURCES
 from hpcpredict.daemon.timefmt import human
 from hpcpredict.daemon.walltime_policy import ceil_minute, plan_limits
 from hpcpredict.topology.hostlist import expand as expand_nodes
@@ -152,16 +154,27 @@ class PredictionEngine:
                 self._pending.append(record)
 
     # ------------------------------------------------------------------ predicting
-    def _history_answer(self, job: JobRecord, risk: float, models: ModelSet):
-        with self._history_lock:
-            guess = None
-            if models.walltime is not None:
-                guess = models.walltime.predict(job, risk)
-            if guess is None or guess.fallback:
-                recent = self.recent.predict(job, risk)
-                if guess is None or not recent.fallback:
-                    guess = recent
-        return guess
+    def _runtime_estimate(self, spec: JobSpec, job: JobRecord, risk: float,
+                          models: ModelSet) -> tuple[RuntimeEstimate, list[str]]:
+        """The first source's estimate that is not a fallback, else the first fallback; and
+        why the sources that could have answered did not."""
+        recent = self.recent
+        first_fallback: RuntimeEstimate | None = None
+        notes: list[str] = []
+        for source in SOURCES:
+            try:
+                estimate = source.estimate(models, recent, spec, job, risk)
+            except HpcPredictError as error:
+                notes.append(f"{source.name} not used: {error}")
+                continue
+            if estimate is None:
+                continue
+            if not estimate.fallback:
+                return estimate, notes
+            if first_fallback is None:
+                first_fallback = estimate
+        assert first_fallback is not None, "the request source always answers"
+        return first_fallback, notes
 
     def estimate(self, spec: JobSpec, *, at_allocation: bool = False) -> Answer:
         models = self.models
@@ -173,35 +186,10 @@ class PredictionEngine:
                         job_name=spec.job_name, group=spec.group, account=spec.account,
                         partition=spec.partition, qos=spec.qos, nodes=spec.nodes,
                         requested_procs=spec.ntasks * spec.cpus_per_task or spec.nodes, inputs=spec.inputs)
-        by_inputs = None
-        input_errors: list[str] = []
-        if models.runtime is not None and spec.application:
-            try:
-                # The bound at the risk target is the upper end of the two-sided interval whose
-                # upper tail holds `risk` of the mass (conformal-calibrated by the model).
-                by_inputs = models.runtime.estimate(spec.application, spec.inputs, spec.nodes, spec.ntasks,
-                                                    spec.cpus_per_task, bound_coverage=max(0.5, 1.0 - 2.0 * risk))
-            except HpcPredictError as error:
-                input_errors.append(f"runtime model not used: {error}")
-        if by_inputs is not None:
-            # The inputs model answers: history only explains. The recent-history model says
-            # "your last runs of APP" at a fraction of the walltime model's cost, and the walltime
-            # model is not asked for an answer it would then calibrate itself on without serving.
-            with self._history_lock:
-                recent = self.recent.predict(job, risk)
-            point, low, high, coverage = by_inputs.runtime_s, by_inputs.low_s, by_inputs.high_s, by_inputs.coverage
-            bound = max(by_inputs.bound_s, by_inputs.high_s, point)
-            name, version = by_inputs.model_name, by_inputs.model_version
-            explanation = list(by_inputs.explanation) + ([] if recent.fallback else list(recent.explanation))
-            fallback = False
-        else:
-            guess = self._history_answer(job, risk, models)
-            explanation = list(guess.explanation) + input_errors
-            point, low, high, coverage, bound = guess.runtime_s, guess.low_s, guess.high_s, guess.coverage, guess.bound_s
-            name = guess.source
-            version = getattr(models.walltime, "version", "1") if name != RecentHistoryModel.name \
-                else RecentHistoryModel.version
-            fallback = guess.fallback
+        answer, notes = self._runtime_estimate(spec, job, risk, models)
+        point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
+        name, version, fallback = answer.model_name, answer.model_version, answer.fallback
+        explanation = list(answer.explanation) + notes
 
         comm_time = None
         feature_class = comm_model = ""

@@ -45,7 +45,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from hpcpredict.daemon.history.features import HistoryIndex, PastJob, occupancy_log
-from hpcpredict.daemon.history.predictors import DEFAULT_NO_REQUEST_S, OnlinePredictor, WalltimePrediction
+from hpcpredict.daemon.estimates import RuntimeEstimate
+from hpcpredict.daemon.history.predictors import DEFAULT_NO_REQUEST_S, OnlinePredictor
 from hpcpredict.daemon.records import JobRecord
 
 EXPERTS = ("medoid", "last", "same_request", "same_application", "median5", "request", "max_ratio5",
@@ -309,14 +310,14 @@ class HpcPredictModel(OnlinePredictor):
             self._cluster_calibration = published
 
     # ------------------------------------------------------------------ interface
-    def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
+    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
         return self._assess(job, risk, explain=True)[0]
 
-    def answer(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> WalltimePrediction:
+    def answer(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> RuntimeEstimate:
         """:meth:`predict`, optionally without the (costlier) explanation text."""
         return self._assess(job, risk, explain)[0]
 
-    def submit(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> WalltimePrediction:
+    def submit(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> RuntimeEstimate:
         """:meth:`answer`, remembering it (by ``job.job_id``) so the job's outcome scores it."""
         prediction, submitted = self._assess(job, risk, explain)
         if job.job_id:
@@ -327,7 +328,7 @@ class HpcPredictModel(OnlinePredictor):
                     pending.popitem(last=False)
         return prediction
 
-    def _assess(self, job: JobRecord, risk: float, explain: bool) -> tuple[WalltimePrediction, tuple]:
+    def _assess(self, job: JobRecord, risk: float, explain: bool) -> tuple[RuntimeEstimate, tuple]:
         """The answer for ``job`` and what its outcome will be scored against; reads only."""
         if not 0.0 < risk < 1.0:
             raise ValueError(f"risk must be in (0, 1), got {risk}")
@@ -366,11 +367,11 @@ class HpcPredictModel(OnlinePredictor):
         if not (math.isfinite(low) and math.isfinite(high)):
             low = high = estimate
             coverage = 0.0
-        return WalltimePrediction(
+        return RuntimeEstimate(
             runtime_s=max(math.exp(point), 1.0), bound_s=max(math.exp(answered_bound), 1.0),
             low_s=max(math.exp(min(low, point)), 1.0), high_s=max(math.exp(max(high, point)), 1.0),
             coverage=coverage, explanation=self._explain(job, chosen, risk, shift, point != estimate) if explain else (),
-            fallback=experts is None, source=self.name), (experts, features, estimate, regime, bound, risk, blend)
+            fallback=experts is None, model_name=self.name), (experts, features, estimate, regime, bound, risk, blend)
 
     def observe(self, record: JobRecord) -> None:
         if record.runtime_s < 0 or self._already_trained(record):

@@ -67,7 +67,7 @@ def test_model_learns_a_repeated_job_and_explains_it():
     for i in range(6):
         model.observe(ended(i, "ann", 2700.0 + 60 * i, 14400, name="lmp", procs=64))
     answer = model.predict(new("ann", 14400, name="lmp", procs=64))
-    assert not answer.fallback and answer.source == "hpcpredict"
+    assert not answer.fallback and answer.model_name == "hpcpredict"
     assert 2700 <= answer.runtime_s <= 3000
     assert answer.runtime_s <= answer.bound_s <= 14400
     assert answer.explanation[0] == "your last 5 runs of lmp: 46–50 min"
