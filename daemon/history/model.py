@@ -48,6 +48,7 @@ from hpcpredict.daemon.history.features import HistoryIndex, PastJob, occupancy_
 from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.history.predictors import DEFAULT_NO_REQUEST_S, OnlinePredictor
 from hpcpredict.daemon.records import JobRecord
+from hpcpredict.daemon.timefmt import human_range
 
 EXPERTS = ("medoid", "last", "same_request", "same_application", "median5", "request", "max_ratio5",
            "ratio_last", "ratio_medoid", "same_request_median3")
@@ -116,20 +117,6 @@ def _medoid(values: np.ndarray, weights: np.ndarray) -> float:
     """The value maximising the weighted sum of exp(-|value - other|) (the accuracy metric)."""
     agreement = np.exp(-np.abs(values[:, None] - values[None, :])) @ weights
     return float(values[int(np.argmax(agreement))])
-
-
-def _span(low_log: float, high_log: float) -> str:
-    """"41–58 min" / "1.5–2.0 h" / "30 s–2 min" for a range of log seconds."""
-    def unit(seconds: float) -> tuple[str, str]:
-        if seconds < 90:
-            return f"{seconds:.0f}", "s"
-        if seconds < 5400:
-            return f"{seconds / 60:.0f}", "min"
-        return f"{seconds / 3600:.1f}", "h"
-    (low, low_unit), (high, high_unit) = unit(math.exp(low_log)), unit(math.exp(high_log))
-    if low_unit == high_unit:
-        return f"{low}–{high} {high_unit}" if low != high else f"{high} {high_unit}"
-    return f"{low} {low_unit}–{high} {high_unit}"
 
 
 @dataclass
@@ -455,7 +442,7 @@ class HpcPredictModel(OnlinePredictor):
         runs = same or past[-5:]
         what = f" of {job.application}" if same else ""
         low, high = min(j.log_runtime for j in runs), max(j.log_runtime for j in runs)
-        lines = [f"your last {len(runs)} runs{what}: {_span(low, high)}",
+        lines = [f"your last {len(runs)} runs{what}: {human_range(math.exp(low), math.exp(high))}",
                  "estimate: the value agreeing best with all estimates from your history, weighted by "
                  "how well each has done" if blended else f"estimate: {_EXPERT_TEXT[EXPERTS[chosen]]}"]
         if math.isfinite(shift):
