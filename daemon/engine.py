@@ -181,11 +181,7 @@ class PredictionEngine:
         policy = self.config.policy
         risk = spec.risk or policy.risk
         requested = 0 if spec.time_limit_is_default else spec.time_limit_s
-        job = JobRecord(job_id=spec.job_id, user=spec.user, submit_time=spec.submit_time,
-                        requested_time_s=float(requested), application=spec.application,
-                        job_name=spec.job_name, group=spec.group, account=spec.account,
-                        partition=spec.partition, qos=spec.qos, nodes=spec.nodes,
-                        requested_procs=spec.ntasks * spec.cpus_per_task or spec.nodes, inputs=spec.inputs)
+        job = spec.record()
         answer, notes = self._runtime_estimate(spec, job, risk, models)
         point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
         name, version, fallback = answer.model_name, answer.model_version, answer.fallback
