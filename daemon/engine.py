@@ -16,15 +16,14 @@ model's runtime at the requested size answers.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from hpcpredict.daemon.errors import HpcPredictError
 from hpcpredict.daemon.jobspec import JobSpec
-from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.estimates import RuntimeEstimate
+from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.recent_history import RecentHistoryModel
 from hpcpredict.daemon.model_kinds import SITE_KEY, get_model_kind
 from hpcpredict.daemon.registry import Artifact, ModelRegistry

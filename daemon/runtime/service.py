@@ -37,7 +37,6 @@ import logging
 import math
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 

@@ -5,7 +5,7 @@ import pytest
 
 from hpcpredict.daemon import model_kinds
 from hpcpredict.daemon.errors import ConfigError, ModelArtifactError
-from hpcpredict.daemon.model_kinds import ModelKind, get_model_kind, model_kind_names, register_model_kind
+from hpcpredict.daemon.model_kinds import ModelKind, get_model_kind, register_model_kind
 from hpcpredict.daemon.registry import ModelRegistry
 
 
