@@ -5,47 +5,58 @@ swaps the reference, so Predict never waits for a reload and never sees half a m
 History models are online (they ``observe`` every ended job); on reload the new one replays
 the store and then the outcomes that arrived while it replayed, under one short lock.
 
-Order of answers for the runtime (first that answers wins):
-1. the application's runtime model (inputs → runtime, issue 6),
-2. the trained walltime model (history features, issue 4),
-3. the recent-history model (last runs of this user and application),
-4. the user's request, else the site default (flagged as a fallback).
-Communication time (issue 5) and node-count advice (issue 7) are added when the job has a
-pattern / the application has a scaling model.
+The runtime comes from the first of :data:`hpcpredict.daemon.sources.SOURCES` that answers
+without falling back (the application's runtime model from the job's inputs, the walltime
+model from history, the recent-history model, the request or site default); each returns one
+:class:`~hpcpredict.daemon.estimates.RuntimeEstimate`. Predictions take no lock: every model
+they read is only read. Communication time and node-count advice are added when the job has
+a pattern / the application has a scaling model; when every source fell back, the scaling
+model's runtime at the requested size answers.
 """
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hpcpredict.daemon.errors import HpcPredictError
 from hpcpredict.daemon.jobspec import JobSpec
+from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.recent_history import RecentHistoryModel
-from hpcpredict.daemon.registry import SITE_KEY, Artifact, ModelRegistry
+from hpcpredict.daemon.model_kinds import SITE_KEY, get_model_kind
+from hpcpredict.daemon.registry import Artifact, ModelRegistry
+from hpcpredict.daemon.scaling.advice import ScalingModel, node_advice
+from hpcpredict.daemon.sources import SOURCES
 from hpcpredict.daemon.timefmt import human
 from hpcpredict.daemon.walltime_policy import ceil_minute, plan_limits
+from hpcpredict.topology.hostlist import expand as expand_nodes
+from hpcpredict.topology.placement import Placement
+
+if TYPE_CHECKING:   # loaded by their model kinds (hpcpredict.daemon.model_kinds)
+    from hpcpredict.daemon.comm.service import CommModelSet, CommRequest
+    from hpcpredict.daemon.history.model import HpcPredictModel
+    from hpcpredict.daemon.runtime.service import ApplicationModels
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class ModelSet:
-    walltime: Any = None                 # OnlinePredictor from hpcpredict.daemon.history, or None
-    runtime: Any = None                  # ApplicationModels, or None
-    comm: dict = field(default_factory=dict)       # cluster key -> CommModelSet
-    scaling: dict = field(default_factory=dict)    # application -> ScalingModel
-    placement: Any = None                # hpcpredict.topology Placement, or None
-    # Callables resolved at (re)load so the prediction path never runs an import statement.
-    comm_request: Any = None             # hpcpredict.daemon.comm.service.CommRequest
-    node_advice: Any = None              # hpcpredict.daemon.scaling.advice.node_advice
-    expand_nodes: Any = None             # hpcpredict.topology.hostlist.expand
+    """The models served together; each slot is filled by its model kind's ``place``."""
+
+    walltime: HpcPredictModel | None = None
+    runtime: ApplicationModels | None = None
+    comm: Mapping[str, CommModelSet] = field(default_factory=dict)      # cluster key -> models
+    # Resolved with the comm models, so a site without them never imports scipy.
+    comm_request: type[CommRequest] | None = None
+    scaling: Mapping[str, ScalingModel] = field(default_factory=dict)   # application -> model
+    placement: Placement | None = None
     artifacts: tuple[Artifact, ...] = ()
     errors: tuple[str, ...] = ()
-    loaded: dict = field(default_factory=dict)     # (kind, key) -> (Artifact, model), for the next reload
+    # (kind, key) -> (artifact, model), so the next reload can keep a model whose new version is refused
+    loaded: Mapping[tuple[str, str], tuple[Artifact, object]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -91,37 +102,18 @@ class PredictionEngine:
         for entry, previous in self.models.loaded.items():
             if entry not in loaded and entry in self.registry.entries():
                 loaded[entry] = previous  # the new version was refused: keep serving the last good one
-        walltime = runtime = placement = None
-        comm, scaling = {}, {}
+        slots: dict[str, Any] = {"comm": {}, "scaling": {}}
         for (kind, key), (artifact, model) in loaded.items():
-            if kind == "walltime" and key == SITE_KEY:
-                walltime = model
-            elif kind == "runtime":
-                runtime = model
-            elif kind == "comm":
-                comm[key] = model
-            elif kind == "scaling":
-                scaling.update(model)
-            elif kind == "topology":
-                placement = model
+            get_model_kind(kind).place(slots, key, model)
         if self.config.topology.file:
             try:
-                from hpcpredict.topology.placement import Placement
-                placement = Placement.load(self.config.topology.file)
+                slots["placement"] = Placement.load(self.config.topology.file)
             except (HpcPredictError, OSError) as error:
                 errors.append(f"topology file {self.config.topology.file}: {error}")
-                placement = self.models.placement  # keep serving the last good one until the file returns
-        comm_request = advice = expand = None
-        if comm:
-            from hpcpredict.daemon.comm.service import CommRequest as comm_request
-        if scaling:
-            from hpcpredict.daemon.scaling.advice import node_advice as advice
-        if placement is not None:
-            from hpcpredict.topology.hostlist import expand
-        return ModelSet(walltime=walltime, runtime=runtime, comm=comm, scaling=scaling, placement=placement,
-                        comm_request=comm_request, node_advice=advice, expand_nodes=expand,
-                        artifacts=tuple(artifact for artifact, _ in loaded.values()), errors=tuple(errors),
-                        loaded=loaded)
+                # keep serving the last good one until the file returns
+                slots["placement"] = self.models.placement
+        return ModelSet(**slots, artifacts=tuple(artifact for artifact, _ in loaded.values()),
+                        errors=tuple(errors), loaded=loaded)
 
     def reload(self) -> ModelSet:
         """Build a new model set beside the serving one, replay history into it, swap."""
@@ -161,56 +153,38 @@ class PredictionEngine:
                 self._pending.append(record)
 
     # ------------------------------------------------------------------ predicting
-    def _history_answer(self, job: JobRecord, risk: float, models: ModelSet):
-        with self._history_lock:
-            guess = None
-            if models.walltime is not None:
-                guess = models.walltime.predict(job, risk)
-            if guess is None or guess.fallback:
-                recent = self.recent.predict(job, risk)
-                if guess is None or not recent.fallback:
-                    guess = recent
-        return guess
+    def _runtime_estimate(self, spec: JobSpec, job: JobRecord, risk: float,
+                          models: ModelSet) -> tuple[RuntimeEstimate, list[str]]:
+        """The first source's estimate that is not a fallback, else the first fallback; and
+        why the sources that could have answered did not."""
+        recent = self.recent
+        first_fallback: RuntimeEstimate | None = None
+        notes: list[str] = []
+        for source in SOURCES:
+            try:
+                estimate = source.estimate(models, recent, spec, job, risk)
+            except HpcPredictError as error:
+                notes.append(f"{source.name} not used: {error}")
+                continue
+            if estimate is None:
+                continue
+            if not estimate.fallback:
+                return estimate, notes
+            if first_fallback is None:
+                first_fallback = estimate
+        assert first_fallback is not None, "the request source always answers"
+        return first_fallback, notes
 
     def estimate(self, spec: JobSpec, *, at_allocation: bool = False) -> Answer:
         models = self.models
         policy = self.config.policy
         risk = spec.risk or policy.risk
         requested = 0 if spec.time_limit_is_default else spec.time_limit_s
-        job = JobRecord(job_id=spec.job_id, user=spec.user, submit_time=spec.submit_time,
-                        requested_time_s=float(requested), application=spec.application,
-                        job_name=spec.job_name, group=spec.group, account=spec.account,
-                        partition=spec.partition, qos=spec.qos, nodes=spec.nodes,
-                        requested_procs=spec.ntasks * spec.cpus_per_task or spec.nodes, inputs=spec.inputs)
-        by_inputs = None
-        input_errors: list[str] = []
-        if models.runtime is not None and spec.application:
-            try:
-                # The bound at the risk target is the upper end of the two-sided interval whose
-                # upper tail holds `risk` of the mass (conformal-calibrated by the model).
-                by_inputs = models.runtime.estimate(spec.application, spec.inputs, spec.nodes, spec.ntasks,
-                                                    spec.cpus_per_task, bound_coverage=max(0.5, 1.0 - 2.0 * risk))
-            except HpcPredictError as error:
-                input_errors.append(f"runtime model not used: {error}")
-        if by_inputs is not None:
-            # The inputs model answers: history only explains. The recent-history model says
-            # "your last runs of APP" at a fraction of the walltime model's cost, and the walltime
-            # model is not asked for an answer it would then calibrate itself on without serving.
-            with self._history_lock:
-                recent = self.recent.predict(job, risk)
-            point, low, high, coverage = by_inputs.runtime_s, by_inputs.low_s, by_inputs.high_s, by_inputs.coverage
-            bound = max(by_inputs.bound_s, by_inputs.high_s, point)
-            name, version = by_inputs.model_name, by_inputs.model_version
-            explanation = list(by_inputs.explanation) + ([] if recent.fallback else list(recent.explanation))
-            fallback = False
-        else:
-            guess = self._history_answer(job, risk, models)
-            explanation = list(guess.explanation) + input_errors
-            point, low, high, coverage, bound = guess.runtime_s, guess.low_s, guess.high_s, guess.coverage, guess.bound_s
-            name = guess.source
-            version = getattr(models.walltime, "version", "1") if name != RecentHistoryModel.name \
-                else RecentHistoryModel.version
-            fallback = guess.fallback
+        job = spec.record()
+        answer, notes = self._runtime_estimate(spec, job, risk, models)
+        point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
+        name, version, fallback = answer.model_name, answer.model_version, answer.fallback
+        explanation = list(answer.explanation) + notes
 
         comm_time = None
         feature_class = comm_model = ""
@@ -262,7 +236,7 @@ class PredictionEngine:
         node_names = None
         if at_allocation and spec.node_list and models.placement is not None:
             try:
-                node_names = models.expand_nodes(spec.node_list)
+                node_names = expand_nodes(spec.node_list)
             except HpcPredictError as error:  # topology.hostlist's ParseError
                 return None, "", "", [f"node list not understood: {error}"]
         try:
@@ -280,7 +254,7 @@ class PredictionEngine:
     def _advice(self, spec: JobSpec, scaling, models: ModelSet):
         numeric = {k: v for k, v in spec.inputs.items() if isinstance(v, float)}
         try:
-            rows = models.node_advice(scaling, requested_nodes=spec.nodes or 1,
+            rows = node_advice(scaling, requested_nodes=spec.nodes or 1,
                                ntasks_per_node=spec.ntasks_per_node or max(1, spec.ntasks // max(spec.nodes, 1)),
                                other_params=numeric, requested_time_s=float(spec.time_limit_s),
                                policy=self.config.policy.advice_policy,

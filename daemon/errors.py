@@ -1,52 +1,29 @@
 """One exception hierarchy for the whole product.
 
-Every error a user or admin can cause is a subclass of :class:`HpcPredictError`; the CLI
+Every error a user or admin can cause is a subclass of :class:`HpcPredictError`; the base and
+the errors the topology parsers raise are defined in :mod:`hpcpredict.topology.errors` (the
+lowest layer, which must not import the daemon) and re-exported here. The CLI
 prints its message as one line and the daemon maps it to a gRPC status. Raise with
 ``raise ... from error`` so the cause stays attached.
 """
 from __future__ import annotations
 
+from hpcpredict.topology.errors import (  # the base and the parsers' errors (the lowest layer)
+    HpcPredictError,
+    InvalidRequest,
+    InvalidTopology,
+    ParseError,
+    UnknownNode,
+)
 
-class HpcPredictError(Exception):
-    """Base of every error this product raises on purpose."""
+__all__ = [
+    "HpcPredictError", "ParseError", "InvalidRequest", "InvalidTopology", "UnknownNode", "ConfigError",
+    "CommandError", "ModelArtifactError", "ModelNotFound", "StoreError", "DaemonUnavailable",
+]
 
 
 class ConfigError(HpcPredictError):
     """The TOML config (or an environment override) is wrong."""
-
-
-class ParseError(HpcPredictError):
-    """Text from a tool or a user could not be parsed.
-
-    ``source`` names the file or stream, ``line`` the 1-based line number (0 when unknown),
-    ``part`` the offending fragment.
-    """
-
-    def __init__(self, message: str, *, source: str = "", line: int = 0, part: str = ""):
-        self.source, self.line, self.part = source, line, part
-        where = source
-        if line:
-            where = f"{where}:{line}" if where else f"line {line}"
-        text = f"{where}: {message}" if where else message
-        if part:
-            text = f"{text}: {part!r}"
-        super().__init__(text)
-
-
-class InvalidRequest(HpcPredictError):
-    """A request field is out of range or malformed; ``field`` names it."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        super().__init__(f"{field}: {message}")
-
-
-class InvalidTopology(HpcPredictError):
-    """A topology description parses but means something impossible (node under two leaves...)."""
-
-
-class UnknownNode(InvalidTopology):
-    """A node name is not in the placement model."""
 
 
 class CommandError(HpcPredictError):

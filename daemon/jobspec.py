@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from hpcpredict.daemon.errors import InvalidRequest
+from hpcpredict.daemon.records import JobRecord
 
 from hpcpredict.daemon.runtime.inputs import extract_inputs
 from hpcpredict.topology.hostlist import count as count_hosts
@@ -41,6 +42,17 @@ class CommSpec:
 
 @dataclass(frozen=True, slots=True)
 class JobSpec:
+    """One validated request for a prediction: the job as submitted, and how to answer.
+
+    The job itself (who, what, when, the request and its size) is the same thing
+    :class:`~hpcpredict.daemon.records.JobRecord` describes, and :meth:`record` is the one
+    mapping between them. JobSpec stays a type of its own for what only a prediction has: the
+    task layout (``ntasks_per_node``, ``distribution``, ``tasks_per_node``), ``gpus``/``mem_mb``,
+    the communication pattern, the allocated ``node_list``, the ``risk`` asked for, whether the
+    time limit was the partition default, and the validation ``warnings``; history has none of
+    these, and a record has an outcome a request never has.
+    """
+
     user: str
     application: str
     account: str = ""
@@ -66,6 +78,21 @@ class JobSpec:
     node_list: str = ""
     comm: CommSpec | None = None
     warnings: tuple[str, ...] = ()
+
+
+    def record(self, **outcome) -> JobRecord:
+        """This job as history describes it: without ``outcome`` the job at submission (what the
+        history models are asked about), with the outcome fields (``runtime_s``, ``state``,
+        ``start_time``, ``end_time``, ``exit_code``, ``submit_time``...) the ended job they learn
+        from. A default time limit is no request (0); with no task count the node count is the
+        job's size."""
+        job = dict(job_id=self.job_id, user=self.user, submit_time=self.submit_time,
+                   requested_time_s=float(0 if self.time_limit_is_default else self.time_limit_s),
+                   application=self.application, job_name=self.job_name, group=self.group,
+                   account=self.account, partition=self.partition, qos=self.qos, nodes=self.nodes,
+                   requested_procs=self.ntasks * self.cpus_per_task or self.nodes, inputs=self.inputs)
+        job.update(outcome)
+        return JobRecord(**job)
 
 
 def _text(value: str, name: str, limits) -> str:

@@ -2,15 +2,16 @@
 
 Point estimate: the mean of the user's last two runtimes of that application (Tsafrir et
 al.), capped by the request. Upper bound: the empirical (1 - risk) quantile of the recent runs
-padded by 10 %. Without any history the user's own request answers (flagged as a fallback),
-and without a request the site default. Trained models (``hpcpredict.daemon.history``) take
-over when published; this one stays as their cold-start fallback.
+padded by 10 %. Without any history :meth:`RecentHistoryModel.request_or_default` answers:
+the user's own request (flagged as a fallback), and without a request the site default.
+Trained models (``hpcpredict.daemon.history``) take over when published; this one stays as
+their cold-start fallback.
 """
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 
+from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.timefmt import human_range
 
@@ -21,20 +22,6 @@ def _quantile(ordered: list[float], level: float) -> float:
     below = int(position)
     above = min(below + 1, len(ordered) - 1)
     return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryGuess:
-    """Same fields as ``hpcpredict.daemon.history``'s WalltimePrediction (the engine reads either)."""
-
-    runtime_s: float
-    bound_s: float
-    low_s: float
-    high_s: float
-    coverage: float
-    explanation: tuple[str, ...]
-    fallback: bool
-    source: str
 
 
 class RecentHistoryModel:
@@ -58,29 +45,41 @@ class RecentHistoryModel:
     def history(self, user: str, application: str) -> list[float]:
         return [runtime for runtime, _ in self._by_user_app.get((user, application), ())]
 
-    def predict(self, job: JobRecord, risk: float = 0.03):
+    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate | None:
+        """The estimate from this user's recent runs, or None when the user has none.
+
+        Reads only, from any thread: each deque is copied in one step (``tuple``) before use,
+        so a concurrent :meth:`observe` never breaks an iteration."""
         request = float(job.requested_time_s or 0.0)
         recent = self._by_user_app.get((job.user, job.application))
         scope = f"your last {{n}} runs of {job.application or 'this job'}"
         if not recent:
             recent = self._by_user.get(job.user)
             scope = "your last {n} jobs (any application)"
-        if not recent:
-            base = request if request > 0 else self.default_runtime_s
-            why = "no history for you yet: using your requested time" if request > 0 else \
-                "no history and no requested time: using the site default"
-            return HistoryGuess(runtime_s=base, bound_s=base, low_s=0.0, high_s=base, coverage=0.0,
-                                      explanation=(why,), fallback=True, source=self.name)
+        runs = tuple(recent or ())
+        if not runs:
+            return None
         # At most `window` values: plain Python beats numpy's per-call overhead here (~40x).
-        runtimes = [r for r, _ in recent]
+        runtimes = [r for r, _ in runs]
         ordered = sorted(runtimes)
         point = sum(runtimes[-2:]) / len(runtimes[-2:])
         bound = _quantile(ordered, 1.0 - risk) * 1.1
-        if any(censored for _, censored in recent):
+        if any(censored for _, censored in runs):
             bound = max(bound, ordered[-1] * 1.5)  # a run was killed: its true length is unknown
         if request > 0:
             point, bound = min(point, request), min(bound, request)
         low, high = ordered[0], ordered[-1]
         text = scope.format(n=len(runtimes)) + ": " + human_range(low, high)
-        return HistoryGuess(runtime_s=point, bound_s=max(bound, point), low_s=low, high_s=high,
-                                  coverage=0.0, explanation=(text,), fallback=False, source=self.name)
+        return RuntimeEstimate(runtime_s=point, bound_s=max(bound, point), low_s=low, high_s=high, coverage=0.0,
+                               explanation=(text,), model_name=self.name, model_version=self.version)
+
+    def request_or_default(self, job: JobRecord) -> RuntimeEstimate:
+        """The answer when no model knows the job: the user's request, else the site default
+        (flagged as a fallback; reported under this model's name, as it always has been)."""
+        request = float(job.requested_time_s or 0.0)
+        base = request if request > 0 else self.default_runtime_s
+        why = "no history for you yet: using your requested time" if request > 0 else \
+            "no history and no requested time: using the site default"
+        return RuntimeEstimate(runtime_s=base, bound_s=base, low_s=0.0, high_s=base, coverage=0.0,
+                               explanation=(why,), fallback=True, model_name=self.name,
+                               model_version=self.version)

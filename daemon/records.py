@@ -13,6 +13,9 @@ UNKNOWN = "UNKNOWN"
 class JobRecord:
     """One job, as history knows it (times are Unix seconds; 0 / -1 mean unknown).
 
+    The one shape of a job across the product: the trace readers (SWF, sacct parsable/JSON/CSV),
+    the store, the history models and the evaluators all read and write this type, and a
+    validated request becomes one with :meth:`hpcpredict.daemon.jobspec.JobSpec.record`.
     At submission the same type describes the job to predict: ``runtime_s`` is then -1.
     ``application`` is the application key (executable, or job name when nothing better is
     known). ``requested_time_s`` is the user's walltime request (0 = none given).

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import importlib
 import json
 import logging
 import os
@@ -24,26 +23,16 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hpcpredict.daemon.errors import ModelArtifactError, ModelNotFound
+from hpcpredict.daemon.model_kinds import SITE_KEY, get_model_kind, model_kind_names
 
 logger = logging.getLogger(__name__)
 
-SITE_KEY = "_site"
 MODEL_DIR = "model"  # the loader sees only this folder, never the registry's own files
 MANIFEST = "artifact.json"  # not "manifest.json": a model may have its own
 CURRENT = "CURRENT"
-
-# kind -> "module:callable" taking the artifact folder and returning the loaded model. Imported
-# only when a model of that kind is (re)loaded, never on the prediction path.
-LOADERS: dict[str, str] = {
-    "walltime": "hpcpredict.daemon.history:load_model",
-    "runtime": "hpcpredict.daemon.runtime.service:ApplicationModels.load",
-    "comm": "hpcpredict.daemon.comm.service:CommModelSet.load",
-    "scaling": "hpcpredict.daemon.scaling.advice:load_scaling_models",
-    "topology": "hpcpredict.daemon.model_kinds:load_topology",
-}
 
 _SAFE_KEY = re.compile(r"[A-Za-z0-9._+-]{1,128}")
 
@@ -82,18 +71,6 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def resolve_loader(kind: str) -> Callable[[Path], Any]:
-    try:
-        target = LOADERS[kind]
-    except KeyError as error:
-        raise ModelArtifactError(f"unknown model kind {kind!r} (known: {', '.join(sorted(LOADERS))})") from error
-    module_name, _, attribute = target.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in attribute.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
 class ModelRegistry:
     def __init__(self, root: str | os.PathLike, *, bundled: str | os.PathLike | None = None):
         self.root = Path(root)
@@ -107,8 +84,7 @@ class ModelRegistry:
         With ``validate`` the kind's loader must accept the copy before CURRENT moves, so a
         broken model can never become the serving one.
         """
-        if kind not in LOADERS:
-            raise ModelArtifactError(f"unknown model kind {kind!r}")
+        model_kind = get_model_kind(kind)
         if not _SAFE_KEY.fullmatch(key):
             raise ModelArtifactError(f"model key {key!r} must match {_SAFE_KEY.pattern}")
         source = Path(source)
@@ -133,7 +109,7 @@ class ModelRegistry:
             os.fsync(handle.fileno())
         if validate:
             try:
-                resolve_loader(kind)(staging / MODEL_DIR)
+                model_kind.load(staging / MODEL_DIR)
             except Exception as error:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise ModelArtifactError(f"refusing to publish {kind} model from {source}: {error}") from error
@@ -198,7 +174,7 @@ class ModelRegistry:
                 continue
             for current in sorted(root.glob(f"*/*/{CURRENT}")):
                 kind, key = current.parent.parent.name, current.parent.name
-                if kind in LOADERS:
+                if kind in model_kind_names():
                     found.setdefault((kind, key), None)
         return list(found)
 
@@ -209,7 +185,7 @@ class ModelRegistry:
     def load(self, kind: str, key: str = SITE_KEY) -> tuple[Artifact, Any]:
         artifact = self.current(kind, key)
         try:
-            model = resolve_loader(kind)(artifact.model_path)
+            model = get_model_kind(kind).load(artifact.model_path)
         except ModelArtifactError:
             raise
         except Exception as error:

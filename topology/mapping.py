@@ -39,7 +39,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hpcpredict.daemon.errors import InvalidRequest
+from hpcpredict.topology.errors import InvalidRequest
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpcpredict.daemon.errors import InvalidTopology, UnknownNode
+from hpcpredict.topology.errors import InvalidTopology, UnknownNode
 
 logger = logging.getLogger(__name__)
 

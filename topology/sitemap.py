@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from hpcpredict.daemon.errors import ParseError
+from hpcpredict.topology.errors import ParseError
 
 from hpcpredict.topology.hostlist import expand
 

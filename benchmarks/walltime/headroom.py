@@ -36,8 +36,8 @@ class _Recording(HpcPredictModel):
         super().__init__()
         self.seen: dict = {}
 
-    def answer(self, job, risk=0.03, explain=True):
-        out = super().answer(job, risk, explain=False)
+    def submit(self, job, risk=0.03, explain=True):
+        out = super().submit(job, risk, explain=False)
         experts, _, selected, *_ = self.state.pending[job.job_id]
         self.seen[job.job_id] = (None if experts is None else experts.copy(), selected, math.log(out.runtime_s))
         return out

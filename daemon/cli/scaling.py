@@ -1,6 +1,7 @@
 """`hpcpredict scaling ...`: fit PMNF scaling models, node-count advice, APMT, pretraining.
 
-    hpcpredict scaling fit DATA.jsonl [--modeler regression|adaptive] [--predict-at POINTS.csv] --json
+    hpcpredict scaling fit DATA.jsonl [--modeler NAME] [--predict-at POINTS.csv] --json
+    hpcpredict scaling modelers                    # the registered modelers (NAME and what it does)
     hpcpredict scaling fit DATA.jsonl --save-model DIR --application NAME   # for node advice
     hpcpredict scaling advise MODEL.json --nodes 8 --ntasks-per-node 32 --time 3600
     hpcpredict scaling apmt RUNS.json [--predict-at 64 128] [--json]
@@ -19,7 +20,8 @@ def register(subparsers) -> None:
 
     fit = commands.add_parser("fit", help="fit PMNF models to Extra-P JSON Lines measurements")
     fit.add_argument("data", type=Path, help="Extra-P JSON Lines file")
-    fit.add_argument("--modeler", choices=("regression", "adaptive"), default="regression")
+    fit.add_argument("--modeler", default="regression", metavar="NAME",
+                     help="a registered modeler (default: regression; `hpcpredict scaling modelers` lists them)")
     fit.add_argument("--adapt-samples", type=int, default=300, metavar="N",
                      help="adaptive modeler: synthetic samples per class for domain adaptation")
     fit.add_argument("--predict-at", type=Path, default=None, metavar="POINTS.csv",
@@ -34,6 +36,9 @@ def register(subparsers) -> None:
     fit.add_argument("--scaling-parameter", default="p", help="'p' (processes) or 'nodes'")
     fit.add_argument("--json", action="store_true", help="one JSON object")
     fit.set_defaults(handler=_fit)
+
+    modelers = commands.add_parser("modelers", help="list the registered scaling modelers")
+    modelers.set_defaults(handler=_modelers)
 
     advise = commands.add_parser("advise", help="node-count advice from a saved scaling model")
     advise.add_argument("model", type=Path, help="scaling model JSON (from fit --save-model)")
@@ -67,17 +72,16 @@ def _fit(args) -> int:
     from hpcpredict.daemon.scaling.advice import save_scaling_model
     from hpcpredict.daemon.scaling.fitting import describe, fit_all, read_points_csv, scaling_model
     from hpcpredict.daemon.scaling.measurements import read_jsonlines
+    from hpcpredict.daemon.scaling.modelers import get_modeler
 
+    cls = get_modeler(args.modeler)   # an unknown name: the error lists the registered ones
+    if args.adapt_samples < 1:
+        raise InvalidRequest("--adapt-samples", "must be >= 1")
+    options = {"negative": {"auto": "auto", "yes": True, "no": False}[args.negative_exponents],
+               "samples_per_class": args.adapt_samples, "source": str(args.data)}
+    modeler = cls(**{key: value for key, value in options.items() if key in cls.OPTIONS})
     sets = read_jsonlines(args.data)
-    negative = {"auto": "auto", "yes": True, "no": False}[args.negative_exponents]
-    adaptive = None
-    if args.modeler == "adaptive":
-        from hpcpredict.daemon.scaling.adaptive import AdaptiveModeler
-
-        if args.adapt_samples < 1:
-            raise InvalidRequest("--adapt-samples", "must be >= 1")
-        adaptive = AdaptiveModeler(samples_per_class=args.adapt_samples)
-    fits = fit_all(sets, modeler=args.modeler, negative=negative, source=str(args.data), adaptive=adaptive)
+    fits = fit_all(sets, modeler=modeler, source=str(args.data))
     parameters = next(iter(sets.values())).parameters
     points = read_points_csv(args.predict_at, parameters) if args.predict_at else []
     results = [describe(fits[key], sets[key], points) for key in sets]
@@ -103,6 +107,14 @@ def _fit(args) -> int:
             print(f"  at {where}: {prediction['value']:.6g}")
     if saved:
         print(f"saved {saved}")
+    return 0
+
+
+def _modelers(args) -> int:
+    from hpcpredict.daemon.scaling.modelers import describe_modelers
+
+    for name, text in describe_modelers():
+        print(f"{name:<12} {text}")
     return 0
 
 

@@ -6,6 +6,8 @@ Both ask a running daemon to reload unless ``--no-reload``.
 """
 from __future__ import annotations
 
+from hpcpredict.daemon.model_kinds import SITE_KEY, model_kind_names
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("train", help="train the walltime model on stored history and publish it")
@@ -28,9 +30,9 @@ def register(subparsers) -> None:
     runtime.add_argument("--no-reload", action="store_true")
     runtime.set_defaults(handler=_train_runtime)
     publish = subparsers.add_parser("publish", help="publish a trained model folder as a new version")
-    publish.add_argument("kind", choices=("walltime", "runtime", "comm", "scaling", "topology"))
+    publish.add_argument("kind", choices=model_kind_names())
     publish.add_argument("folder")
-    publish.add_argument("--key", default="_site", help="application or cluster the model is for")
+    publish.add_argument("--key", default=SITE_KEY, help="application or cluster the model is for")
     publish.add_argument("--no-reload", action="store_true")
     publish.set_defaults(handler=_publish)
 

@@ -12,7 +12,6 @@ from hpcpredict.daemon.history.predictors import (
     Last2Predictor,
     OnlinePredictor,
     UserRequestPredictor,
-    WalltimePrediction,
 )
 from hpcpredict.daemon.history.traces import (
     read_sacct_csv,
@@ -24,7 +23,7 @@ from hpcpredict.daemon.history.traces import (
 
 __all__ = [
     "BASELINES", "AleaMax5Predictor", "CesnetPredictor", "EcmwfPredictor", "Last2Predictor",
-    "OnlinePredictor", "UserRequestPredictor", "WalltimePrediction", "HpcPredictModel",
+    "OnlinePredictor", "UserRequestPredictor", "HpcPredictModel",
     "ModelParams", "read_sacct_csv", "read_sacct_json", "read_sacct_parsable", "read_swf",
     "read_trace", "train_model", "save_model", "load_model",
 ]

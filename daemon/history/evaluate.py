@@ -91,7 +91,7 @@ def replay(jobs: Iterable[JobRecord], predictors: dict[str, OnlinePredictor], ri
             for predictor in predictors.values():
                 predictor.observe(ordered[done])
         for name, predictor in predictors.items():
-            answer = predictor.predict(job, risk)
+            answer = predictor.submit(job, risk)
             series[name][index] = answer.runtime_s
             if name + BOUND_SUFFIX in series:
                 series[name + BOUND_SUFFIX][index] = answer.bound_s

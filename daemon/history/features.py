@@ -35,7 +35,10 @@ FEATURE_NAMES = (
 
 @dataclass(frozen=True, slots=True)
 class PastJob:
-    """What the features need from one ended job."""
+    """What the features need from one ended job: not a second job shape but the compact,
+    precomputed (log seconds) entry the per-user history keeps of a :class:`JobRecord`, so a
+    prediction does no arithmetic on the raw record and the saved model stores five numbers
+    per job."""
 
     log_runtime: float      # log of min(runtime, request): what the job really occupied
     log_request: float      # MISSING when no request

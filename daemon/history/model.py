@@ -38,14 +38,17 @@ calibration relies on).
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict, deque
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from hpcpredict.daemon.history.features import HistoryIndex, PastJob, occupancy_log
-from hpcpredict.daemon.history.predictors import DEFAULT_NO_REQUEST_S, OnlinePredictor, WalltimePrediction
+from hpcpredict.daemon.estimates import RuntimeEstimate
+from hpcpredict.daemon.history.predictors import DEFAULT_NO_REQUEST_S, OnlinePredictor
 from hpcpredict.daemon.records import JobRecord
+from hpcpredict.daemon.timefmt import human_range
 
 EXPERTS = ("medoid", "last", "same_request", "same_application", "median5", "request", "max_ratio5",
            "ratio_last", "ratio_medoid", "same_request_median3")
@@ -116,20 +119,6 @@ def _medoid(values: np.ndarray, weights: np.ndarray) -> float:
     return float(values[int(np.argmax(agreement))])
 
 
-def _span(low_log: float, high_log: float) -> str:
-    """"41–58 min" / "1.5–2.0 h" / "30 s–2 min" for a range of log seconds."""
-    def unit(seconds: float) -> tuple[str, str]:
-        if seconds < 90:
-            return f"{seconds:.0f}", "s"
-        if seconds < 5400:
-            return f"{seconds / 60:.0f}", "min"
-        return f"{seconds / 3600:.1f}", "h"
-    (low, low_unit), (high, high_unit) = unit(math.exp(low_log)), unit(math.exp(high_log))
-    if low_unit == high_unit:
-        return f"{low}–{high} {high_unit}" if low != high else f"{high} {high_unit}"
-    return f"{low} {low_unit}–{high} {high_unit}"
-
-
 @dataclass
 class _State:
     history: HistoryIndex = field(default_factory=HistoryIndex)
@@ -149,7 +138,16 @@ class _State:
 
 
 class HpcPredictModel(OnlinePredictor):
-    """Online walltime model (point + bound). Not thread-safe: callers hold one lock."""
+    """Online walltime model (point + bound).
+
+    :meth:`predict` (and :meth:`answer`) only read the model: any number of threads may predict
+    without a lock, also while one thread calls :meth:`observe`. Everything a prediction reads
+    is replaced by reference in :meth:`observe` (arrays are rebuilt, never updated in place),
+    so a concurrent prediction sees each value either before or after an update. Calls to
+    :meth:`observe` (and :meth:`remember`) must come from one thread at a time.
+    :meth:`submit` is :meth:`predict` plus remembering the answer (one small lock) so that the
+    job's outcome scores the very answer it was given.
+    """
 
     name = "hpcpredict"
     has_bound = True
@@ -158,7 +156,12 @@ class HpcPredictModel(OnlinePredictor):
         self.params = params or ModelParams()
         self.state = _State(history=HistoryIndex(self.params.history_depth))
         self.state.ratios = deque(maxlen=self.params.ratio_window)
-        self._cache: dict = {}
+        # Published by observe(), only read by predictions: sorted calibration scores per regime
+        # and the typical runtime/request ratio (one small dict, replaced whole), and each user's
+        # sorted scores (one entry set per ended job of that user).
+        self._cluster_calibration: dict = {}
+        self._user_calibration: dict[str, np.ndarray] = {}
+        self._pending_lock = threading.Lock()
 
     # ------------------------------------------------------------------ experts
     def _experts(self, job: JobRecord) -> tuple[np.ndarray, np.ndarray] | None:
@@ -230,8 +233,11 @@ class HpcPredictModel(OnlinePredictor):
         if job.requested_time_s <= 0:
             return _LOG_DEFAULT
         log_request = math.log(job.requested_time_s)
-        typical = self._cached(("ratio",), self._typical_ratio)
-        return log_request + min(typical, 0.0)
+        return log_request + min(self._typical_ratio_published(), 0.0)
+
+    def _typical_ratio_published(self) -> float:
+        typical = self._cluster_calibration.get("ratio")
+        return self._typical_ratio() if typical is None else typical
 
     def _typical_ratio(self) -> float:
         """Medoid of recent log(runtime/request) over all users (0 = the request itself)."""
@@ -257,27 +263,60 @@ class HpcPredictModel(OnlinePredictor):
         return advantage.get(user, advantage.get(None, 0.0)) > 0.0
 
     # ------------------------------------------------------------------ calibration
-    def _cached(self, key, compute):
-        value = self._cache.get(key)
-        if value is None:
-            value = self._cache[key] = compute()
-        return value
-
     def _quantile(self, user: str, regime: str, level: float) -> float:
         user_scores = self.state.user_residuals.get(user)
         if regime == WARM and user_scores is not None and len(user_scores) >= self.params.user_min:
-            ordered = self._cached(("user", user), lambda: np.sort(np.fromiter(user_scores, float)))
+            ordered = self._user_calibration.get(user)
+            if ordered is None:
+                ordered = np.sort(np.fromiter(tuple(user_scores), float))
         else:
-            scores = self.state.residuals.get(regime, ())
-            ordered = self._cached(("regime", regime), lambda: np.sort(np.fromiter(scores, float)))
+            ordered = self._cluster_calibration.get(regime)
+            if ordered is None:
+                ordered = np.sort(np.fromiter(tuple(self.state.residuals.get(regime, ())), float))
         return conformal_quantile(ordered, level)
 
-    # ------------------------------------------------------------------ interface
-    def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
-        return self.answer(job, risk, explain=True)
+    def _publish_calibration(self, user: str | None, refresh_all: bool) -> None:
+        """Recompute the sorted scores predictions read, and publish them.
 
-    def answer(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> WalltimePrediction:
+        A user's scores are refreshed when that user's job ends; the cluster-wide ones (per
+        regime, and the typical ratio) move slowly and are refreshed every 100 ended jobs, and
+        as soon as they first exist."""
+        if user is not None:
+            scores = self.state.user_residuals.get(user)
+            if scores is not None and len(scores) >= self.params.user_min:
+                self._user_calibration[user] = np.sort(np.fromiter(scores, float))
+        cluster = self._cluster_calibration
+        missing = [regime for regime in self.state.residuals if regime not in cluster]
+        if refresh_all or missing or "ratio" not in cluster:
+            published = dict(cluster)
+            for regime, scores in self.state.residuals.items():
+                if refresh_all or regime in missing:
+                    published[regime] = np.sort(np.fromiter(scores, float))
+            if refresh_all or "ratio" not in published:
+                published["ratio"] = self._typical_ratio()
+            self._cluster_calibration = published
+
+    # ------------------------------------------------------------------ interface
+    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
+        return self._assess(job, risk, explain=True)[0]
+
+    def answer(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> RuntimeEstimate:
         """:meth:`predict`, optionally without the (costlier) explanation text."""
+        return self._assess(job, risk, explain)[0]
+
+    def submit(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> RuntimeEstimate:
+        """:meth:`answer`, remembering it (by ``job.job_id``) so the job's outcome scores it."""
+        prediction, submitted = self._assess(job, risk, explain)
+        if job.job_id:
+            with self._pending_lock:
+                pending = self.state.pending
+                pending[job.job_id] = submitted
+                if len(pending) > self.params.pending_limit:
+                    pending.popitem(last=False)
+        return prediction
+
+    def _assess(self, job: JobRecord, risk: float, explain: bool) -> tuple[RuntimeEstimate, tuple]:
+        """The answer for ``job`` and what its outcome will be scored against; reads only."""
         if not 0.0 < risk < 1.0:
             raise ValueError(f"risk must be in (0, 1), got {risk}")
         candidates = self._experts(job)
@@ -309,28 +348,28 @@ class HpcPredictModel(OnlinePredictor):
         if not math.isfinite(bound):       # no calibration yet and no request
             bound = estimate + math.log(4.0)
         answered_bound = max(bound, point)   # a limit below the point estimate would be incoherent
-        if job.job_id:   # remembered so the job's outcome scores this very answer
-            state.pending[job.job_id] = (experts, features, estimate, regime, bound, risk, blend)
-            if len(state.pending) > self.params.pending_limit:
-                state.pending.popitem(last=False)
         low = estimate + self._quantile(job.user, regime, _INTERVAL[0])
         high = min(estimate + self._quantile(job.user, regime, _INTERVAL[1]), log_request)
         coverage = _INTERVAL[1] - _INTERVAL[0]
         if not (math.isfinite(low) and math.isfinite(high)):
             low = high = estimate
             coverage = 0.0
-        return WalltimePrediction(
+        return RuntimeEstimate(
             runtime_s=max(math.exp(point), 1.0), bound_s=max(math.exp(answered_bound), 1.0),
             low_s=max(math.exp(min(low, point)), 1.0), high_s=max(math.exp(max(high, point)), 1.0),
             coverage=coverage, explanation=self._explain(job, chosen, risk, shift, point != estimate) if explain else (),
-            fallback=experts is None, source=self.name)
+            fallback=experts is None, model_name=self.name), (experts, features, estimate, regime, bound, risk, blend)
 
     def observe(self, record: JobRecord) -> None:
         if record.runtime_s < 0 or self._already_trained(record):
             return
         state, p = self.state, self.params
         runtime = occupancy_log(record)
-        pending = state.pending.pop(record.job_id, None) if record.job_id else None
+        if record.job_id:
+            with self._pending_lock:
+                pending = state.pending.pop(record.job_id, None)
+        else:
+            pending = None
         if pending is None:   # never predicted (e.g. history loaded from the store)
             candidates = self._experts(record)
             if candidates is None:
@@ -348,14 +387,12 @@ class HpcPredictModel(OnlinePredictor):
         if experts is not None:
             accuracy = np.exp(-np.abs(experts - runtime))
             # NLMS on every expert's accuracy, with the features this job had at submission.
+            # New arrays, swapped in whole: a concurrent prediction never reads half an update.
             error = accuracy - state.selector @ features
-            state.selector += (p.selector_rate / (1.0 + features @ features)) * np.outer(error, features)
-            scored = state.user_scores.get(record.user)
-            if scored is None:
-                scored = state.user_scores[record.user] = [0, np.full(len(EXPERTS), 0.5)]
-            scored[0] += 1
-            scored[1] += p.expert_rate * (accuracy - scored[1])
-            state.global_scores += p.global_rate * (accuracy - state.global_scores)
+            state.selector = state.selector + (p.selector_rate / (1.0 + features @ features)) * np.outer(error, features)
+            count, scores = state.user_scores.get(record.user) or (0, np.full(len(EXPERTS), 0.5))
+            state.user_scores[record.user] = [count + 1, scores + p.expert_rate * (accuracy - scores)]
+            state.global_scores = state.global_scores + p.global_rate * (accuracy - state.global_scores)
         if not record.censored:
             if bound is not None and regime == WARM:
                 killed = 1.0 if runtime > bound else 0.0
@@ -374,11 +411,7 @@ class HpcPredictModel(OnlinePredictor):
             state.ratios.append(runtime - math.log(record.requested_time_s))
         state.history.add(record)
         state.observed += 1
-        # Cluster-wide quantiles move slowly: refresh them every 100 jobs; a user's at once.
-        if state.observed % 100 == 0:
-            self._cache.clear()
-        else:
-            self._cache.pop(("user", record.user), None)
+        self._publish_calibration(record.user, refresh_all=state.observed % 100 == 0)
 
     def _already_trained(self, record: JobRecord) -> bool:
         """True for a job that ended before training stopped: the daemon replays its whole store
@@ -402,14 +435,14 @@ class HpcPredictModel(OnlinePredictor):
         past: list[PastJob] = self.state.history.recent(job.user)
         if chosen < 0:
             if job.requested_time_s > 0:
-                ratio = math.exp(min(self._cached(("ratio",), self._typical_ratio), 0.0))
+                ratio = math.exp(min(self._typical_ratio_published(), 0.0))
                 return (f"no history for this user: request x {ratio:.2f} (typical on this cluster)",)
             return ("no history and no request: default 1 h",)
         same = [j for j in past if job.application and j.application == job.application][-5:]
         runs = same or past[-5:]
         what = f" of {job.application}" if same else ""
         low, high = min(j.log_runtime for j in runs), max(j.log_runtime for j in runs)
-        lines = [f"your last {len(runs)} runs{what}: {_span(low, high)}",
+        lines = [f"your last {len(runs)} runs{what}: {human_range(math.exp(low), math.exp(high))}",
                  "estimate: the value agreeing best with all estimates from your history, weighted by "
                  "how well each has done" if blended else f"estimate: {_EXPERT_TEXT[EXPERTS[chosen]]}"]
         if math.isfinite(shift):
@@ -469,4 +502,7 @@ class HpcPredictModel(OnlinePredictor):
             s.blend_advantage = {str(u): float(v) for u, v in blend["users"].items()}
             s.blend_advantage[None] = float(blend["cluster"])
         s.trained_until = -math.inf if data["trained_until"] is None else float(data["trained_until"])
+        model._publish_calibration(None, refresh_all=True)
+        for user in s.user_residuals:
+            model._publish_calibration(user, refresh_all=False)
         return model

@@ -58,7 +58,7 @@ def train_model(records: list[JobRecord], params: ModelParams | None = None, ris
             else:
                 model.observe(ordered[done])
         if index >= full_from:
-            model.answer(job, risk, explain=False)
+            model.submit(job, risk, explain=False)
         heapq.heappush(running, (end_time(job), index))
         if progress is not None and index % 5000 == 0:
             progress(index, len(ordered))

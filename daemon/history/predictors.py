@@ -1,7 +1,8 @@
 """Online walltime predictors: the interface, and the published baselines.
 
 A predictor sees jobs *end* (:meth:`OnlinePredictor.observe`, in end-time order) and answers
-for jobs at *submission* (:meth:`OnlinePredictor.predict`). Every baseline caps its estimate at
+for jobs at *submission* (:meth:`OnlinePredictor.predict`), with the product's one
+:class:`~hpcpredict.daemon.estimates.RuntimeEstimate` (``bound_s``: the limit at the risk). Every baseline caps its estimate at
 the user's request when one is given (the scheduler kills the job there anyway), and answers
 the request itself (``fallback=True``) when the user has no ended job yet.
 
@@ -17,26 +18,12 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import deque
-from dataclasses import dataclass
 from typing import ClassVar
 
+from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.records import JobRecord
 
 DEFAULT_NO_REQUEST_S = 3600.0  # answer when neither history nor a request exists
-
-
-@dataclass(frozen=True, slots=True)
-class WalltimePrediction:
-    """One walltime answer for a job at submission (seconds)."""
-
-    runtime_s: float            # point estimate (time_min)
-    bound_s: float              # upper bound at the requested risk (time_limit)
-    low_s: float
-    high_s: float
-    coverage: float             # nominal coverage of [low_s, high_s]; 0 when none
-    explanation: tuple[str, ...]
-    fallback: bool              # True when no relevant history answered
-    source: str                 # predictor name
 
 
 class OnlinePredictor(ABC):
@@ -50,8 +37,13 @@ class OnlinePredictor(ABC):
         """A job ended (called in end-time order)."""
 
     @abstractmethod
-    def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
-        """Answer for ``job`` at submission (its ``runtime_s`` is -1)."""
+    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
+        """Answer for ``job`` at submission (its ``runtime_s`` is -1). Never changes the predictor."""
+
+    def submit(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
+        """:meth:`predict` for a job being submitted: a predictor that scores its own answers
+        when the job ends remembers this one (the baselines remember nothing)."""
+        return self.predict(job, risk)
 
 
 def cap(seconds: float, job: JobRecord) -> float:
@@ -61,13 +53,14 @@ def cap(seconds: float, job: JobRecord) -> float:
     return max(seconds, 1.0)
 
 
-def point(name: str, seconds: float, job: JobRecord, explanation: str, fallback: bool = False) -> WalltimePrediction:
+def point(name: str, seconds: float, job: JobRecord, explanation: str, fallback: bool = False) -> RuntimeEstimate:
     """A point-only answer (bound = point, no interval)."""
     value = cap(seconds, job)
-    return WalltimePrediction(value, value, value, value, 0.0, (explanation,), fallback, name)
+    return RuntimeEstimate(runtime_s=value, bound_s=value, low_s=value, high_s=value, coverage=0.0,
+                           explanation=(explanation,), fallback=fallback, model_name=name)
 
 
-def request_answer(name: str, job: JobRecord) -> WalltimePrediction:
+def request_answer(name: str, job: JobRecord) -> RuntimeEstimate:
     """The cold-start answer: the user's request (or a default when none)."""
     if job.requested_time_s > 0:
         return point(name, job.requested_time_s, job, "no history for this user: using the request", True)
@@ -96,7 +89,7 @@ class UserRequestPredictor(OnlinePredictor):
     def observe(self, record: JobRecord) -> None:
         pass
 
-    def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
+    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
         if job.requested_time_s > 0:
             return point(self.name, job.requested_time_s, job, "the user's request")
         return request_answer(self.name, job)
@@ -108,7 +101,7 @@ class Last2Predictor(_PerUserRecent):
     name = "last2"
     depth = 2
 
-    def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
+    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
         past = self.recent.get(job.user)
         if not past:
             return request_answer(self.name, job)
@@ -130,7 +123,7 @@ class AleaMax5Predictor(_PerUserRecent):
     padding_s = 0.0
     explain = "request x max runtime/request of the last {n} jobs"
 
-    def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
+    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
         ratios = [r for r in map(_ratio, self.recent.get(job.user, ())) if r is not None]
         if not ratios or job.requested_time_s <= 0:
             return request_answer(self.name, job)
@@ -164,7 +157,7 @@ class EcmwfPredictor(OnlinePredictor):
         if record.runtime_s >= 0:
             self.runs.setdefault(self._key(record), deque(maxlen=self.depth)).append(record.runtime_s)
 
-    def predict(self, job: JobRecord, risk: float = 0.03) -> WalltimePrediction:
+    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
         runs = self.runs.get(self._key(job))
         if not runs:
             return request_answer(self.name, job)

@@ -37,13 +37,13 @@ import logging
 import math
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
 from ..errors import InvalidRequest, ModelArtifactError
+from ..estimates import RuntimeEstimate
 from .artifacts import FORMAT_VERSION, FORMATS, LEARNER_OF_FORMAT, pack, unpack
 from .conformal import conformal_multiplier
 from .encoding import InputEncoder
@@ -51,18 +51,6 @@ from .encoding import InputEncoder
 logger = logging.getLogger(__name__)
 
 REQUEST_FIELDS = ("nodes", "ntasks", "cpus_per_task")
-
-
-@dataclass(frozen=True)
-class RuntimeEstimate:
-    runtime_s: float
-    low_s: float
-    high_s: float
-    coverage: float
-    explanation: tuple[str, ...]
-    model_name: str
-    model_version: str
-    bound_s: float = 0.0   # upper end of the interval at `bound_coverage`, when asked for
 
 
 def _safe_name(name: str, what: str) -> str:
@@ -182,7 +170,8 @@ class _Variant:
         used = ", ".join(f"{name}={inputs[name]}" for name in self.required if name in inputs)
         explanation = (self._describe_text, f"inputs used: {used}" if used else "inputs used: none",
                        self._interval_text(coverage))
-        return RuntimeEstimate(runtime, low, high, coverage, explanation, self.name, self.version, bound)
+        return RuntimeEstimate(runtime_s=runtime, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
+                               explanation=explanation, model_name=self.name, model_version=self.version)
 
 
 class ApplicationModels:

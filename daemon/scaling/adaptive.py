@@ -38,6 +38,7 @@ from typing import Sequence
 import numpy as np
 
 from hpcpredict.daemon.errors import ModelArtifactError
+from hpcpredict.daemon.scaling.modelers import Modeler, register_modeler
 from hpcpredict.daemon.scaling.measurements import (
     MeasurementSet, deviation_skewness, location_variance_ratio, relative_deviation_range)
 from hpcpredict.daemon.scaling.pmnf import CLASSES, ExponentPair
@@ -239,11 +240,18 @@ def growth_quantile_class(x: np.ndarray, probabilities: np.ndarray, allowed: set
     return CLASSES[int(order[min(k, len(order) - 1)])]
 
 
-class AdaptiveModeler:
-    """Fits MeasurementSets; caches adapted weights per task shape (positions, reps, noise)."""
+@register_modeler
+class AdaptiveModeler(Modeler):
+    """Noise-resilient modeler: a domain-adapted classifier proposes the exponents.
+
+    Caches adapted weights per task shape (positions, repetitions, noise)."""
+
+    NAME = "adaptive"
+    OPTIONS = ("samples_per_class", "source")
 
     def __init__(self, weights: ClassifierWeights | None = None, *, samples_per_class: int = 300,
-                 epochs: int = 2, adapt: bool = True, seed: int = 0):
+                 epochs: int = 2, adapt: bool = True, seed: int = 0, source: str = ""):
+        self.source = source
         self.weights = weights
         self.samples_per_class = samples_per_class
         self.epochs = epochs
@@ -295,6 +303,9 @@ class AdaptiveModeler:
         if noise <= LOW_NOISE or regression[0] < 0:   # calm data, or strong scaling (not in E)
             picked.append(regression)
         return list(dict.fromkeys(picked))
+
+    def model(self, measurements: MeasurementSet) -> FittedModel:
+        return self.fit(measurements, self.source)
 
     def fit(self, data: MeasurementSet, source: str = "") -> FittedModel:
         noise = relative_deviation_range(data.points)

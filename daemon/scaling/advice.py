@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from hpcpredict.daemon.errors import InvalidRequest, ModelArtifactError
+from hpcpredict.daemon.timefmt import clock
 
 POLICIES = ("least-node-hours", "meets-request")
 FORMAT_VERSION = 1
@@ -287,13 +288,6 @@ def node_advice(model: ScalingModel, *, requested_nodes: int, ntasks_per_node: i
     ]
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}"
-
-
 def format_advice_table(rows: Sequence[NodeAdviceRow]) -> list[str]:
     """Short lines: header, one line per candidate, the recommended one marked with '*', a
     runtime that is the measured median rather than the model's with '(measured)'."""
@@ -301,6 +295,6 @@ def format_advice_table(rows: Sequence[NodeAdviceRow]) -> list[str]:
     for row in rows:
         mark = " *" if row.recommended else ""
         note = " (measured)" if row.measured else ""
-        lines.append(f"{row.nodes:>5}  {_duration(row.runtime_s):>9}  {row.node_hours:>6.2f}  "
+        lines.append(f"{row.nodes:>5}  {clock(row.runtime_s):>9}  {row.node_hours:>6.2f}  "
                      f"{row.efficiency:>4.0%}{mark}{note}")
     return lines

@@ -19,27 +19,21 @@ import numpy as np
 from hpcpredict.daemon.errors import InvalidRequest, ParseError
 from hpcpredict.daemon.scaling.advice import ScalingModel
 from hpcpredict.daemon.scaling.measurements import MeasurementSet
-from hpcpredict.daemon.scaling.regression import FittedModel, fit_regression
+from hpcpredict.daemon.scaling.modelers import Modeler, get_modeler
+from hpcpredict.daemon.scaling.regression import FittedModel
 
-MODELERS = ("regression", "adaptive")
-
-
-def fit_all(sets: Mapping[tuple[str, str], MeasurementSet], *, modeler: str = "regression",
-            negative: bool | str = "auto", source: str = "", adaptive=None) -> dict[tuple[str, str], FittedModel]:
-    """One fitted model per (callpath, metric); ``adaptive`` is an AdaptiveModeler to reuse."""
-    if modeler not in MODELERS:
-        raise InvalidRequest("modeler", f"unknown modeler {modeler!r} (known: {', '.join(MODELERS)})")
-    if modeler == "adaptive" and adaptive is None:
-        from hpcpredict.daemon.scaling.adaptive import AdaptiveModeler
-
-        adaptive = AdaptiveModeler()
+def fit_all(sets: Mapping[tuple[str, str], MeasurementSet], *, modeler: str | Modeler = "regression",
+            negative: bool | str = "auto", source: str = "") -> dict[tuple[str, str], FittedModel]:
+    """One fitted model per (callpath, metric), by ``modeler``: a registered modeler's name (made
+    with ``negative`` and ``source`` where it takes them) or a :class:`Modeler` to reuse."""
+    if isinstance(modeler, str):
+        cls = get_modeler(modeler)
+        options = {"negative": negative, "source": source}
+        modeler = cls(**{key: value for key, value in options.items() if key in cls.OPTIONS})
     fits = {}
     for key, data in sets.items():
         data.check_enough_values(source)
-        if modeler == "regression":
-            fits[key] = fit_regression(data, negative=negative, source=source)
-        else:
-            fits[key] = adaptive.fit(data, source)
+        fits[key] = modeler.model(data)
     return fits
 
 

@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from hpcpredict.daemon.scaling.modelers import Modeler, register_modeler
 from hpcpredict.daemon.scaling.measurements import (
     MIN_VALUES_PER_PARAMETER, InsufficientMeasurements, MeasurementSet)
 from hpcpredict.daemon.scaling.pmnf import (
@@ -299,6 +300,21 @@ def fit_regression(data: MeasurementSet, *, negative: bool | str = "auto", sourc
     if use_negative[data.parameters[0]]:
         function, cv = prefer_two_terms(data, function, cv)
     return FittedModel(function, cv, "regression", noise)
+
+
+@register_modeler
+class RegressionModeler(Modeler):
+    """Extra-P's regression modeler: PMNF hypotheses ranked by cross-validated SMAPE."""
+
+    NAME = "regression"
+    OPTIONS = ("negative", "source")
+
+    def __init__(self, negative: bool | str = "auto", source: str = ""):
+        self.negative = negative     # allow x^-k terms: True, False or "auto" (when the data shrink)
+        self.source = source         # named in errors about the data
+
+    def model(self, measurements: MeasurementSet) -> FittedModel:
+        return fit_regression(measurements, negative=self.negative, source=self.source)
 
 
 def prefer_two_terms(data: MeasurementSet, function: PmnfFunction, cv: float) -> tuple[PmnfFunction, float]:

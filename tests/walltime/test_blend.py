@@ -62,7 +62,7 @@ def test_blend_record_learns_from_the_ended_job_only():
     model = trained()
     job = ended(10**6, "u3", 1500.0, 5000.0, t=1e9)
     answer_before = dict(model.state.blend_advantage)
-    model.predict(job)
+    model.submit(job)
     assert model.state.blend_advantage == answer_before          # answering never trains
     experts, features, selected, _, _, _, blend = model.state.pending[job.job_id]
     runtime = math.log(1500.0)

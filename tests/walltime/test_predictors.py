@@ -67,7 +67,7 @@ def test_model_learns_a_repeated_job_and_explains_it():
     for i in range(6):
         model.observe(ended(i, "ann", 2700.0 + 60 * i, 14400, name="lmp", procs=64))
     answer = model.predict(new("ann", 14400, name="lmp", procs=64))
-    assert not answer.fallback and answer.source == "hpcpredict"
+    assert not answer.fallback and answer.model_name == "hpcpredict"
     assert 2700 <= answer.runtime_s <= 3000
     assert answer.runtime_s <= answer.bound_s <= 14400
     assert answer.explanation[0] == "your last 5 runs of lmp: 46–50 min"
@@ -86,11 +86,11 @@ def test_censored_jobs_are_not_calibration_residuals():
     for i in range(5):
         model.observe(ended(i, "ann", 1000.0, 3600))
     before = len(model.state.residuals.get("warm", ()))
-    model.predict(new("ann", 600, job_id="t"))
+    model.submit(new("ann", 600, job_id="t"))
     model.observe(JobRecord("t", "ann", 5e8, runtime_s=600.0, requested_time_s=600.0, state="TIMEOUT",
                             end_time=5e8 + 600))
     assert len(model.state.residuals.get("warm", ())) == before
-    model.predict(new("ann", 3600, job_id="c"))
+    model.submit(new("ann", 3600, job_id="c"))
     model.observe(JobRecord("c", "ann", 5e8, runtime_s=900.0, requested_time_s=3600.0, end_time=5e8 + 900))
     assert len(model.state.residuals["warm"]) == before + 1
 

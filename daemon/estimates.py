@@ -1,0 +1,30 @@
+"""The one runtime-estimate type every source of a runtime answer returns.
+
+The application's runtime model (inputs), the walltime model (history), the recent-history
+model and the request/default answer all return a :class:`RuntimeEstimate` (or None when they
+have nothing to say), so the engine asks them in turn with one loop and never unpacks a
+source-specific shape.
+
+>>> estimate = RuntimeEstimate(runtime_s=600.0, low_s=500.0, high_s=700.0, coverage=0.8, bound_s=750.0,
+...                            explanation=("your last 3 runs: 8–12 min",), model_name="recent-history")
+>>> estimate.fallback, estimate.model_version
+(False, '1')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeEstimate:
+    """How long one job will run (seconds), and which model says so."""
+
+    runtime_s: float               # point estimate (what time_min is planned from)
+    low_s: float                   # [low_s, high_s]: central interval of nominal `coverage`
+    high_s: float
+    coverage: float                # 0 when the source gives no interval
+    bound_s: float                 # upper bound at the requested risk (0: the source gives none)
+    explanation: tuple[str, ...]   # lines for the user, most important first
+    model_name: str                # the model (or rule) that answered
+    model_version: str = "1"
+    fallback: bool = False         # True when no model knew this job (request or site default)

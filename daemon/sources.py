@@ -1,0 +1,78 @@
+"""The sources of a job's runtime estimate, in the order the engine asks them.
+
+Each source is a function ``(models, recent, spec, job, risk) -> RuntimeEstimate | None``:
+None when it has nothing to say, :class:`~hpcpredict.daemon.errors.HpcPredictError` when it could
+have answered but the request did not fit it (the engine notes why and asks the next one).
+The first estimate that is not a fallback answers; when every source falls back, the first
+fallback does (the walltime model's cold start before the plain request).
+
+1. the application's runtime model, from the job's inputs (history only explains it),
+2. the trained walltime model, from the user's history,
+3. the recent-history model (the user's last runs of this application),
+4. the user's request, else the site default (a fallback).
+
+Every source only reads its model: no lock is taken on the prediction path.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional
+
+from hpcpredict.daemon.estimates import RuntimeEstimate
+from hpcpredict.daemon.jobspec import JobSpec
+from hpcpredict.daemon.records import JobRecord
+from hpcpredict.daemon.recent_history import RecentHistoryModel
+
+if TYPE_CHECKING:
+    from hpcpredict.daemon.engine import ModelSet
+
+
+def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
+                risk: float) -> RuntimeEstimate | None:
+    if models.runtime is None or not spec.application:
+        return None
+    # The bound at the risk target is the upper end of the two-sided interval whose upper tail
+    # holds `risk` of the mass (conformal-calibrated by the model).
+    by_inputs = models.runtime.estimate(spec.application, spec.inputs, spec.nodes, spec.ntasks,
+                                        spec.cpus_per_task, bound_coverage=max(0.5, 1.0 - 2.0 * risk))
+    if by_inputs is None:
+        return None
+    # The inputs model answers: history only explains. The recent-history model says "your
+    # last runs of APP" at a fraction of the walltime model's cost, and the walltime model is
+    # not asked for an answer it would then be scored on without having served it.
+    history = recent.predict(job, risk)
+    return RuntimeEstimate(
+        runtime_s=by_inputs.runtime_s, low_s=by_inputs.low_s, high_s=by_inputs.high_s,
+        coverage=by_inputs.coverage, bound_s=max(by_inputs.bound_s, by_inputs.high_s, by_inputs.runtime_s),
+        explanation=by_inputs.explanation + (history.explanation if history is not None else ()),
+        model_name=by_inputs.model_name, model_version=by_inputs.model_version)
+
+
+def from_walltime_model(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
+                        risk: float) -> RuntimeEstimate | None:
+    # submit: the job's outcome will score this very answer (a dict entry, not a lock on the model)
+    return models.walltime.submit(job, risk) if models.walltime is not None else None
+
+
+def from_recent_history(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
+                        risk: float) -> RuntimeEstimate | None:
+    return recent.predict(job, risk)
+
+
+def from_request(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
+                 risk: float) -> RuntimeEstimate | None:
+    return recent.request_or_default(job)
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str     # as the explanation names it when it could not answer ("runtime model not used: ...")
+    estimate: Callable[["ModelSet", RecentHistoryModel, JobSpec, JobRecord, float], Optional[RuntimeEstimate]]
+
+
+SOURCES: tuple[Source, ...] = (
+    Source("runtime model", from_inputs),
+    Source("walltime model", from_walltime_model),
+    Source("recent history", from_recent_history),
+    Source("request", from_request),
+)
