@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcpredict.daemon.errors import HpcPredictError
+from hpcpredict.daemon.faults import FaultBoard
 from hpcpredict.daemon.jobspec import JobSpec
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.recent_history import RecentHistoryModel
@@ -70,13 +71,13 @@ class Answer:
 
 
 class PredictionEngine:
-    def __init__(self, config, store, registry: ModelRegistry):
+    def __init__(self, config, store, registry: ModelRegistry, faults: FaultBoard | None = None):
         self.config = config
         self.store = store
         self.registry = registry
         self.models = ModelSet()
         self.recent = RecentHistoryModel(config.policy.history_window, config.policy.default_runtime_s)
-        self.faults: dict[str, str] = {}
+        self.faults = faults if faults is not None else FaultBoard()
         self._history_lock = threading.Lock()
         self._reload_lock = threading.Lock()
         self._pending: list[JobRecord] | None = None
@@ -135,9 +136,9 @@ class PredictionEngine:
                     recent.observe(record)
                     if new.walltime is not None:
                         new.walltime.observe(record)
+                self.faults.clear("store", "history replay")
             except HpcPredictError as error:
-                self.faults["store"] = str(error)
-                logger.error("history replay failed: %s", error)
+                self.faults.set("store", "history replay", str(error))
             with self._history_lock:
                 for record in self._pending or ():
                     recent.observe(record)
@@ -146,9 +147,9 @@ class PredictionEngine:
                 self._pending = None
                 self.recent, self.models = recent, new
             if new.errors:
-                self.faults["models"] = "; ".join(new.errors)
+                self.faults.set("models", "load", "; ".join(new.errors))
             else:
-                self.faults.pop("models", None)
+                self.faults.clear("models", "load")
             logger.info("serving %d models (%d refused)", len(new.artifacts), len(new.errors))
             return new
 
