@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import time
 import urllib.request
+from concurrent import futures
 
 import grpc
 import pytest
@@ -32,13 +33,13 @@ def outcome(job_id: str) -> pb.Outcome:
     return pb.Outcome(job_id=job_id, elapsed_s=600, state="COMPLETED", end_time=1_700_000_000, request=job())
 
 
-@pytest.fixture
-def limited(world_dir):
+@pytest.fixture(params=[10.0])
+def limited(world_dir, request):
     """A daemon with room for LIMIT calls, and a connection that can take its store's write lock."""
     daemon = DaemonProcess(world_dir, env={"HPCPREDICT_DAEMON_MAX_CONCURRENT": str(LIMIT),
                                            "HPCPREDICT_DAEMON_WORKERS": "2",
                                            "HPCPREDICT_DAEMON_HOOK_SOCKET": "",
-                                           "HPCPREDICT_DAEMON_GRACE_S": "10",
+                                           "HPCPREDICT_DAEMON_GRACE_S": str(request.param),
                                            "HPCPREDICT_STORE_BUSY_TIMEOUT_MS": "30000"}).start()
     blocker = sqlite3.connect(world_dir / "hpcpredict.sqlite", isolation_level=None)
     channel = grpc.insecure_channel(f"unix:{daemon.socket}")
@@ -94,6 +95,34 @@ def test_watch_sees_the_drain_and_held_calls_finish_within_grace(limited):
     assert [call.result(timeout=30).stored for call in held] == [True, True]
     watch.cancel()
     assert daemon.proc.wait(30) == 0
+
+
+@pytest.mark.parametrize("limited", [0.5], indirect=True)
+def test_after_grace_held_calls_are_cut_never_acknowledged(limited):
+    daemon, blocker, channel = limited
+    stub = pb_grpc.PredictorStub(channel)
+    blocker.execute("BEGIN IMMEDIATE")
+    held = stub.ReportOutcome.future(outcome("cut-1"), timeout=60)
+    time.sleep(0.5)
+    daemon.proc.send_signal(signal.SIGTERM)
+    with pytest.raises(grpc.RpcError) as cut:
+        held.result(timeout=30)
+    assert cut.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+    blocker.execute("ROLLBACK")   # the daemon's store can close now
+    assert daemon.proc.wait(60) == 0
+
+
+def test_every_caller_gets_its_own_answer_under_concurrency(daemon):
+    with grpc.insecure_channel(f"unix:{daemon.socket}") as channel:
+        stub = pb_grpc.PredictorStub(channel)
+
+        def ask(n: int) -> str:
+            request = pb.JobRequest(job=pb.JobIdentity(user=f"user{n % 7}", application=f"app-{n}"),
+                                    resources=pb.Resources(nodes=1, ntasks=4), time_limit_s=600 + n)
+            return stub.Predict(request, timeout=30).application
+        with futures.ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(ask, range(300)))
+    assert answers == [f"app-{n}" for n in range(300)]
 
 
 def test_errors_keep_their_status_and_are_counted(daemon):

@@ -1,6 +1,6 @@
 """Does the prediction journal pay on the hook path? The same daemon with and without it.
 
-    .venv/bin/python -m benchmarks.load.journal_ab [--rates 500 1000] [--rounds 3] [--seconds 8] [--json FILE]
+    python -m benchmarks run journal [--rates 500 1000] [--rounds 3] [--seconds 8]
 
 Two ``hpcpredictd`` processes on copies of one data directory (benchmarks/load/world.py:
 KTH-SP2 history, its walltime model, the bundled models): ``[store] journal_mib = 8`` (each
@@ -15,7 +15,6 @@ import argparse
 import json
 import shutil
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
@@ -26,12 +25,14 @@ from benchmarks.load.world import build_world, requests
 SETTINGS = {"journal": "8", "sqlite": "0"}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+DESCRIPTION = "prediction journal vs one SQLite transaction per prediction, hook socket, interleaved A/B"
+
+
+def run(argv: list[str]) -> dict:
+    parser = argparse.ArgumentParser(prog="benchmarks run journal")
     parser.add_argument("--rates", type=float, nargs="+", default=[500.0, 1000.0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     base = Path(tempfile.mkdtemp(prefix="hpd-journal-ab-"))
     procs = {}
@@ -68,11 +69,4 @@ def main(argv=None) -> int:
                 "daemon_cpu_us_per_call_median": statistics.median(r["daemon_cpu_us_per_call"] for r in mine),
                 "not_ok": sum(sum(v for k, v in r["codes"].items() if k != "OK") for r in mine),
                 "other_cores_mean": statistics.mean(r["other_cores"] for r in mine)}
-    print(json.dumps(summary, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps({"summary": summary, "rows": rows, "argv": sys.argv[1:]}, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return {"summary": summary, "rows": rows}
