@@ -39,19 +39,21 @@ def run(argv: list[str]) -> dict:
     rows = []
     try:
         world = build_world(base / "world", trace=KTH, learner=None)
-        lines = hook_lines(requests(world, int(max(args.rates) * args.seconds) + 2000))
+        warm_up = hook_lines(requests(world, 400, seed=0))
         infos = {}
         for name, mib in SETTINGS.items():
             shutil.copytree(base / "world", base / name)
             procs[name], infos[name] = start_daemon(base / name, {"HPCPREDICT_STORE_JOURNAL_MIB": mib})
-            run_rate("hook", infos[name]["hook_socket"], lines, 200.0, 2.0, infos[name]["pid"])   # warm-up
+            run_rate("hook", infos[name]["hook_socket"], warm_up, 200.0, 2.0, infos[name]["pid"])
         for round_ in range(args.rounds):
             for rate in args.rates:
+                # the same fresh scripts for both settings in this round (no parse cache answers)
+                lines = hook_lines(requests(world, int(rate * args.seconds), seed=1 + round_ * 10_000 + int(rate)))
                 order = list(SETTINGS) if round_ % 2 == 0 else list(reversed(SETTINGS))
                 for name in order:
                     row = run_rate("hook", infos[name]["hook_socket"], lines, rate, args.seconds, infos[name]["pid"])
                     row.update(setting=name, round=round_)
-                    print(json.dumps({k: row[k] for k in ("setting", "round", "rate", "p50_ms", "p99_ms",
+                    print(json.dumps({k: row[k] for k in ("setting", "round", "rate", "p50_ms", "p99_ms", "p99_from_send_ms",
                                                            "daemon_cpu_us_per_call", "other_cores", "codes")}),
                           flush=True)
                     rows.append(row)
@@ -66,6 +68,7 @@ def run(argv: list[str]) -> dict:
             summary[f"{name}@{rate:g}"] = {
                 "p50_ms_median": statistics.median(r["p50_ms"] for r in mine),
                 "p99_ms_median": statistics.median(r["p99_ms"] for r in mine),
+                "p99_from_send_ms_median": statistics.median(r["p99_from_send_ms"] for r in mine),
                 "daemon_cpu_us_per_call_median": statistics.median(r["daemon_cpu_us_per_call"] for r in mine),
                 "not_ok": sum(sum(v for k, v in r["codes"].items() if k != "OK") for r in mine),
                 "other_cores_mean": statistics.mean(r["other_cores"] for r in mine)}

@@ -22,6 +22,7 @@ import asyncio
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -110,11 +111,13 @@ async def _open_loop(call, items: list, rate: float, seconds: float, timeout: fl
     """Issue ``call(item)`` at ``rate`` per second for ``seconds``; latency from each due time."""
     count = max(1, int(rate * seconds))
     latencies: list[float] = []
+    from_send: list[float] = []
     codes: dict[str, int] = {}
     loop = asyncio.get_running_loop()
     late = 0.0
 
     async def one(index: int, due: float):
+        sent = loop.time()
         try:
             code = await asyncio.wait_for(call(items[index % len(items)]), timeout)
         except asyncio.TimeoutError:
@@ -125,7 +128,9 @@ async def _open_loop(call, items: list, rate: float, seconds: float, timeout: fl
             code = type(error).__name__
         codes[code] = codes.get(code, 0) + 1
         if code == "OK":
-            latencies.append(loop.time() - due)
+            done = loop.time()
+            latencies.append(done - due)
+            from_send.append(done - sent)
 
     start = loop.time() + 0.2
     tasks = []
@@ -140,9 +145,13 @@ async def _open_loop(call, items: list, rate: float, seconds: float, timeout: fl
     await asyncio.gather(*tasks)
     wall = loop.time() - start
     latencies.sort()
+    from_send.sort()
+    # p50/p99: from each request's due time (what an arriving submission waits, client delays
+    # included); *_from_send_ms: from the moment the client got to send it (the daemon's share).
     return {"rate": rate, "requests": count, "codes": codes, "wall_s": wall, "ok_per_s": codes.get("OK", 0) / wall,
             "p50_ms": percentile(latencies, 0.50) * 1e3, "p99_ms": percentile(latencies, 0.99) * 1e3,
             "max_ms": (latencies[-1] if latencies else float("nan")) * 1e3,
+            "p50_from_send_ms": percentile(from_send, 0.50) * 1e3, "p99_from_send_ms": percentile(from_send, 0.99) * 1e3,
             "client_max_lag_ms": late * 1e3}
 
 
@@ -174,19 +183,35 @@ def run_rate(kind: str, target: str, items: list, rate: float, seconds: float, d
     return row
 
 
-def crossing_rate(rows: list[dict], limit_ms: float) -> float | None:
-    """The rate at which p99 first exceeds ``limit_ms``, interpolated between measured rates
-    (None when no measured rate exceeds it)."""
+def crossing_rate(rows: list[dict], limit_ms: float) -> dict:
+    """Where p99 first exceeds ``limit_ms`` as the rate rises: interpolated between the two
+    measured rates around it; ``below``/``above`` when it happens outside the measured range.
+    A rate whose answers were not (nearly) all OK counts as exceeding."""
     rows = sorted(rows, key=lambda r: r["rate"])
+
+    def p99(row):
+        return row["p99_ms"] if row["codes"].get("OK", 0) >= 0.99 * row["requests"] else float("inf")
     below = None
     for row in rows:
-        p99 = row["p99_ms"] if row["codes"].get("OK", 0) >= 0.99 * row["requests"] else float("inf")
-        if p99 > limit_ms:
+        if p99(row) > limit_ms:
             if below is None:
-                return row["rate"]
+                return {"rate": None, "note": f"p99 above {limit_ms:g} ms already at the lowest rate, {row['rate']:g}/s"}
+            if p99(row) == float("inf"):
+                return {"rate": row["rate"], "note": f"more than 1 % refused or failed at {row['rate']:g}/s"}
             low_rate, low_p99 = below
-            if p99 == float("inf"):
-                return row["rate"]
-            return low_rate + (row["rate"] - low_rate) * (limit_ms - low_p99) / (p99 - low_p99)
-        below = (row["rate"], p99)
-    return None
+            rate = low_rate + (row["rate"] - low_rate) * (limit_ms - low_p99) / (p99(row) - low_p99)
+            return {"rate": rate, "note": f"between {low_rate:g} and {row['rate']:g}/s"}
+        below = (row["rate"], p99(row))
+    return {"rate": None, "note": f"p99 stayed below {limit_ms:g} ms up to {rows[-1]['rate']:g}/s"}
+
+
+def median_row(rows: list[dict]) -> dict:
+    """One rate's phases summed up: request counts added, every timing the median of the phases."""
+    out = {"rate": rows[0]["rate"], "phases": len(rows), "requests": sum(r["requests"] for r in rows), "codes": {}}
+    for row in rows:
+        for code, count in row["codes"].items():
+            out["codes"][code] = out["codes"].get(code, 0) + count
+    for key in ("p50_ms", "p99_ms", "max_ms", "p50_from_send_ms", "p99_from_send_ms", "client_max_lag_ms",
+                "daemon_cpu_us_per_call", "daemon_cores", "client_cores", "other_cores", "loadavg_1min", "ok_per_s"):
+        out[key] = statistics.median(r[key] for r in rows)
+    return out
