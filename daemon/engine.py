@@ -83,10 +83,6 @@ class PredictionEngine:
         self._pending: list[JobRecord] | None = None
 
     # ------------------------------------------------------------------ loading
-    def start(self) -> None:
-        """Load every published model and replay the stored history into the online models."""
-        self.reload()
-
     def _build(self) -> ModelSet:
         loaded, errors = self.registry.load_all()
         for entry, previous in self.models.loaded.items():
