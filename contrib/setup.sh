@@ -42,7 +42,7 @@ fi
 
 # ---------------------------------------------------------------- 3. hpcpredict
 stamp="$VENV/.hpcpredict-installed"
-if [ ! -f "$stamp" ] || [ "$REPO/pyproject.toml" -nt "$stamp" ] || [ "$REPO/setup.py" -nt "$stamp" ] || [ "$REPO/daemon/native/grpcfront.cpp" -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ "$REPO/pyproject.toml" -nt "$stamp" ] || [ "$REPO/setup.py" -nt "$stamp" ]; then
   log "installing hpcpredict and its Python dependencies"
   "$VENV/bin/pip" install -q -e "$REPO[test,mpi]" 2>&1 | grep -v -e '^WARNING: Location' -e 'WheelFile' || true
   "$VENV/bin/python" -c "import hpcpredict.daemon, grpc, sklearn" || { log "install failed"; exit 1; }

@@ -36,16 +36,8 @@ class DaemonConfig:
     tcp: str = ""                                 # "127.0.0.1:50051" to also listen on TCP (requires TLS)
     tls_cert: str = ""
     tls_key: str = ""
-    # native: gRPC in C++ threads, Python answers batches (daemon/native_server.py); grpcio:
-    # gRPC Python's thread-pool server. "native" falls back to grpcio if its module is missing.
-    server: str = "native"
-    # native only: its gRPC thread runs at background priority (SCHED_IDLE) so handlers are not
-    # preempted by further calls (p99 at 128 callers 2.2-3.5 -> 1.0-1.9 ms). It then also yields
-    # to every other process: on a host whose CPUs other work keeps saturated, set false.
-    # The Slurm hooks use the hook socket, which this does not touch.
-    grpc_io_background: bool = True
     workers: int = 2                              # Python threads answering calls; more only adds GIL contention
-    cpu_affinity: str = ""                        # "1" or "0,2-3": pin the daemon (1.2-1.7x Predict/s, benchmarks/load)
+    cpu_affinity: str = ""                        # "1" or "0,2-3": pin the daemon to these CPUs; "" = no pinning
     max_concurrent: int = 64                      # beyond this, RESOURCE_EXHAUSTED at once
     metrics: str = "127.0.0.1:0"                  # Prometheus endpoint host:port; port 0 = any free port; "" = off
     grace_s: float = 5.0                          # SIGTERM: drain in-flight calls this long
@@ -207,8 +199,6 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"[store] journal_mib must be 0..1024, got {config.store.journal_mib}")
     if config.daemon.workers < 1 or config.daemon.max_concurrent < 1:
         raise ConfigError("[daemon] workers and max_concurrent must be >= 1")
-    if config.daemon.server not in ("native", "grpcio"):
-        raise ConfigError(f"[daemon] server must be native or grpcio, got {config.daemon.server!r}")
     if config.daemon.tcp and not (config.daemon.tls_cert and config.daemon.tls_key):
         raise ConfigError("[daemon] tcp requires tls_cert and tls_key (a TCP listener always uses TLS)")
     if config.daemon.log_format not in ("text", "json"):

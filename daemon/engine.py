@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from hpcpredict.daemon.errors import HpcPredictError
+from hpcpredict.daemon.faults import FaultBoard
 from hpcpredict.daemon.jobspec import JobSpec
 from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.records import JobRecord
@@ -81,22 +82,18 @@ class Answer:
 
 
 class PredictionEngine:
-    def __init__(self, config, store, registry: ModelRegistry):
+    def __init__(self, config, store, registry: ModelRegistry, faults: FaultBoard | None = None):
         self.config = config
         self.store = store
         self.registry = registry
         self.models = ModelSet()
         self.recent = RecentHistoryModel(config.policy.history_window, config.policy.default_runtime_s)
-        self.faults: dict[str, str] = {}
+        self.faults = faults if faults is not None else FaultBoard()
         self._history_lock = threading.Lock()
         self._reload_lock = threading.Lock()
         self._pending: list[JobRecord] | None = None
 
     # ------------------------------------------------------------------ loading
-    def start(self) -> None:
-        """Load every published model and replay the stored history into the online models."""
-        self.reload()
-
     def _build(self) -> ModelSet:
         loaded, errors = self.registry.load_all()
         for entry, previous in self.models.loaded.items():
@@ -127,9 +124,9 @@ class PredictionEngine:
                     recent.observe(record)
                     if new.walltime is not None:
                         new.walltime.observe(record)
+                self.faults.clear("store", "history replay")
             except HpcPredictError as error:
-                self.faults["store"] = str(error)
-                logger.error("history replay failed: %s", error)
+                self.faults.set("store", "history replay", str(error))
             with self._history_lock:
                 for record in self._pending or ():
                     recent.observe(record)
@@ -138,9 +135,9 @@ class PredictionEngine:
                 self._pending = None
                 self.recent, self.models = recent, new
             if new.errors:
-                self.faults["models"] = "; ".join(new.errors)
+                self.faults.set("models", "load", "; ".join(new.errors))
             else:
-                self.faults.pop("models", None)
+                self.faults.clear("models", "load")
             logger.info("serving %d models (%d refused)", len(new.artifacts), len(new.errors))
             return new
 

@@ -50,3 +50,7 @@ class StoreError(HpcPredictError):
 
 class DaemonUnavailable(HpcPredictError):
     """The CLI could not reach the daemon."""
+
+
+class PermissionDenied(HpcPredictError):
+    """The caller may not make this call (an admin call from a user who is not an admin)."""

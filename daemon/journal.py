@@ -1,9 +1,9 @@
 """Prediction records off Predict's path, without losing one: a memory-mapped journal.
 
-Writing a prediction row to SQLite inside Predict cost more than the rest of the handler
-together once the daemon was under load (measured in benchmarks/README.md, issue 9): every
-single-row transaction takes the WAL locks, writes its pages and hands the interpreter lock
-to gRPC's threads a few times. Here the row is copied into a file mapped with ``MAP_SHARED``
+A single-row SQLite transaction per Predict takes the WAL locks and writes its pages while
+the caller waits; on the hook socket, under load, that holds a hook worker long enough that
+more submissions are turned away as busy and p99 doubles (``python -m benchmarks run journal``
+compares both on the same machine, interleaved). Here the row is copied into a file mapped with ``MAP_SHARED``
 instead: once the copy is done the bytes are in the kernel's page cache, so a ``kill -9`` of
 the daemon cannot lose them (a power cut can lose the last seconds, exactly as SQLite's
 ``synchronous=NORMAL`` may for these rows). A background thread moves them into SQLite in

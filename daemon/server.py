@@ -1,10 +1,12 @@
 """hpcpredictd: build the daemon from a config, serve until SIGTERM, drain, exit.
 
-``create_daemon(config)`` builds everything (store, registry, engine, gRPC server, admin relay,
-hook socket, metrics) and binds; ``Daemon.start()`` starts serving; ``Daemon.stop(grace)``
-drains. ``main()`` is the console entry point: ``hpcpredictd [--config FILE] [--socket PATH]``.
-Signals: SIGTERM/SIGINT drain and exit, SIGHUP reloads the models. ``[daemon] cpu_affinity``
-(env ``HPCPREDICT_DAEMON_CPU_AFFINITY``) pins the process to CPUs: see :func:`pin_to_cpus`.
+``create_daemon(config)`` builds everything (store, registry, engine, the transport-free
+:class:`~hpcpredict.daemon.service.PredictionService`, its gRPC server, admin relay and hook
+socket, metrics) and binds; ``Daemon.start()`` starts serving; ``Daemon.stop(grace)`` drains.
+``main()`` is the console entry point: ``hpcpredictd [--config FILE] [--socket PATH]``.
+Signals: SIGTERM/SIGINT drain and exit (health turns NOT_SERVING first), SIGHUP reloads the
+models. ``[daemon] cpu_affinity`` (env ``HPCPREDICT_DAEMON_CPU_AFFINITY``) pins the process to
+CPUs: see :func:`pin_to_cpus`.
 """
 from __future__ import annotations
 
@@ -16,112 +18,31 @@ import signal
 import sys
 import threading
 import time
-from concurrent import futures
 from dataclasses import replace
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from ClusterShell.RangeSet import RangeSet, RangeSetParseError
-from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from hpcpredict.daemon.adminsock import AdminRelay, admin_uids, peer_uid
 from hpcpredict.daemon.config import Config, load_config
 from hpcpredict.daemon.engine import PredictionEngine
 from hpcpredict.daemon.errors import ConfigError, HpcPredictError
-from hpcpredict.daemon.jobspec import invalid_utf8_fields
+from hpcpredict.daemon.hookserver import HookServer
 from hpcpredict.daemon.metrics import Metrics, start_metrics_server
 from hpcpredict.daemon.registry import ModelRegistry
-from hpcpredict.daemon.servicer import PredictorServicer
+from hpcpredict.daemon.service import PredictionService
+from hpcpredict.daemon.servicer import grpc_server, set_serving
 from hpcpredict.daemon.store import open_store
-from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
-
-try:
-    from hpcpredict.daemon.native_server import NativeServer
-except ImportError as _error:  # the C++ module was not built (no libgrpc++-dev): gRPC Python serves
-    NativeServer = None
-    _NATIVE_MISSING = str(_error)
 
 logger = logging.getLogger(__name__)
 
-SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
-SERVICE_NAMES = (SERVICE.full_name, health.SERVICE_NAME, reflection.SERVICE_NAME)
 BUNDLED_MODELS = Path(__file__).resolve().parent / "bundled_models"
-MAX_MESSAGE_BYTES = 64 << 20  # above every [limits] so our validator, not the transport, says what is wrong
 
 
 def admin_socket_path(socket_path: str) -> str:
     base = socket_path[:-5] if socket_path.endswith(".sock") else socket_path
     return base + ".admin.sock"
-
-
-class _BadRequest:
-    """Stands in for a request that did not decode, so the handler can say which field was bad."""
-
-    def __init__(self, message: str):
-        self.message = message
-
-
-def _lenient(message_class):
-    def deserialize(data: bytes):
-        try:
-            return message_class.FromString(data)
-        except Exception:
-            fields = invalid_utf8_fields(data, message_class.DESCRIPTOR)
-            if fields:
-                return _BadRequest(f"{', '.join(fields)}: not valid UTF-8 text")
-            return _BadRequest(f"request is not a valid {message_class.DESCRIPTOR.full_name}")
-    return deserialize
-
-
-def _guard(method):
-    def handler(request, context):
-        if isinstance(request, _BadRequest):
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
-        return method(request, context)
-    return handler
-
-
-def _method_handlers(servicer):
-    """(method name, handler, request decoder, response encoder) for every Predictor method."""
-    for method in SERVICE.methods:
-        request_class = getattr(pb, method.input_type.name)
-        response_class = getattr(pb, method.output_type.name)
-        yield (method.name, _guard(getattr(servicer, method.name)), _lenient(request_class),
-               response_class.SerializeToString)
-
-
-def _grpcio_server(daemon_cfg, servicer, health_servicer) -> grpc.Server:
-    # maximum_concurrent_rpcs: gRPC itself answers RESOURCE_EXHAUSTED at once past the limit
-    # (running + queued for a worker), so a burst never queues behind slow calls.
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=daemon_cfg.workers, thread_name_prefix="rpc"),
-        maximum_concurrent_rpcs=daemon_cfg.max_concurrent,
-        options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                 ("grpc.so_reuseport", 0)])
-    handlers = {name: grpc.unary_unary_rpc_method_handler(handler, request_deserializer=decode,
-                                                          response_serializer=encode)
-                for name, handler, decode, encode in _method_handlers(servicer)}
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(SERVICE_NAMES, server)
-    return server
-
-
-def _native_server(daemon_cfg, servicer) -> "NativeServer":
-    # The C++ front end answers health checks itself and refuses calls past max_concurrent
-    # with RESOURCE_EXHAUSTED before any Python runs.
-    server = NativeServer(workers=daemon_cfg.workers, max_concurrent=daemon_cfg.max_concurrent,
-                          max_message_bytes=MAX_MESSAGE_BYTES, background_io=daemon_cfg.grpc_io_background)
-    for name, handler, decode, encode in _method_handlers(servicer):
-        server.add_unary(f"/{SERVICE.full_name}/{name}", handler, decode, encode)
-    reflecting = reflection.ReflectionServicer(SERVICE_NAMES)
-    server.add_stream(f"/{reflection.SERVICE_NAME}/ServerReflectionInfo",
-                      lambda request, context: next(reflecting.ServerReflectionInfo(iter((request,)), context)),
-                      reflection_pb2.ServerReflectionRequest.FromString,
-                      reflection_pb2.ServerReflectionResponse.SerializeToString)
-    return server
 
 
 class Daemon:
@@ -137,33 +58,21 @@ class Daemon:
         self.registry = ModelRegistry(config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None)
         self.engine = PredictionEngine(config, self.store, self.registry)
         self.metrics = Metrics()
-        self.metrics.journal_pending.set_function(self.store.pending_predictions)
-        uids = admin_uids(daemon_cfg.admin_users)
-        self.servicer = PredictorServicer(
-            self.engine, self.store, self.metrics, config,
-            is_admin=lambda context: peer_uid(context.peer(), self.private_dir) in uids)
-        self.server_kind = daemon_cfg.server
-        if self.server_kind == "native" and NativeServer is None:
-            logger.warning("native gRPC front end not built (%s); serving with gRPC Python", _NATIVE_MISSING)
-            self.server_kind = "grpcio"
-        self.health = None  # gRPC Python's health service; the native front end has its own
-        if self.server_kind == "native":
-            self.server = _native_server(daemon_cfg, self.servicer)
-            self.metrics.watch_grpc_front(self.server.stats)
-        else:
-            self.health = health.HealthServicer()
-            self.server = _grpcio_server(daemon_cfg, self.servicer, self.health)
+        self.metrics.watch(self.engine.faults, self.engine, self.store)
+        self.service = PredictionService(self.engine, self.store, self.metrics, config,
+                                         admin_uids=admin_uids(daemon_cfg.admin_users))
+        # gRPC Python cannot see a Unix-socket peer's credentials: admin callers come through
+        # the relay, which names their uid in the peer address (adminsock.py); others are None.
+        self.server, self.health = grpc_server(
+            self.service, workers=daemon_cfg.workers, max_concurrent=daemon_cfg.max_concurrent,
+            caller_uid=lambda context: peer_uid(context.peer(), self.private_dir))
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)  # a stale socket from a killed daemon
         self.server.add_insecure_port(f"unix:{self.socket_path}")
         self.tcp_port = None
-        self._tcp_handle = None
         if daemon_cfg.tcp:
             key, cert = Path(daemon_cfg.tls_key).read_bytes(), Path(daemon_cfg.tls_cert).read_bytes()
-            if self.server_kind == "native":
-                self._tcp_handle = self.server.add_secure_port(daemon_cfg.tcp, key, cert)
-            else:
-                self.tcp_port = self.server.add_secure_port(daemon_cfg.tcp, grpc.ssl_server_credentials([(key, cert)]))
+            self.tcp_port = self.server.add_secure_port(daemon_cfg.tcp, grpc.ssl_server_credentials([(key, cert)]))
         self.relay = None
         self.hook_server = None
         self.metrics_server = None
@@ -171,33 +80,19 @@ class Daemon:
         self._stopped = threading.Event()
 
     def start(self) -> "Daemon":
-        self.engine.start()
-        self.metrics.set_models(self.engine.models.artifacts)
-        self.metrics.set_faults(self.engine.faults)
+        self.service.reload()
         self.server.start()
-        if self._tcp_handle is not None:
-            self.tcp_port = self.server.bound_port(self._tcp_handle)
         os.chmod(self.socket_path, self.config.daemon.socket_mode)
         self.relay = AdminRelay(self.admin_socket_path, self.socket_path, self.private_dir).start()
         if self.config.daemon.hook_socket:
-            self._start_hook_server()
+            self.hook_server = HookServer(self.config.daemon.hook_socket, self.service).start()
         if self.config.daemon.metrics:
             self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)
-        self._set_serving(True)
+        set_serving(self.health, True)
         self._write_runtime_info()
-        logger.info("hpcpredictd serving on unix:%s (%s server, admin %s, metrics port %s)", self.socket_path,
-                    self.server_kind, self.admin_socket_path, self.metrics_port)
+        logger.info("hpcpredictd serving on unix:%s (admin %s, hook %s, metrics port %s)", self.socket_path,
+                    self.admin_socket_path, self.config.daemon.hook_socket or "off", self.metrics_port)
         return self
-
-    def _set_serving(self, serving: bool) -> None:
-        if self.health is None:
-            for name in ("", SERVICE.full_name):
-                self.server.set_serving(name, serving)
-        elif serving:
-            for name in ("", SERVICE.full_name):
-                self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        else:
-            self.health.enter_graceful_shutdown()
 
     def _write_runtime_info(self) -> None:
         """<data_dir>/hpcpredictd.json: where this daemon listens (for admins, tests, scripts)."""
@@ -209,26 +104,12 @@ class Daemon:
         temporary.write_text(json.dumps(info, indent=1), encoding="utf-8")
         os.replace(temporary, path)
 
-    def _start_hook_server(self) -> None:
-        try:
-            from hpcpredict.slurm_plugin.hookserver import HookServer
-        except ImportError:
-            logger.warning("hook socket requested but hpcpredict.slurm_plugin.hookserver is missing")
-            return
-        self.hook_server = HookServer(self.config.daemon.hook_socket, self.servicer)
-        self.hook_server.start()
-
-    def reload(self) -> None:
-        models = self.engine.reload()
-        self.metrics.set_models(models.artifacts)
-        self.metrics.set_faults(self.engine.faults)
-
     def stop(self, grace: float | None = None) -> None:
         if self._stopped.is_set():
             return
         self._stopped.set()
         grace = self.config.daemon.grace_s if grace is None else grace
-        self._set_serving(False)
+        self.health.enter_graceful_shutdown()   # Check and Watch say NOT_SERVING while we drain
         if self.hook_server is not None:
             self.hook_server.stop(grace)
         if self.relay is not None:
@@ -237,11 +118,10 @@ class Daemon:
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
         self.store.close()
-        for path in (self.socket_path,):
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
+        try:
+            os.unlink(self.socket_path)
+        except FileNotFoundError:
+            pass
         logger.info("hpcpredictd stopped")
 
     def wait(self) -> None:
@@ -293,7 +173,7 @@ def pin_to_cpus(spec) -> None:
     One Python process serves through one interpreter lock: its gRPC and worker threads hand
     the lock to each other on every call, and when they sit on different cores each hand-off
     crosses cores. Pinned to one core the same daemon answers 1.2-1.7x more Predicts with a
-    lower CPU cost per call (benchmarks/README.md, issue 9). Threads started later inherit it.
+    lower CPU cost per call (benchmarks/README.md). Threads started later inherit it.
     """
     try:
         cpus = parse_cpu_list(spec)
@@ -337,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
 
     def on_hup(signum, frame):
-        threading.Thread(target=daemon.reload, name="sighup-reload", daemon=True).start()
+        threading.Thread(target=daemon.service.reload, name="sighup-reload", daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)

@@ -6,8 +6,8 @@
 - ``epilog_slurmctld.py``  EpilogSlurmctld: ReportOutcome (state from sacct when it answers).
 - ``hookclient.py``        the scripts' standard-library client of the hook socket.
 - ``slurmjob.py``          pure parsers of scontrol/sacct output for those scripts.
-- ``hookserver``           the daemon side: newline-delimited JSON on a Unix socket.
 
 The scripts run under the system ``/usr/bin/python3`` with the standard library only; the
-admin guide is ``contrib/slurm/ADMIN.md``.
+admin guide is ``contrib/slurm/ADMIN.md``. The socket they speak to is the daemon's
+(``hpcpredict.daemon.hookserver``); the two packages do not import each other.
 """

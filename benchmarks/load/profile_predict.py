@@ -1,8 +1,8 @@
-"""Where a Predict's server time goes: per-component timings and a cProfile of the servicer.
+"""Where a Predict's server time goes: per-component timings and a cProfile of the service.
 
     nice -n 10 .venv/bin/python -m benchmarks.load.profile_predict --calls 2000
 
-In-process (no gRPC): the real servicer, engine, store and models of
+In-process (no transport): the real PredictionService, engine, store and models of
 :func:`benchmarks.load.world.build_world`, called with the same requests as the load
 benchmark. Prints the mean cost of each step on its own, then the top of a cProfile.
 """
@@ -18,14 +18,6 @@ import time
 from pathlib import Path
 
 from benchmarks.load.world import build_world, requests
-
-
-class _Context:
-    def abort(self, code, message):
-        raise RuntimeError(f"{code}: {message}")
-
-    def peer(self):
-        return ""
 
 
 def _mean_us(function, items, repeat: int = 1) -> float:
@@ -49,7 +41,7 @@ def main(argv=None) -> int:
     from hpcpredict.daemon.records import JobRecord
     from hpcpredict.daemon.runtime.inputs import extract_inputs
     from hpcpredict.daemon.server import create_daemon
-    from hpcpredict.daemon.servicer import estimate_message
+    from hpcpredict.daemon.service import estimate_message
     from hpcpredict.daemon.store import PredictionRow
     from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
@@ -57,13 +49,12 @@ def main(argv=None) -> int:
     world = build_world(data_dir, learner=args.runtime_learner)
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(data_dir), "HPCPREDICT_DAEMON_HOOK_SOCKET": ""})
     daemon = create_daemon(config)
-    daemon.engine.start()
-    servicer, engine, store = daemon.servicer, daemon.engine, daemon.store
+    daemon.service.reload()
+    service, engine, store = daemon.service, daemon.engine, daemon.store
     messages = [pb.JobRequest.FromString(b) for b in requests(world, args.calls)]
     lammps, history = messages[::2], messages[1::2]
-    context = _Context()
     for message in messages[:200]:
-        servicer.Predict(message, context)
+        service.call("Predict", message)
 
     specs = [job_spec_from_request(m, config.limits) for m in messages]
     jobs = [JobRecord(job_id="", user=s.user, submit_time=0.0, requested_time_s=float(s.time_limit_s),
@@ -74,10 +65,10 @@ def main(argv=None) -> int:
                           comm_time_s=None, model_name="m", model_version="1", fallback=False,
                           request=messages[i].SerializeToString()) for i in range(len(messages))]
     steps = [
-        ("Predict, whole servicer call (LAMMPS job: script + runtime model)",
-         _mean_us(lambda m: servicer.Predict(m, context), lammps)),
-        ("Predict, whole servicer call (trace job: recent history)",
-         _mean_us(lambda m: servicer.Predict(m, context), history)),
+        ("Predict, whole service call (LAMMPS job: script + runtime model)",
+         _mean_us(lambda m: service.call("Predict", m), lammps)),
+        ("Predict, whole service call (trace job: recent history)",
+         _mean_us(lambda m: service.call("Predict", m), history)),
         ("  jobspec.job_spec_from_request, LAMMPS (includes extract_inputs)",
          _mean_us(lambda m: job_spec_from_request(m, config.limits), lammps)),
         ("  runtime.inputs.extract_inputs alone (LAMMPS script)",
@@ -92,7 +83,7 @@ def main(argv=None) -> int:
                                                             s.cpus_per_task), specs[::2])),
         ("  store.record_prediction (WAL, synchronous=NORMAL for this write)",
          _mean_us(store.record_prediction, rows)),
-        ("  servicer.estimate_message (protobuf reply)", _mean_us(lambda a: estimate_message(a, "x" * 32), answers)),
+        ("  service.estimate_message (protobuf reply)", _mean_us(lambda a: estimate_message(a, "x" * 32), answers)),
         ("  request.SerializeToString (kept with the prediction)", _mean_us(lambda m: m.SerializeToString(), messages)),
     ]
     durable_rows = rows[: min(200, len(rows))]
@@ -108,7 +99,7 @@ def main(argv=None) -> int:
     profile = cProfile.Profile()
     profile.enable()
     for message in messages:
-        servicer.Predict(message, context)
+        service.call("Predict", message)
     profile.disable()
     pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(args.top)
     daemon.store.close()

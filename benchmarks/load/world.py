@@ -5,8 +5,9 @@
 * runtime: a model of LAMMPS "melt" trained on the repository's measured runs
   (``tests/data/runtime/lammps_melt.csv``), published as application ``lmp``: extra-trees
   (100 trees, the costlier walk) by default, or the ANN ensemble that cross-validation picks
-  for this data (``learner="ann"``);
-* a walltime model is published too when ``hpcpredict.daemon.history`` provides one.
+  for this data (``learner="ann"``); ``learner=None`` publishes none, so the bundled models
+  (``daemon/bundled_models``: LAMMPS runtime, stencil scaling) answer;
+* the walltime model trained on that history (``hpcpredict train``), published.
 
 Requests mix the two paths: jobs of trace users (history answers) and LAMMPS jobs whose
 script carries the deck inputs (runtime model answers).
@@ -29,14 +30,11 @@ INPUT_COLUMNS = ("x", "y", "z", "steps", "cutoff", "skin", "temp", "newton")
 
 
 def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
-                learner: str = "extra-trees") -> dict:
+                learner: str | None = "extra-trees") -> dict:
     """Fill ``data_dir`` (store + published models); returns what was put there."""
     from hpcpredict.daemon.config import load_config
     from hpcpredict.daemon.history.traces import read_trace
     from hpcpredict.daemon.registry import ModelRegistry
-    from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-    from hpcpredict.daemon.runtime.model import RuntimeModel
-    from hpcpredict.daemon.runtime.service import save_application_model
     from hpcpredict.daemon.store import open_store
 
     data_dir = Path(data_dir)
@@ -46,17 +44,11 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
     store.add_jobs(records, f"swf:{trace.name}")
     store.close()
     registry = ModelRegistry(config.models.dir)
-    # only the deck's inputs (the other columns are measurements made while the job runs)
-    lines = [line.split(",") for line in RUNS_CSV.read_text().splitlines() if line.strip()]
-    keep = [lines[0].index(c) for c in INPUT_COLUMNS + ("runtime_s",)]
-    text = "\n".join(",".join(row[i] for i in keep) for row in lines) + "\n"
-    table = parse_runs_csv(text, target="runtime_s", source=str(RUNS_CSV))
-    params = {"n_estimators": n_trees, "random_state": 0} if learner == "extra-trees" else {"random_state": 0}
-    model = RuntimeModel(learner=learner, params=params).fit(table)
-    published = {"history_jobs": len(records), "runtime_inputs": list(model.required_inputs)}
-    with tempfile.TemporaryDirectory() as tmp:
-        save_application_model(model, Path(tmp), application="lmp", metadata={"version": "bench"})
-        published["runtime"] = registry.publish("runtime", tmp).version
+    published = {"history_jobs": len(records), "runtime_inputs": list(INPUT_COLUMNS)}
+    if learner is None:
+        published["runtime"] = "bundled"
+    else:
+        published.update(_publish_runtime(registry, learner, n_trees))
     try:
         from hpcpredict.daemon.cli.train import train_and_publish
         published["walltime"] = train_and_publish(config)[0].version
@@ -64,8 +56,24 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
         logger.info("no walltime model published: %s", error)
         published["walltime"] = f"none ({type(error).__name__})"
     published["users"] = sorted({r.user for r in records})[:200]
-    published["required"] = list(model.required_inputs)
     return published
+
+
+def _publish_runtime(registry, learner: str, n_trees: int) -> dict:
+    from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+    from hpcpredict.daemon.runtime.model import RuntimeModel
+    from hpcpredict.daemon.runtime.service import save_application_model
+
+    # only the deck's inputs (the other columns are measurements made while the job runs)
+    lines = [line.split(",") for line in RUNS_CSV.read_text().splitlines() if line.strip()]
+    keep = [lines[0].index(c) for c in INPUT_COLUMNS + ("runtime_s",)]
+    text = "\n".join(",".join(row[i] for i in keep) for row in lines) + "\n"
+    table = parse_runs_csv(text, target="runtime_s", source=str(RUNS_CSV))
+    params = {"n_estimators": n_trees, "random_state": 0} if learner == "extra-trees" else {"random_state": 0}
+    model = RuntimeModel(learner=learner, params=params).fit(table)
+    with tempfile.TemporaryDirectory() as tmp:
+        save_application_model(model, Path(tmp), application="lmp", metadata={"version": "bench"})
+        return {"runtime": registry.publish("runtime", tmp).version, "runtime_inputs": list(model.required_inputs)}
 
 
 LAMMPS_SCRIPT = """#!/bin/bash

@@ -44,6 +44,10 @@ class DaemonProcess:
             time.sleep(0.05)
         raise RuntimeError(f"hpcpredictd did not become healthy:\n{self.log()}")
 
+    @property
+    def hook_socket(self) -> str:
+        return self.info["hook_socket"]
+
     def healthy(self) -> bool:
         try:
             with grpc.insecure_channel(f"unix:{self.socket}") as channel:

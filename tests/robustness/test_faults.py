@@ -72,6 +72,11 @@ def test_store_disk_full_then_freed(world_dir, tmpfs, journal_mib):
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE  # never acknowledged unless on disk
         assert "full" in client.faults()["store"]
         assert "store" in client.metric_faults()
+        # A call that works (a Predict) does not clear the fault of one that still fails.
+        assert client.stub.Predict(job(), timeout=10).runtime_s > 0
+        faults = client.admin.GetStatus(pb.StatusRequest(), timeout=10).faults
+        assert any(f.startswith("store: ReportOutcome: ") and "full" in f for f in faults), faults
+        assert "store" in client.metric_faults()
         assert client.journal_rows() >= len(kept)   # waiting in the journal, visible to monitoring
         filler.unlink()
         assert _until(lambda: client.stub.Predict(job(), timeout=10).prediction_id)

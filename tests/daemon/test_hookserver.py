@@ -1,4 +1,4 @@
-"""The hook socket (slurm_plugin/hookserver.py) against the real daemon's servicer.
+"""The hook socket (daemon/hookserver.py) of the real daemon, and the hooks' client of it.
 
 Raw lines go over a real Unix socket; answers are checked for the contract the Lua hook and
 the prolog scripts rely on: one JSON line back, ok/response or ok=false/error naming the field.
@@ -7,13 +7,30 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from hpcpredict.daemon.hookserver import HookServer
 from hpcpredict.slurm_plugin import hookclient
+from tests.daemon.daemonproc import DaemonProcess
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    """One real hpcpredictd (hook socket on, no bundled models) for the tests of this module."""
+    path = Path(tempfile.mkdtemp(prefix="hpd-hook-", dir="/tmp"))
+    os.chmod(path, 0o755)
+    process = DaemonProcess(path, env={"HPCPREDICT_MODELS_BUNDLED": "false", "HPCPREDICT_DAEMON_METRICS": ""}).start()
+    yield process
+    process.stop()
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def exchange(path: str, payload: bytes, timeout: float = 10.0) -> dict:
@@ -109,11 +126,10 @@ def test_hookclient_reports_refusal_and_missing_socket(daemon, tmp_path):
 
 @pytest.fixture
 def private_server(daemon, tmp_path):
-    """A second HookServer in this process, on the servicer of an in-process daemon, so its
+    """A second HookServer in this process, on the service of an in-process daemon, so its
     limits (line size, workers) can be set small."""
     from hpcpredict.daemon.config import load_config
     from hpcpredict.daemon.server import create_daemon
-    from hpcpredict.slurm_plugin.hookserver import HookServer
 
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(tmp_path)})
@@ -122,7 +138,7 @@ def private_server(daemon, tmp_path):
     servers = []
 
     def make(**options):
-        server = HookServer(str(tmp_path / f"h{len(servers)}.sock"), inner.servicer, **options).start()
+        server = HookServer(str(tmp_path / f"h{len(servers)}.sock"), inner.service, **options).start()
         servers.append(server)
         return server
     yield make
@@ -152,13 +168,11 @@ def test_busy_server_answers_at_once_instead_of_queueing(private_server):
 
 
 def test_stop_removes_socket_and_second_server_refuses_live_socket(private_server):
-    from hpcpredict.slurm_plugin.hookserver import HookServer
 
     server = private_server()
     with pytest.raises(OSError, match="in use"):
-        HookServer(server.path, server.servicer).start()
+        HookServer(server.path, server.service).start()
     server.stop(0.5)
-    import os
     assert not os.path.exists(server.path)
 
 

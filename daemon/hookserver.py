@@ -1,4 +1,4 @@
-"""The hook socket: newline-delimited JSON in front of the daemon's servicer.
+"""The hook socket: newline-delimited JSON in front of the daemon's :class:`PredictionService`.
 
 Slurm's hooks cannot afford a gRPC client: ``job_submit.lua`` runs inside slurmctld (Lua 5.1,
 ``lua-socket``), and a Python process that imports grpc costs ~90 ms before it sends anything.
@@ -6,19 +6,21 @@ So the daemon also listens on a plain Unix socket where one request is one line:
 
     {"method": "Predict", "request": {<JobRequest in proto3 JSON>}}\\n
     -> {"ok": true, "response": {<Estimate in proto3 JSON, snake_case names>}}\\n
-    -> {"ok": false, "error": "job.user: required"}\\n
+    -> {"ok": false, "error": "job.user: required", "code": "INVALID_ARGUMENT"}\\n
 
 The line is parsed into the same protobuf message the gRPC server receives and handed to the
-*same* servicer method, so validation, models and store writes are identical on both paths.
-Only the methods in :data:`HOOK_METHODS` are reachable here; admin RPCs stay on gRPC.
+*same* service, so validation, models and store writes are identical on both paths; the
+service's errors become ``ok: false`` replies with the status name gRPC would answer. The
+caller is the uid the kernel reports for the connection (SO_PEERCRED). Only the methods in
+:data:`HOOK_METHODS` are reachable here; admin calls stay on gRPC.
 
 Bounded on every side: a line longer than ``max_line_bytes`` is refused, a client that sends
 nothing within ``read_timeout`` is dropped, and when all ``workers`` are busy a new client gets
 ``{"ok": false, "error": "busy"}`` at once instead of queueing (the hooks fail open on it).
 
-Example (``servicer`` is the daemon's ``PredictorServicer``)::
+Example (``service`` is the daemon's ``PredictionService``)::
 
-    server = HookServer("/run/hpcpredict/hook.sock", servicer)
+    server = HookServer("/run/hpcpredict/hook.sock", service)
     server.start()
     ...
     server.stop(grace=2.0)
@@ -33,59 +35,29 @@ import struct
 import threading
 import time
 
-from hpcpredict.daemon.servicer import AbortCall, CallContext
+from google.protobuf import json_format
+
+from hpcpredict.daemon.service import error_message, status_name
+from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
 logger = logging.getLogger(__name__)
 
-#: Methods the hooks may call; everything else is gRPC-only.
-HOOK_METHODS = ("Predict", "PredictAtAllocation", "ReportOutcome")
-SERVICE_NAME = "Predictor"
-
-
-class HookContext(CallContext):
-    """The servicer's call context for a hook-socket call.
-
-    ``peer()`` names the caller by its kernel-checked credentials (SO_PEERCRED), which the
-    servicer may use exactly as it uses the gRPC peer of a Unix-socket call.
-    """
-
-    def __init__(self, uid: int = -1, gid: int = -1, pid: int = -1, deadline: float | None = None):
-        super().__init__(f"unix:hook:pid={pid},uid={uid},gid={gid}", deadline)
-        self.uid, self.gid, self.pid = uid, gid, pid
-
-    def peer_credentials(self) -> tuple[int, int, int]:
-        return self.pid, self.uid, self.gid
-
-
-def _request_classes() -> dict:
-    """Method name -> request message class, read from the service descriptor."""
-    from google.protobuf import message_factory
-
-    from hpcpredict.proto.v1 import hpcpredict_pb2
-
-    service = hpcpredict_pb2.DESCRIPTOR.services_by_name[SERVICE_NAME]
-    return {name: message_factory.GetMessageClass(service.methods_by_name[name].input_type)
-            for name in HOOK_METHODS}
-
-
-def _status_name(code) -> str:
-    name = getattr(code, "name", None)
-    return name if name else str(code)
+#: Methods the hooks may call, and their request messages; everything else is gRPC-only.
+HOOK_METHODS = {"Predict": pb.JobRequest, "PredictAtAllocation": pb.AllocationRequest,
+                "ReportOutcome": pb.Outcome}
 
 
 class HookServer:
-    """Serve :data:`HOOK_METHODS` of ``servicer`` as JSON lines on the Unix socket ``path``."""
+    """Serve :data:`HOOK_METHODS` of ``service`` as JSON lines on the Unix socket ``path``."""
 
-    def __init__(self, path: str, servicer, *, max_line_bytes: int = 4 << 20, workers: int = 8,
-                 read_timeout: float = 5.0, mode: int = 0o660, call_timeout: float = 10.0):
+    def __init__(self, path: str, service, *, max_line_bytes: int = 4 << 20, workers: int = 8,
+                 read_timeout: float = 5.0, mode: int = 0o660):
         self.path = path
-        self.servicer = servicer
+        self.service = service
         self.max_line_bytes = max_line_bytes
         self.workers = workers
         self.read_timeout = read_timeout
         self.mode = mode
-        self.call_timeout = call_timeout
-        self._classes: dict = {}
         self._listener: socket.socket | None = None
         self._accept_thread: threading.Thread | None = None
         self._slots = threading.BoundedSemaphore(workers)
@@ -96,7 +68,6 @@ class HookServer:
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "HookServer":
         """Bind the socket (replacing a stale one) and start accepting in a daemon thread."""
-        self._classes = _request_classes()
         directory = os.path.dirname(self.path) or "."
         os.makedirs(directory, exist_ok=True)
         if os.path.exists(self.path):
@@ -152,9 +123,7 @@ class HookServer:
                 continue
             if not self._slots.acquire(blocking=False):
                 # Every worker is busy: answer at once, the hook then fails open.
-                metrics = getattr(self.servicer, "metrics", None)
-                if metrics is not None:
-                    metrics.rejected.inc()
+                self.service.metrics.rejected.inc()
                 _send(conn, {"ok": False, "error": "busy"})
                 conn.close()
                 continue
@@ -165,7 +134,7 @@ class HookServer:
 
     def _serve_connection(self, conn: socket.socket) -> None:
         try:
-            uid, gid, pid = _peer_credentials(conn)
+            uid = _peer_uid(conn)
             conn.settimeout(self.read_timeout)
             reader = conn.makefile("rb")
             while not self._stopping.is_set():
@@ -178,7 +147,7 @@ class HookServer:
                 if len(line) > self.max_line_bytes and not line.endswith(b"\n"):
                     _send(conn, {"ok": False, "error": f"request line longer than {self.max_line_bytes} bytes"})
                     return
-                reply = self.handle_line(line, HookContext(uid, gid, pid, time.monotonic() + self.call_timeout))
+                reply = self.handle_line(line, uid)
                 if not _send(conn, reply):
                     return
         except Exception:  # a bug here must never kill the daemon; log it and drop the client
@@ -191,11 +160,8 @@ class HookServer:
                     self._active.discard(threading.current_thread())
                 self._slots.release()
 
-    def handle_line(self, line: bytes, context: HookContext) -> dict:
+    def handle_line(self, line: bytes, caller_uid: int | None = None) -> dict:
         """One request line -> the reply object (never raises for bad input)."""
-        from google.protobuf import json_format
-
-        started = time.perf_counter()
         try:
             envelope = json.loads(line)
         except (UnicodeDecodeError, ValueError) as error:
@@ -203,29 +169,21 @@ class HookServer:
         if not isinstance(envelope, dict):
             return {"ok": False, "error": "request must be a JSON object"}
         method = envelope.get("method")
-        if method not in self._classes:
+        if method not in HOOK_METHODS:
             return {"ok": False, "error": f"method: must be one of {', '.join(HOOK_METHODS)}, got {method!r}"}
         body = envelope.get("request", {})
         if not isinstance(body, dict):
             return {"ok": False, "error": "request: must be a JSON object"}
         try:
-            request = json_format.ParseDict(body, self._classes[method]())
+            request = json_format.ParseDict(body, HOOK_METHODS[method]())
         except json_format.ParseError as error:
             return {"ok": False, "error": f"request: {error}"}
         try:
-            response = getattr(self.servicer, method)(request, context)
-        except AbortCall as abort:
-            logger.info("hook %s rejected (%s): %s", method, _status_name(abort.code), abort.details)
-            return {"ok": False, "error": abort.details, "code": _status_name(abort.code)}
-        except Exception as error:  # same contract as gRPC's INTERNAL, but keep serving
-            logger.exception("hook %s failed", method)
-            return {"ok": False, "error": f"internal error: {type(error).__name__}", "code": "INTERNAL"}
-        if context.code is not None and _status_name(context.code) != "OK":
-            return {"ok": False, "error": context.details or _status_name(context.code),
-                    "code": _status_name(context.code)}
-        if response is None:
-            return {"ok": False, "error": "no response", "code": "INTERNAL"}
-        logger.debug("hook %s answered in %.2f ms", method, (time.perf_counter() - started) * 1e3)
+            response = self.service.call(method, request, caller_uid)
+        except Exception as error:   # the service's errors, and a bug (logged there): keep serving
+            code = status_name(error)
+            logger.info("hook %s refused (%s): %s", method, code, error)
+            return {"ok": False, "error": error_message(method, error), "code": code}
         return {"ok": True, "response": json_format.MessageToDict(
             response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
 
@@ -238,14 +196,13 @@ def _send(conn: socket.socket, reply: dict) -> bool:
         return False
 
 
-def _peer_credentials(conn: socket.socket) -> tuple[int, int, int]:
-    """(uid, gid, pid) of the connected process, from the kernel (Linux SO_PEERCRED)."""
+def _peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the connected process, from the kernel (Linux SO_PEERCRED)."""
     try:
         raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        pid, uid, gid = struct.unpack("3i", raw)
-        return uid, gid, pid
-    except (OSError, AttributeError):
-        return -1, -1, -1
+        return struct.unpack("3i", raw)[1]
+    except OSError:
+        return None
 
 
 def _socket_answers(path: str) -> bool:

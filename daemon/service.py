@@ -1,0 +1,300 @@
+"""The prediction service: what the daemon does, with no transport in it.
+
+Plain values in (the hpcpredict.v1 request messages), plain values out (the reply messages),
+errors of :mod:`hpcpredict.daemon.errors` raised. It knows nothing of gRPC or sockets: the
+gRPC servicer (:mod:`.servicer`) and the hook socket (:mod:`.hookserver`) are thin adapters
+that decode a request, say who calls, and map the errors below to their own replies:
+
+=========================  ===================  ==========================================
+error                      status name          meaning
+=========================  ===================  ==========================================
+InvalidRequest             INVALID_ARGUMENT     a field is wrong; the message names it
+PermissionDenied           PERMISSION_DENIED    an admin call from someone who is not
+StoreError                 UNAVAILABLE          not stored, so never acknowledged
+other HpcPredictError      FAILED_PRECONDITION
+anything else (a bug)      INTERNAL             logged with its traceback
+=========================  ===================  ==========================================
+
+Who calls is the caller's uid as the transport learned it from the kernel (SO_PEERCRED on
+the connection, or the admin relay's tag), or None when it cannot know. Every call goes
+through :meth:`PredictionService.call`, which times and counts it and keeps the fault board.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+import os
+import threading
+import time
+
+from hpcpredict.daemon import __version__, records
+from hpcpredict.daemon.errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreError
+from hpcpredict.daemon.faults import FaultBoard
+from hpcpredict.daemon.jobspec import job_spec_from_request
+from hpcpredict.daemon.records import JobRecord
+from hpcpredict.daemon.store import PredictionRow
+from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+logger = logging.getLogger(__name__)
+
+STATES = frozenset({records.COMPLETED, records.FAILED, records.CANCELLED, records.TIMEOUT,
+                    records.OUT_OF_MEMORY, records.NODE_FAIL, "PREEMPTED", "BOOT_FAIL", "DEADLINE"})
+
+#: RPC name -> (method of the service, admin only)
+METHODS = {
+    "Predict": ("predict", False),
+    "PredictAtAllocation": ("predict_at_allocation", False),
+    "ReportOutcome": ("report_outcome", False),
+    "ReportRuntimeFeatures": ("report_runtime_features", False),
+    "ReloadModels": ("reload_models", True),
+    "ListModels": ("list_models", True),
+    "GetStatus": ("get_status", True),
+}
+
+
+def status_name(error: BaseException) -> str:
+    """The status an adapter answers for ``error`` (gRPC status code names)."""
+    if isinstance(error, InvalidRequest):
+        return "INVALID_ARGUMENT"
+    if isinstance(error, PermissionDenied):
+        return "PERMISSION_DENIED"
+    if isinstance(error, StoreError):
+        return "UNAVAILABLE"
+    if isinstance(error, HpcPredictError):
+        return "FAILED_PRECONDITION"
+    return "INTERNAL"
+
+
+def error_message(method: str, error: BaseException) -> str:
+    """What the caller is told about ``error`` (never a traceback)."""
+    if isinstance(error, StoreError):
+        return f"store unavailable: {error}"
+    if isinstance(error, HpcPredictError):
+        return str(error)
+    return f"internal error in {method}: {type(error).__name__}"
+
+
+def estimate_message(answer, prediction_id: str) -> pb.Estimate:
+    message = pb.Estimate(
+        prediction_id=prediction_id, runtime_s=answer.runtime_s,
+        interval=pb.Interval(low_s=answer.low_s, high_s=answer.high_s, coverage=answer.coverage),
+        suggested_time_limit_s=answer.time_limit_s, suggested_time_min_s=answer.time_min_s,
+        explanation=answer.explanation, model_name=answer.model_name, model_version=answer.model_version,
+        fallback=answer.fallback, feature_class=answer.feature_class, risk=answer.risk,
+        application=answer.application, comm_model=answer.comm_model,
+        node_advice=[pb.NodeAdvice(nodes=r.nodes, runtime_s=r.runtime_s, node_hours=r.node_hours,
+                                   efficiency=r.efficiency, recommended=r.recommended) for r in answer.node_advice])
+    if answer.comm_time_s is not None:
+        message.comm_time_s = answer.comm_time_s
+    return message
+
+
+class PredictionService:
+    def __init__(self, engine, store, metrics, config, *, admin_uids=frozenset()):
+        self.engine = engine
+        self.store = store
+        self.metrics = metrics
+        self.faults: FaultBoard = engine.faults
+        self.limits = config.limits
+        self.admin_uids = frozenset(admin_uids)
+        self.started = time.time()
+        self._requests = 0
+        self._fallbacks = 0
+        self._children: dict = {}   # (method, code) -> (counter, histogram) children: labels() once
+        # Prediction ids must not be guessable (an id fetches the job's stored request): a keyed
+        # hash of a counter, with a key drawn once, costs no system call per Predict.
+        self._id_key = os.urandom(32)
+        self._id_counter = itertools.count()
+        self._replaying = threading.Lock()
+        store.on_fault = self._journal_fault
+
+    # ------------------------------------------------------------------ dispatch
+    def call(self, method: str, request, caller_uid: int | None = None):
+        """Answer ``request`` for RPC ``method``; raises the errors in the module docstring."""
+        start = time.perf_counter()
+        code = "OK"
+        try:
+            name, admin_only = METHODS[method]
+            if admin_only and caller_uid not in self.admin_uids:
+                raise PermissionDenied(f"{method} is an admin call: make it as root or a configured "
+                                       f"admin user over the admin socket")
+            answer = getattr(self, name)(request)
+            self.faults.clear("store", method)
+            return answer
+        except StoreError as error:
+            code = status_name(error)
+            self.faults.set("store", method, str(error))
+            raise
+        except HpcPredictError as error:
+            code = status_name(error)
+            raise
+        except Exception:
+            code = "INTERNAL"
+            logger.exception("%s failed", method)
+            raise
+        finally:
+            self._requests += 1
+            self._observe(method, code, time.perf_counter() - start)
+
+    def _observe(self, method: str, code: str, seconds: float) -> None:
+        children = self._children.get((method, code))
+        if children is None:
+            children = (self.metrics.requests.labels(method, code), self.metrics.latency.labels(method))
+            self._children[(method, code)] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
+    # ------------------------------------------------------------------ state
+    def reload(self):
+        """Load the models again and replay the history (SIGHUP, ReloadModels, a store back)."""
+        return self.engine.reload()
+
+    def _journal_fault(self, message: str | None) -> None:
+        """The store's background commits of journaled predictions failed (message) or work again."""
+        if message is None:
+            self.faults.clear("store", "commit journaled predictions")
+            self._store_answers()
+        else:
+            self.faults.set("store", "commit journaled predictions", message)
+
+    def _store_answers(self) -> None:
+        """A write went through: if the history could not be read before, replay it now."""
+        if self.faults and self.faults.has("store", "history replay") and self._replaying.acquire(blocking=False):
+            threading.Thread(target=self._replay, name="history-replay", daemon=True).start()
+
+    def _replay(self) -> None:
+        try:
+            self.reload()   # sets or clears the "history replay" fault itself
+        except Exception:
+            logger.exception("history replay failed")
+        finally:
+            self._replaying.release()
+
+    # ------------------------------------------------------------------ predictions
+    def _new_prediction_id(self) -> str:
+        return hashlib.blake2b(next(self._id_counter).to_bytes(8, "little"), key=self._id_key,
+                               digest_size=16).hexdigest()
+
+    def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest) -> pb.Estimate:
+        answer = self.engine.estimate(spec, at_allocation=at_allocation)
+        prediction_id = self._new_prediction_id()
+        if answer.fallback:
+            self.metrics.fallbacks.inc()
+            self._fallbacks += 1
+        try:
+            self.store.record_prediction(PredictionRow(
+                prediction_id=prediction_id, job_id=spec.job_id, stage=stage, user=spec.user,
+                application=spec.application, created=time.time(), runtime_s=answer.runtime_s,
+                low_s=answer.low_s, high_s=answer.high_s, bound_s=answer.bound_s,
+                requested_time_s=float(spec.time_limit_s), comm_time_s=answer.comm_time_s,
+                model_name=answer.model_name, model_version=answer.model_version, fallback=answer.fallback,
+                request=request.SerializeToString()))
+        except StoreError as error:
+            # The estimate is still right; only its record is missing. Answer, flag the fault.
+            self.faults.set("store", "record prediction", str(error))
+            logger.error("prediction %s not recorded: %s", prediction_id, error)
+            prediction_id = ""
+        else:
+            if self.faults.clear("store", "record prediction"):
+                self._store_answers()
+        return estimate_message(answer, prediction_id)
+
+    def predict(self, request: pb.JobRequest) -> pb.Estimate:
+        spec = job_spec_from_request(request, self.limits)
+        return self._answer(spec, "submit", False, request)
+
+    def predict_at_allocation(self, request: pb.AllocationRequest) -> pb.Estimate:
+        if not request.node_list:
+            raise InvalidRequest("node_list", "required at allocation")
+        job_request = request.request
+        if not job_request.job.user and request.prediction_id:
+            # The prolog may send only ids: the submission's own request says who and what.
+            job_request, _ = self._stored_request(request.prediction_id)
+        spec = job_spec_from_request(job_request, self.limits, node_list=request.node_list,
+                                     job_id=request.job_id, tasks_per_node=request.tasks_per_node)
+        return self._answer(spec, "allocation", True, job_request)
+
+    def _stored_request(self, prediction_id: str):
+        """The JobRequest a stored prediction was made for, and its row."""
+        row = self.store.prediction(prediction_id)
+        if row is None or not row.request:
+            raise InvalidRequest("prediction_id", f"unknown prediction {prediction_id!r}")
+        return pb.JobRequest.FromString(row.request), row
+
+    def report_outcome(self, request: pb.Outcome) -> pb.OutcomeAck:
+        record, prediction_id = self._outcome_record(request)
+        stored = self.store.record_outcome(record, prediction_id=prediction_id, node_list=request.node_list)
+        self._store_answers()
+        if stored:
+            self.engine.observe(record)
+            self.metrics.outcomes.labels(record.state).inc()
+        return pb.OutcomeAck(stored=True, job_id=record.job_id, duplicate=not stored)
+
+    def _outcome_record(self, outcome) -> tuple[JobRecord, str]:
+        if not outcome.job_id:
+            raise InvalidRequest("job_id", "required")
+        if len(outcome.job_id) > 128:
+            raise InvalidRequest("job_id", "longer than 128 characters")
+        state = outcome.state.upper().split()[0] if outcome.state.strip() else ""
+        if state not in STATES:
+            raise InvalidRequest("state", f"unknown final state {outcome.state!r}")
+        elapsed = outcome.elapsed_s or (outcome.end_time - outcome.start_time if outcome.end_time and outcome.start_time else -1)
+        if not 0 <= elapsed <= self.limits.max_time_s:
+            raise InvalidRequest("elapsed_s", f"{elapsed} is not a runtime in seconds")
+        request = outcome.request
+        if not request.job.user and outcome.prediction_id:
+            try:
+                request, _ = self._stored_request(outcome.prediction_id)
+            except InvalidRequest:
+                pass  # unknown prediction: the outcome's own (empty) request is then refused below
+        spec = job_spec_from_request(request, self.limits, job_id=outcome.job_id)
+        record = JobRecord(
+            job_id=outcome.job_id, user=spec.user, submit_time=float(outcome.submit_time or spec.submit_time),
+            runtime_s=float(elapsed), requested_time_s=float(0 if spec.time_limit_is_default else spec.time_limit_s),
+            application=spec.application, job_name=spec.job_name, group=spec.group, account=spec.account,
+            partition=spec.partition, qos=spec.qos, nodes=spec.nodes,
+            requested_procs=spec.ntasks * spec.cpus_per_task, start_time=float(outcome.start_time or -1),
+            end_time=float(outcome.end_time or time.time()), state=state, exit_code=int(outcome.exit_code),
+            inputs=spec.inputs)
+        return record, outcome.prediction_id
+
+    def report_runtime_features(self, request: pb.RuntimeFeatures) -> pb.Estimate:
+        if not request.prediction_id:
+            raise InvalidRequest("prediction_id", "required")
+        job, row = self._stored_request(request.prediction_id)
+        if len(request.features) > self.limits.max_inputs:
+            raise InvalidRequest("features", f"more than {self.limits.max_inputs}")
+        for feature in request.features:
+            if not feature.key:
+                raise InvalidRequest("features.key", "required")
+            job.inputs[feature.key].CopyFrom(feature.value)
+        spec = job_spec_from_request(job, self.limits, job_id=request.job_id or row.job_id)
+        return self._answer(spec, "runtime-features", False, job)
+
+    # ------------------------------------------------------------------ admin
+    def _model_infos(self) -> list[pb.ModelInfo]:
+        return [pb.ModelInfo(kind=artifact.kind, key=artifact.key, version=artifact.version,
+                             created=artifact.created, path=str(artifact.path), serving=True,
+                             metadata={k: str(v) for k, v in artifact.metadata.items()})
+                for artifact in self.engine.describe()]
+
+    def reload_models(self, request=None) -> pb.ReloadReply:
+        models = self.reload()
+        return pb.ReloadReply(models=self._model_infos(), errors=list(models.errors))
+
+    def list_models(self, request=None) -> pb.ModelList:
+        return pb.ModelList(models=self._model_infos())
+
+    def get_status(self, request=None) -> pb.Status:
+        try:
+            counts = self.store.counts()
+            accuracy = self.store.recent_accuracy()
+            self.faults.clear("store", "read status")
+        except StoreError as error:
+            self.faults.set("store", "read status", str(error))
+            counts, accuracy = {"jobs": 0, "outcomes": 0, "predictions": 0}, {}
+        return pb.Status(version=__version__, uptime_s=time.time() - self.started, models=self._model_infos(),
+                         jobs=counts["jobs"], outcomes=counts["outcomes"], predictions=counts["predictions"],
+                         faults=self.faults.lines(), recent_accuracy=accuracy,
+                         store=getattr(self.store, "path", ""), requests=self._requests, fallbacks=self._fallbacks)

@@ -1,0 +1,14 @@
+"""The runnable examples in the daemon's own modules' docstrings."""
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["faults", "journal", "config", "server"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(f"hpcpredict.daemon.{name}")
+    failures, tried = doctest.testmod(module)
+    assert tried > 0 and failures == 0

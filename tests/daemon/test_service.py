@@ -1,0 +1,46 @@
+"""The transport-free PredictionService, called directly: values in, values or our errors out."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hpcpredict.daemon.config import load_config
+from hpcpredict.daemon.errors import InvalidRequest, PermissionDenied
+from hpcpredict.daemon.server import create_daemon
+from hpcpredict.daemon.service import error_message, status_name
+from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+
+@pytest.fixture
+def service(world_dir):
+    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
+                                        "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir)})
+    daemon = create_daemon(config)   # built, not started: no socket answers
+    daemon.service.reload()
+    yield daemon.service
+    daemon.store.close()
+
+
+def test_predict_and_outcome_without_any_transport(service):
+    request = pb.JobRequest(job=pb.JobIdentity(user="ann", application="lmp"),
+                            resources=pb.Resources(nodes=1, ntasks=4), time_limit_s=3600)
+    estimate = service.call("Predict", request)
+    assert isinstance(estimate, pb.Estimate) and estimate.prediction_id and estimate.runtime_s > 0
+    ack = service.call("ReportOutcome", pb.Outcome(job_id="1", prediction_id=estimate.prediction_id,
+                                                   elapsed_s=600, state="COMPLETED", end_time=1_700_000_000))
+    assert ack.stored and not ack.duplicate
+
+
+def test_our_errors_come_out_and_map_to_one_status_each(service):
+    with pytest.raises(InvalidRequest) as bad:
+        service.call("Predict", pb.JobRequest())
+    assert status_name(bad.value) == "INVALID_ARGUMENT" and error_message("Predict", bad.value).startswith("job.user")
+    for caller in (None, 65534):   # unknown (the public gRPC socket) or not an admin
+        with pytest.raises(PermissionDenied) as denied:
+            service.call("GetStatus", pb.StatusRequest(), caller)
+        assert status_name(denied.value) == "PERMISSION_DENIED"
+    status = service.call("GetStatus", pb.StatusRequest(), os.getuid())   # the daemon's own user is an admin
+    assert status.requests == 3 and status.predictions == 0 and not status.faults   # the three calls before
+    assert status_name(ZeroDivisionError()) == "INTERNAL"
+    assert error_message("Predict", ZeroDivisionError("secret detail")) == "internal error in Predict: ZeroDivisionError"
