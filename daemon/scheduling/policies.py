@@ -24,12 +24,12 @@ import heapq
 from typing import Callable
 
 from hpcpredict.daemon.history.evaluate import end_time, scorable
-from hpcpredict.daemon.history.predictors import WalltimePrediction
+from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.scheduling.workload import SimJob
 from hpcpredict.daemon.walltime_policy import LimitChange, plan_limits
 
-Policy = Callable[[SimJob, WalltimePrediction], SimJob]
+Policy = Callable[[SimJob, RuntimeEstimate], SimJob]
 
 
 def _apply(job: SimJob, change: LimitChange, soft: bool = False) -> SimJob:
@@ -40,30 +40,30 @@ def _apply(job: SimJob, change: LimitChange, soft: bool = False) -> SimJob:
     return job
 
 
-def user(job: SimJob, prediction: WalltimePrediction) -> SimJob:
+def user(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
     return job
 
 
-def hpcpredict(job: SimJob, prediction: WalltimePrediction) -> SimJob:
+def hpcpredict(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
     return _apply(job, plan_limits(bound_s=prediction.bound_s, requested_s=job.request_s,
                                    fallback=prediction.fallback))
 
 
-def oracle(job: SimJob, prediction: WalltimePrediction) -> SimJob:
+def oracle(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
     return dataclasses.replace(job, limit_s=max(job.work_s, 1.0), time_min_s=0.0, soft_time_min=False)
 
 
-def oracle_time_min(job: SimJob, prediction: WalltimePrediction) -> SimJob:
+def oracle_time_min(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
     return _apply(job, plan_limits(bound_s=max(job.work_s, 1.0), requested_s=job.request_s))
 
 
-def hpcpredict_time(job: SimJob, prediction: WalltimePrediction) -> SimJob:
+def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
     change = plan_limits(bound_s=prediction.bound_s, requested_s=0, fallback=prediction.fallback,
                          max_time_s=job.request_s or None)
     return _apply(job, change)
 
 
-def hpcpredict_soft(job: SimJob, prediction: WalltimePrediction) -> SimJob:
+def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
     return _apply(job, plan_limits(bound_s=prediction.bound_s, requested_s=job.request_s,
                                    fallback=prediction.fallback), soft=True)
 
@@ -81,18 +81,18 @@ def shortened(before: SimJob, after: SimJob) -> bool:
 
 
 def online_predictions(records: list[JobRecord], risk: float, model=None,
-                       progress: Callable[[int, int], None] | None = None) -> dict[int, WalltimePrediction]:
+                       progress: Callable[[int, int], None] | None = None) -> dict[int, RuntimeEstimate]:
     """Our answer for every scorable record at its submission, keyed by ``id(record)``."""
     from hpcpredict.daemon.history.model import HpcPredictModel
 
     model = model or HpcPredictModel()
     ordered = scorable(records)
-    answers: dict[int, WalltimePrediction] = {}
+    answers: dict[int, RuntimeEstimate] = {}
     running: list[tuple[float, int]] = []     # (trace end, index) of jobs not yet observed
     for index, record in enumerate(ordered):
         while running and running[0][0] <= record.submit_time:
             model.observe(ordered[heapq.heappop(running)[1]])
-        answers[id(record)] = model.answer(record, risk, explain=False)
+        answers[id(record)] = model.submit(record, risk, explain=False)  # submit: its outcome then scores it
         heapq.heappush(running, (end_time(record), index))
         if progress is not None and (index % 500 == 0 or index == len(ordered) - 1):
             progress(index + 1, len(ordered))

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from hpcpredict.daemon.history.predictors import WalltimePrediction
+from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.history.traces import read_trace
 from hpcpredict.daemon.scheduling import policies
 from hpcpredict.daemon.scheduling.workload import SimJob, sim_jobs, trace_machine_size
@@ -12,7 +12,8 @@ from hpcpredict.daemon.walltime_policy import plan_limits
 
 
 def prediction(bound, fallback=False):
-    return WalltimePrediction(bound / 2, bound, bound / 3, bound, 0.8, (), fallback, "test")
+    return RuntimeEstimate(runtime_s=bound / 2, bound_s=bound, low_s=bound / 3, high_s=bound, coverage=0.8,
+                           explanation=(), fallback=fallback, model_name="test")
 
 
 def job(request=7200.0, work=1000.0):
@@ -60,7 +61,7 @@ def test_online_predictions_only_see_jobs_ended_before_submission(kth_slice):
         def observe(self, record):
             self.seen.append(record)
 
-        def answer(self, record, risk, explain=False):
+        def submit(self, record, risk, explain=False):
             assert all(r.end_time <= record.submit_time for r in self.seen)
             return prediction(600.0)
 
