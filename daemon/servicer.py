@@ -256,10 +256,16 @@ class PredictorServicer(pb_grpc.PredictorServicer):
         elapsed = outcome.elapsed_s or (outcome.end_time - outcome.start_time if outcome.end_time and outcome.start_time else -1)
         if not 0 <= elapsed <= self.limits.max_time_s:
             raise InvalidRequest("elapsed_s", f"{elapsed} is not a runtime in seconds")
+        prediction_id = outcome.prediction_id
+        if not prediction_id:
+            # The hooks' AdminComment field was rewritten by a site tool: the prediction
+            # recorded at allocation under this job id (after its submission) links the outcome.
+            row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0))
+            prediction_id = row.prediction_id if row is not None else ""
         request = outcome.request
-        if not request.job.user and outcome.prediction_id:
+        if not request.job.user and prediction_id:
             try:
-                request, _ = self._stored_request(outcome.prediction_id)
+                request, _ = self._stored_request(prediction_id)
             except InvalidRequest:
                 pass  # unknown prediction: the outcome's own (empty) request is then refused below
         spec = job_spec_from_request(request, self.limits, job_id=outcome.job_id)
@@ -271,7 +277,7 @@ class PredictorServicer(pb_grpc.PredictorServicer):
             requested_procs=spec.ntasks * spec.cpus_per_task, start_time=float(outcome.start_time or -1),
             end_time=float(outcome.end_time or time.time()), state=state, exit_code=int(outcome.exit_code),
             inputs=spec.inputs)
-        return record, outcome.prediction_id
+        return record, prediction_id
 
     def ReportRuntimeFeatures(self, request, context):
         def body():
