@@ -89,7 +89,6 @@ def test_suggestion_lines_from_estimate():
     assert comment.startswith("JS1:site-data {hpcpredict=s1;alloc=abc;advice=")
     assert slurmjob.advice_from_admin_comment(comment) == lines
     assert slurmjob.linked_prediction_id(comment) == "s1"
-    assert slurmjob.linked_prediction_id(slurmjob.admin_field("", "abc", lines)) == ""   # not inside braces
     assert slurmjob.linked_prediction_id(slurmjob.with_our_field("", slurmjob.admin_field("", "abc", lines))) == "abc"
     assert slurmjob.linked_prediction_id("JS1:rewritten-by-a-site-tool") == ""
 
