@@ -165,8 +165,10 @@ def test_admin_comment_shared_with_a_site_tool(cluster, daemon):
                    env=cluster.env(), check=True, timeout=10)
     subprocess.run(["scontrol", "release", job_id], env=cluster.env(), check=True, timeout=10)
     poll(lambda: cluster.job(job_id).get("JobState") == "RUNNING", 60, "the job to run")
-    comment = poll(lambda: (c := cluster.job(job_id)["AdminComment"]) if ";alloc=" in c else None, 30,
-                   "the prolog's field")
+    def prolog_field():
+        comment = cluster.job(job_id)["AdminComment"]
+        return comment if ";alloc=" in comment else None
+    comment = poll(prolog_field, 30, "the prolog's field")
     assert comment.startswith("site:cost=3 {hpcpredict=")
     allocation_id = re.search(r";alloc=(\w+)", comment).group(1)
     subprocess.run(["scontrol", "update", f"jobid={job_id}", "AdminComment=JS1:rewritten-by-the-site-tool"],
