@@ -95,9 +95,9 @@ def test_backfill_never_lowers_a_limit_below_the_bound(cluster, daemon):
         limit_s = slurmjob.slurm_duration_s(job["TimeLimit"])
         if job.get("TimeMin", "N/A") not in ("N/A", ""):
             changed += 1
-            assert ";time_min=auto" in slurmjob.our_field(job["AdminComment"])
             assert row.bound_s <= limit_s <= 600, (job_id, job["TimeLimit"], row.bound_s)
         assert job["JobState"] == "COMPLETED", (job_id, job["JobState"], job.get("Reason"), job["TimeLimit"])
+        assert ";time_min=auto" in slurmjob.our_field(job["AdminComment"])
     assert changed == len(small)          # the hook set --time-min on every small job
     for job_id in (blocker, head):
         cluster.wait_done(job_id, timeout=60)
