@@ -19,10 +19,12 @@ from hpcpredict.slurm_plugin import slurmjob
 
 from .harness import FakeHookServer, poll
 
-# The history of BF_SCRIPT says 20-100 s (point estimate 25 s, bound 100 s at the test daemon's
-# risk); the job itself runs 90 s: within its bound, above its point estimate.
-BF_RUNTIMES = [100.0, 20.0, 25.0, 20.0, 30.0]
-BF_SLEEP = 90
+# The history of BF_SCRIPT says 20-240 s (point estimate 25 s, bound 240 s at the test daemon's
+# risk); the job itself runs 200 s: within its bound, far above its point estimate, and longer
+# than any limit backfill could give it before the blocker's 3 minutes are up (Slurm enforces a
+# limit within about 30 s).
+BF_RUNTIMES = [240.0, 20.0, 25.0, 20.0, 30.0]
+BF_SLEEP = 200
 BF_SCRIPT = f"#!/bin/bash\n#SBATCH -J bf\nsleep {BF_SLEEP}\n"
 
 
@@ -69,16 +71,18 @@ def final(cluster, job_id: str) -> dict:
 
 
 def test_backfill_never_lowers_a_limit_below_the_bound(cluster, daemon):
-    """A blocker holds 4 of 8 nodes for up to 2 min; a head job waits for all 8 nodes; then
+    """A blocker holds 4 of 8 nodes for up to 3 min; a head job waits for all 8 nodes; then
     four small jobs with --time=10 whose history gives a small point estimate (25 s) but a
-    bound of 100 s. Backfill may start them early only down to their --time-min: every job the
+    bound of 240 s. Backfill may start them early only down to their --time-min: every job the
     hook changed must start with a limit at or above its bound and at or below its --time, and
-    each (running 90 s, within its bound) must complete, not be killed."""
+    each (running 200 s, within its bound) must complete, not be killed. (With --time-min at
+    the point estimate, backfill starts them in the blocker's shadow with a 1-2 minute limit
+    and they end TIMEOUT.)"""
     poll(lambda: squeue_empty(cluster), 180, "an empty queue")
     seed(daemon, "alice", "bf", BF_SCRIPT, BF_RUNTIMES)
     cluster.write_script("bf.sh", BF_SCRIPT)
-    blocker, _, _, _ = cluster.sbatch("bob", "--exclusive", "-N", "4", "-t", "2", "-J", "blocker", "-o", "/dev/null",
-                                      "--wrap", "sleep 110")
+    blocker, _, _, _ = cluster.sbatch("bob", "--exclusive", "-N", "4", "-t", "3", "-J", "blocker", "-o", "/dev/null",
+                                      "--wrap", "sleep 170")
     poll(lambda: cluster.job(blocker).get("JobState") == "RUNNING", 30, "the blocker to run")
     head, _, _, _ = cluster.sbatch("bob", "--exclusive", "-N", "8", "-t", "1", "-J", "head", "-o", "/dev/null",
                                    "--wrap", "sleep 5")
