@@ -67,13 +67,17 @@ class Bench:
         stamp = time.time() + self.bump
         os.utime(self.lua, (stamp, stamp))
 
-    def sbatch(self, script: str = "bench.sh") -> tuple[float, str]:
+    def sbatch(self, script: str = "bench.sh", check: bool = True) -> tuple[float, str]:
+        """Wall time of one sbatch and its stderr; with ``check=False`` a failed sbatch (e.g.
+        slurmctld did not answer within MessageTimeout) returns its time and "FAILED: ..."."""
         started = time.perf_counter()
         done = subprocess.run(["sbatch", "--hold", "-t", "30", "-o", "/dev/null", script], cwd=self.jobs,
                               env=self.env, capture_output=True, text=True, timeout=300)
         took = time.perf_counter() - started
         if done.returncode != 0:
-            raise RuntimeError(done.stderr)
+            if check:
+                raise RuntimeError(done.stderr)
+            return took, "FAILED: " + done.stderr.strip().splitlines()[-1:][0] if done.stderr.strip() else "FAILED"
         return took, done.stderr
 
     def cancel(self) -> None:
@@ -96,10 +100,12 @@ class Bench:
         offset = self.log_offset()
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=count) as pool:
-            times = [t for t, _ in pool.map(lambda _: self.sbatch(script), range(count))]
+            done = list(pool.map(lambda _: self.sbatch(script, check=False), range(count)))
         wall = time.perf_counter() - started
         self.cancel()
-        return {"wall_s": round(wall, 2), **_stats(times), **self.hook_ms_since(offset)}
+        failed = [stderr for _, stderr in done if stderr.startswith("FAILED")]
+        return {"wall_s": round(wall, 2), **_stats([t for t, _ in done]), "sbatch_failed": len(failed),
+                "sbatch_errors": sorted(set(failed))[:3], **self.hook_ms_since(offset)}
 
 
 def run(args: list[str]) -> dict:
