@@ -102,10 +102,20 @@ class Bench:
         with ThreadPoolExecutor(max_workers=count) as pool:
             done = list(pool.map(lambda _: self.sbatch(script, check=False), range(count)))
         wall = time.perf_counter() - started
+        # slurmctld keeps working through RPCs whose sbatch already gave up: wait until its log
+        # is quiet, then count the jobs that exist (a "failed" sbatch may have created its job)
+        size, quiet_since = -1, time.monotonic()
+        while time.monotonic() - quiet_since < 3 and time.monotonic() - started < 120:
+            time.sleep(0.5)
+            if self.log_offset() != size:
+                size, quiet_since = self.log_offset(), time.monotonic()
+        created = subprocess.run(["squeue", "-h", "-u", "root", "-o", "%i"], env=self.env, capture_output=True,
+                                 text=True, timeout=60).stdout.split()
         self.cancel()
         failed = [stderr for _, stderr in done if stderr.startswith("FAILED")]
         return {"wall_s": round(wall, 2), **_stats([t for t, _ in done]), "sbatch_failed": len(failed),
-                "sbatch_errors": sorted(set(failed))[:3], **self.hook_ms_since(offset)}
+                "sbatch_errors": sorted(set(failed))[:3], "jobs_created": len(created),
+                "controller_busy_s": round(time.monotonic() - started - 3, 1), **self.hook_ms_since(offset)}
 
 
 def run(args: list[str]) -> dict:
