@@ -167,7 +167,11 @@ def run(args: list[str]) -> dict:
             bench.configure(enabled=str(condition == "on").lower(), hook_socket=daemon.hook_socket)
             bench.sbatch()                                     # first call after a reload is not measured
             for _ in range(options.block):
-                took, stderr = bench.sbatch()
+                took, stderr = bench.sbatch(check=False)
+                if stderr.startswith("FAILED"):
+                    results.setdefault("latency_sbatch_failed", 0)
+                    results["latency_sbatch_failed"] += 1
+                    continue
                 missed += condition == "on" and "hpcpredict:" not in stderr
                 samples[condition].append(took)
             bench.cancel()
@@ -179,11 +183,12 @@ def run(args: list[str]) -> dict:
         # 2. one 1 MiB script at a time: healthy daemon, hung daemon (breaker off)
         for name, socket_path in (("big_healthy", daemon.hook_socket), ("big_hung", hung.path)):
             bench.configure(enabled="true", hook_socket=socket_path, breaker_failures="0")
-            bench.sbatch("big.sh")
+            bench.sbatch("big.sh", check=False)
             offset = bench.log_offset()
-            times = [bench.sbatch("big.sh")[0] for _ in range(options.big)]
+            done = [bench.sbatch("big.sh", check=False) for _ in range(options.big)]
             bench.cancel()
-            results[name] = {**_stats(times), **bench.hook_ms_since(offset)}
+            results[name] = {**_stats([t for t, _ in done]), **bench.hook_ms_since(offset),
+                             "sbatch_failed": sum(stderr.startswith("FAILED") for _, stderr in done)}
 
         # 3. bursts of concurrent sbatch (1 MiB scripts) against a hung daemon, breaker off / on
         for name, failures in (("burst_hung_no_breaker", "0"), ("burst_hung_breaker", "3")):
