@@ -242,22 +242,23 @@ class PredictionService:
         elapsed = outcome.elapsed_s or (outcome.end_time - outcome.start_time if outcome.end_time and outcome.start_time else -1)
         if not 0 <= elapsed <= self.limits.max_time_s:
             raise InvalidRequest("elapsed_s", f"{elapsed} is not a runtime in seconds")
+        prediction_id = outcome.prediction_id
+        if not prediction_id:
+            # The hooks' AdminComment field was rewritten by a site tool: the prediction
+            # recorded at allocation under this job id (after its submission) links the outcome.
+            row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0))
+            prediction_id = row.prediction_id if row is not None else ""
         request = outcome.request
-        if not request.job.user and outcome.prediction_id:
+        if not request.job.user and prediction_id:
             try:
-                request, _ = self._stored_request(outcome.prediction_id)
+                request, _ = self._stored_request(prediction_id)
             except InvalidRequest:
                 pass  # unknown prediction: the outcome's own (empty) request is then refused below
         spec = job_spec_from_request(request, self.limits, job_id=outcome.job_id)
-        record = JobRecord(
-            job_id=outcome.job_id, user=spec.user, submit_time=float(outcome.submit_time or spec.submit_time),
-            runtime_s=float(elapsed), requested_time_s=float(0 if spec.time_limit_is_default else spec.time_limit_s),
-            application=spec.application, job_name=spec.job_name, group=spec.group, account=spec.account,
-            partition=spec.partition, qos=spec.qos, nodes=spec.nodes,
-            requested_procs=spec.ntasks * spec.cpus_per_task, start_time=float(outcome.start_time or -1),
-            end_time=float(outcome.end_time or time.time()), state=state, exit_code=int(outcome.exit_code),
-            inputs=spec.inputs)
-        return record, outcome.prediction_id
+        record = spec.record(submit_time=float(outcome.submit_time or spec.submit_time), runtime_s=float(elapsed),
+                             start_time=float(outcome.start_time or -1), end_time=float(outcome.end_time or time.time()),
+                             state=state, exit_code=int(outcome.exit_code))
+        return record, prediction_id
 
     def report_runtime_features(self, request: pb.RuntimeFeatures) -> pb.Estimate:
         if not request.prediction_id:

@@ -150,6 +150,11 @@ class Store(ABC):
     @abstractmethod
     def prediction(self, prediction_id: str) -> PredictionRow | None: ...
 
+    def prediction_for_job(self, job_id: str, *, since: float = 0.0) -> PredictionRow | None:
+        """The latest prediction recorded for ``job_id`` (at allocation) created at or after
+        ``since``; None when there is none (or the store cannot look it up)."""
+        return None
+
     @abstractmethod
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
         """Every ended job in end-time order (history replays depend on that order)."""
@@ -492,6 +497,19 @@ class SQLiteStore(Store):
         rows = self._read("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, "
                           "high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, "
                           "request FROM predictions WHERE prediction_id = ?", (prediction_id,))
+        return _prediction_from_values(rows[0]) if rows else None
+
+    def prediction_for_job(self, job_id: str, *, since: float = 0.0) -> PredictionRow | None:
+        if not job_id:
+            return None
+        with self._journal_lock:
+            pending = [values for values in self._pending_ids.values() if values[1] == job_id and values[5] >= since]
+        if pending:
+            return _prediction_from_values(max(pending, key=lambda values: values[5]))
+        rows = self._read("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, "
+                          "high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, "
+                          "request FROM predictions WHERE job_id = ? AND created >= ? ORDER BY created DESC LIMIT 1",
+                          (job_id, since))
         return _prediction_from_values(rows[0]) if rows else None
 
     # -- status

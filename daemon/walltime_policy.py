@@ -9,9 +9,11 @@ Rules (``slurm_plugin/job_submit.lua`` applies exactly these; a test runs both o
 
 - An estimate that is not sane (not finite, ≤ 0, above the site cap) changes nothing.
 - A fallback estimate (no history, no inputs model) changes nothing.
-- The user gave ``--time`` and ``--time-min``: nothing changes.
+- The user gave ``--time-min`` (with or without ``--time``): nothing changes.
 - The user gave ``--time``: ``time_min`` = the bound rounded up to a minute (never below the
-  site floor), only when that is below ``--time``; otherwise the job is left alone.
+  site floor), only when that is below ``--time`` and at most the partition's ``MaxTime``, the
+  QOS's ``MaxWall`` and the site cap; otherwise the job is left alone (lowering ``time_min``
+  below the bound to fit a maximum would raise the kill risk above the site's target).
 - No ``--time``: ``time_limit`` = the bound rounded up to a minute, at least the site floor,
   clamped to the partition's ``MaxTime``, the QOS's ``MaxWall`` and the site cap.
 
@@ -61,19 +63,21 @@ def plan_limits(*, bound_s: float, requested_s: float = 0, user_time_min_s: floa
         return LimitChange(None, None, "insane_estimate")
     if fallback:
         return LimitChange(None, None, "fallback")
+    if user_time_min_s > 0:
+        return LimitChange(None, None, "user_time_min")
+    cap = site_cap_s if max_time_s is None or max_time_s <= 0 else min(site_cap_s, max_time_s)
     if requested_s > 0:
-        if user_time_min_s > 0:
-            return LimitChange(None, None, "user_time_min")
         time_min = max(ceil_minute(bound_s), ceil_minute(floor_s))
         if time_min >= requested_s:
             return LimitChange(None, None, "bound_not_below_request")
+        if time_min > cap:
+            return LimitChange(None, None, "bound_above_max_time")
         if not set_time_min:
             return LimitChange(None, None, "time_min_off")
         return LimitChange(None, time_min, "time_min")
     if not set_time_limit:
         return LimitChange(None, None, "time_limit_off")
     limit = max(ceil_minute(bound_s), ceil_minute(floor_s))
-    cap = site_cap_s if max_time_s is None or max_time_s <= 0 else min(site_cap_s, max_time_s)
     limit = min(limit, int(cap // 60) * 60)
     if limit < 60:
         return LimitChange(None, None, "cap_below_one_minute")

@@ -37,6 +37,7 @@ DEFAULTS = {
     "slurm_bin": "/usr/bin",        # where scontrol/sacct live (the prologs have no PATH)
     "prolog_budget_s": "2.0",       # hook call budget in PrologSlurmctld / EpilogSlurmctld
     "prolog_adjust_time_limit": "false",  # lower an automatic time limit to the refined bound
+    "max_time_limit_s": "31622400", # site cap (366 days); an estimate above it changes nothing
     "outcome_wait_s": "30",         # how long the epilog waits for sacct's final state (0 = never)
     "outcome_retry_s": "120",       # how long the epilog retries while the daemon is unreachable
     "task_prolog_enabled": "true",

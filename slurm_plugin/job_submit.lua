@@ -1,29 +1,46 @@
 -- job_submit.lua: hpcpredict's submission hook for Slurm (JobSubmitPlugins=lua, Lua 5.1).
 --
--- Installed next to slurm.conf. For every batch job it sends the job description (raw script,
--- argv, resources, time limit, identity) to hpcpredictd's hook socket as one JSON line, reads
--- one JSON line back (an Estimate) and applies the site policy:
---   * the user gave --time: keep it as the kill limit, set time_min to the prediction
---     (backfill can start the job earlier; no job is killed sooner than asked);
---   * no --time: set time_limit from the predicted upper bound at the site's risk target;
---   * one line to the user (slurm.log_user -> sbatch's stderr), the prediction id in
---     admin_comment and in the job environment (HPCPREDICT_PREDICTION_ID).
+-- Installed next to slurm.conf. For every batch job it sends the job description (the start of
+-- the script, argv, resources, time limit, identity) to hpcpredictd's hook socket as one JSON
+-- line, reads one JSON line back (an Estimate) and applies the site policy, which is
+-- daemon/walltime_policy.py's plan_limits (plan_limits below is its port; a test runs both on
+-- one table of cases):
+--   * the user gave --time: keep it; set --time-min to the runtime bound at the site's risk
+--     target (rounded up to a minute, at least the site floor) when that is below --time.
+--     On Slurm 22.05 --time-min is a kill limit: backfill may start the job early with its
+--     limit lowered to --time-min and enforces it, so a job whose limit was lowered is killed
+--     with probability about the risk target (ADMIN.md);
+--   * no --time: set --time to that bound, clamped to the partition's MaxTime, the QOS's
+--     MaxWall (from this file's settings: the Lua API of 22.05 does not expose QOS limits) and
+--     the site cap;
+--   * an estimate that is not sane (not finite, <= 0, above the site cap) or a fallback
+--     (no history) changes nothing, and the controller log says why;
+--   * one line to the user (slurm.log_user -> sbatch's stderr); our tagged field
+--     "{hpcpredict=<id>...}" inside AdminComment (what others put there is kept) and the id in
+--     the job environment (HPCPREDICT_PREDICTION_ID).
 -- It FAILS OPEN: no daemon, a slow or hung daemon, garbage, missing fields -> the job is
--- accepted exactly as submitted, and the controller log says why. The whole exchange has a
--- hard budget (BUDGET_S) because slurmctld holds its job write lock while this runs.
+-- accepted exactly as submitted. Its cost is bounded because slurmctld holds its job write lock
+-- while this runs: the budget clock starts when slurm_job_submit is entered, at most
+-- max_script_bytes of the script are sent, and after breaker_failures consecutive failures the
+-- hook stops calling for breaker_cooldown_s (jobs are accepted unchanged at once meanwhile).
 --
 -- Settings below may be overridden, one "key = value" per line, in hpcpredict-hooks.conf
 -- in the hpcpredict/ folder next to this file, then in a copy next to this file (read when
 -- slurmctld (re)loads the script, i.e. when this file's mtime changes: `touch` it after
--- editing the settings). Needs lua-socket (Debian: lua-socket) for socket.unix.
+-- editing the settings). Needs lua-socket (socket.unix, mime) and lua-cjson (Debian packages).
 
 local CONFIG = {
   hook_socket = "/run/hpcpredict/hook.sock",  -- the daemon's [daemon] hook_socket
-  budget_s = 0.3,               -- hard limit for connect + send + receive, seconds
+  budget_s = 0.3,               -- hard limit from entering slurm_job_submit to the answer, seconds
   risk = 0,                     -- 0 = the daemon's site risk target; else e.g. 0.05
   set_time_min = true,          -- policy when the user gave --time
   set_time_limit = true,        -- policy when the user gave no --time
-  max_script_bytes = 1048576,   -- larger scripts are sent without their text
+  min_time_limit_s = 300,       -- the floor of every limit we set (= the daemon's [policy] min_time_limit_s)
+  max_time_limit_s = 31622400,  -- site cap (366 days): no limit above it; estimates above it are ignored
+  qos_max_wall_s = "",          -- "normal=172800,long=604800": QOS MaxWall in seconds (not visible from Lua)
+  max_script_bytes = 65536,     -- the script is cut to this many bytes (the request says the full size)
+  breaker_failures = 3,         -- consecutive failures that open the circuit breaker (0 = never)
+  breaker_cooldown_s = 30,      -- how long the open breaker skips the daemon
   env_vars = "OMP_NUM_THREADS,HPCPREDICT_APP,HPCPREDICT_INPUTS",  -- job env sent along
   enabled = true,
 }
@@ -56,14 +73,22 @@ end
 load_config(this_dir() .. "hpcpredict/hpcpredict-hooks.conf")
 load_config(this_dir() .. "hpcpredict-hooks.conf")
 
--- ------------------------------------------------------------------ JSON (small, strict)
-local json = {}
+-- ------------------------------------------------------------------ libraries
+local socket_ok, socket = pcall(require, "socket")
+local unix_ok, unix = pcall(require, "socket.unix")
+local mime_ok, mime = pcall(require, "mime")
+local cjson_ok, cjson_module = pcall(require, "cjson")
+local cjson = cjson_ok and cjson_module.new() or nil   -- a private instance: our settings only
+if cjson ~= nil then
+  cjson.decode_max_depth(32)
+  cjson.encode_max_depth(32)
+end
 
-local ESCAPES = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f',
-                  ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
+local function now() return socket_ok and socket.gettime() or os.time() end
 
--- Replace every byte that is not part of a valid UTF-8 sequence by U+FFFD, so the daemon
--- (which parses strict UTF-8) never rejects a job because of a stray Latin-1 byte.
+-- Replace every byte that is not part of a valid UTF-8 sequence by U+FFFD: cjson passes bytes
+-- through unchecked, and the daemon (which parses strict UTF-8) must never reject a job
+-- because of a stray Latin-1 byte.
 local function utf8_clean(s)
   if not s:find("[\128-\255]") then return s end
   local out, i, n = {}, 1, #s
@@ -91,139 +116,70 @@ local function utf8_clean(s)
   return table.concat(out)
 end
 
-local function encode_string(s)
-  s = utf8_clean(s)
-  return '"' .. s:gsub('[%c"\\]', function(ch)
-    return ESCAPES[ch] or string.format("\\u%04x", ch:byte())
-  end) .. '"'
-end
-
--- Tables with a field `__array` (or empty tables marked so) encode as arrays.
-function json.encode(v)
-  local kind = type(v)
-  if kind == "string" then return encode_string(v)
-  elseif kind == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then error("json: number is not finite") end
-    if v == math.floor(v) and math.abs(v) < 2^53 then return string.format("%d", v) end
-    return string.format("%.17g", v)
-  elseif kind == "boolean" then return tostring(v)
-  elseif kind == "nil" then return "null"
-  elseif kind == "table" then
-    local parts = {}
-    if v.__array then
-      for i = 1, #v do parts[#parts + 1] = json.encode(v[i]) end
-      return "[" .. table.concat(parts, ",") .. "]"
-    end
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-    table.sort(keys)
-    for _, k in ipairs(keys) do parts[#parts + 1] = encode_string(k) .. ":" .. json.encode(v[k]) end
-    return "{" .. table.concat(parts, ",") .. "}"
-  end
-  error("json: cannot encode " .. kind)
-end
-
-local function utf8_char(cp)
-  if cp < 0x80 then return string.char(cp) end
-  if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
-  if cp < 0x10000 then
-    return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
-  end
-  return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64,
-                     0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
-end
-
-function json.decode(text)
-  local pos = 1
-  local function fail(what) error(string.format("json: %s at byte %d", what, pos), 0) end
-  local function skip() pos = text:find("[^ \t\r\n]", pos) or (#text + 1) end
-  local value
-  local function str()
-    pos = pos + 1
-    local out = {}
-    while true do
-      local a, b = text:find('^[^"\\%c]+', pos)
-      if a then out[#out + 1] = text:sub(a, b); pos = b + 1 end
-      local ch = text:sub(pos, pos)
-      if ch == '"' then pos = pos + 1; return table.concat(out)
-      elseif ch == "\\" then
-        local e = text:sub(pos + 1, pos + 1)
-        local simple = ({ ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b", f = "\f", n = "\n", r = "\r", t = "\t" })[e]
-        if simple then out[#out + 1] = simple; pos = pos + 2
-        elseif e == "u" then
-          local hex = text:match("^%x%x%x%x", pos + 2) or fail("bad \\u escape")
-          local cp = tonumber(hex, 16); pos = pos + 6
-          if cp >= 0xD800 and cp <= 0xDBFF then
-            local low = text:match("^\\u(%x%x%x%x)", pos)
-            local lo = low and tonumber(low, 16)
-            if lo and lo >= 0xDC00 and lo <= 0xDFFF then
-              cp = 0x10000 + (cp - 0xD800) * 1024 + (lo - 0xDC00); pos = pos + 6
-            else cp = 0xFFFD end
-          elseif cp >= 0xDC00 and cp <= 0xDFFF then cp = 0xFFFD end
-          out[#out + 1] = utf8_char(cp)
-        else fail("bad escape") end
-      else fail("unterminated string") end
-    end
-  end
-  local depth = 0
-  function value()
-    skip()
-    local ch = text:sub(pos, pos)
-    if ch == "{" or ch == "[" then
-      depth = depth + 1
-      if depth > 32 then fail("nested too deep") end
-      local close, result, first = (ch == "{") and "}" or "]", {}, true
-      if ch == "[" then result.__array = true end
-      pos = pos + 1
-      while true do
-        skip()
-        if text:sub(pos, pos) == close then pos = pos + 1; break end
-        if not first then
-          if text:sub(pos, pos) ~= "," then fail("expected ','") end
-          pos = pos + 1; skip()
-        end
-        first = false
-        if close == "}" then
-          if text:sub(pos, pos) ~= '"' then fail("expected a key") end
-          local key = str(); skip()
-          if text:sub(pos, pos) ~= ":" then fail("expected ':'") end
-          pos = pos + 1
-          result[key] = value()
-        else
-          result[#result + 1] = value()
-        end
-      end
-      depth = depth - 1
-      return result
-    elseif ch == '"' then return str()
-    elseif text:find("^true", pos) then pos = pos + 4; return true
-    elseif text:find("^false", pos) then pos = pos + 5; return false
-    elseif text:find("^null", pos) then pos = pos + 4; return nil
-    end
-    local num = text:match("^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
-    if num == nil or num == "" or tonumber(num) == nil then fail("unexpected character") end
-    pos = pos + #num
-    return tonumber(num)
-  end
-  local result = value()
-  skip()
-  if pos <= #text then fail("trailing characters") end
-  return result
-end
-
--- ------------------------------------------------------------------ base64 (bytes fields)
-local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 local function base64(s)
-  local out, n = {}, #s
-  for i = 1, n, 3 do
-    local a, b, c = s:byte(i, i + 2)
-    local v = a * 65536 + (b or 0) * 256 + (c or 0)
-    local c1, c2 = math.floor(v / 262144) % 64 + 1, math.floor(v / 4096) % 64 + 1
-    local c3, c4 = math.floor(v / 64) % 64 + 1, v % 64 + 1
-    out[#out + 1] = B64:sub(c1, c1) .. B64:sub(c2, c2) ..
-                    (b and B64:sub(c3, c3) or "=") .. (c and B64:sub(c4, c4) or "=")
+  if s == "" then return "" end
+  return (mime.b64(s))
+end
+
+-- ------------------------------------------------------------------ durations (timefmt.py)
+-- Same text as hpcpredict.daemon.timefmt.human (a test runs both over many values).
+local function human(seconds)
+  if seconds ~= seconds or seconds < 0 or seconds == math.huge then return "?" end
+  if seconds < 120 then return string.format("%.0f s", seconds) end
+  if seconds < 7200 then return string.format("%.1f min", seconds / 60) end
+  if seconds < 3 * 86400 then return string.format("%.1f h", seconds / 3600) end
+  return string.format("%.1f d", seconds / 86400)
+end
+
+-- Same text as hpcpredict.daemon.timefmt.slurm_time: [D-]HH:MM:SS, rounded up to a minute.
+local function slurm_time(seconds)
+  local minutes = math.max(1, math.ceil(seconds / 60))
+  local days, rest = math.floor(minutes / 1440), minutes % 1440
+  local text = string.format("%02d:%02d:00", math.floor(rest / 60), rest % 60)
+  if days > 0 then return string.format("%d-%s", days, text) end
+  return text
+end
+
+-- ------------------------------------------------------------------ the policy (walltime_policy.py)
+local function finite(v) return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge end
+
+local function ceil_minute(seconds)
+  return math.ceil(math.max(seconds, 1.0) / 60.0) * 60
+end
+
+-- Python's float floor division (a // b), which is not always math.floor(a / b).
+local function floordiv(a, b)
+  local mod = math.fmod(a, b)
+  local div = (a - mod) / b
+  if mod ~= 0 and ((b < 0) ~= (mod < 0)) then div = div - 1 end
+  local whole = math.floor(div)
+  if div - whole > 0.5 then whole = whole + 1 end
+  return whole
+end
+
+-- Port of plan_limits: returns {time_limit_s = n|nil, time_min_s = n|nil, reason = "..."}.
+local function plan_limits(a)
+  local bound, cap_site = a.bound_s, a.site_cap_s or 31622400
+  local floor_s = a.floor_s or 300
+  local requested, user_time_min = a.requested_s or 0, a.user_time_min_s or 0
+  local function nothing(reason) return { reason = reason } end
+  if not finite(bound) or bound <= 0 or bound > cap_site then return nothing("insane_estimate") end
+  if a.fallback then return nothing("fallback") end
+  if user_time_min > 0 then return nothing("user_time_min") end
+  local cap = cap_site
+  if a.max_time_s ~= nil and a.max_time_s > 0 then cap = math.min(cap_site, a.max_time_s) end
+  if requested > 0 then
+    local time_min = math.max(ceil_minute(bound), ceil_minute(floor_s))
+    if time_min >= requested then return nothing("bound_not_below_request") end
+    if time_min > cap then return nothing("bound_above_max_time") end
+    if a.set_time_min == false then return nothing("time_min_off") end
+    return { time_min_s = time_min, reason = "time_min" }
   end
-  return table.concat(out)
+  if a.set_time_limit == false then return nothing("time_limit_off") end
+  local limit = math.max(ceil_minute(bound), ceil_minute(floor_s))
+  limit = math.min(limit, floordiv(cap, 60) * 60)
+  if limit < 60 then return nothing("cap_below_one_minute") end
+  return { time_limit_s = limit, reason = "time_limit" }
 end
 
 -- ------------------------------------------------------------------ job description -> request
@@ -238,33 +194,33 @@ local function distribution(task_dist)
   return ({ [1] = "cyclic", [2] = "block", [3] = "arbitrary", [4] = "plane" })[task_dist % 16] or ""
 end
 
+local function text(v) return utf8_clean(tostring(v or "")) end
+
 local function build_request(job_desc)
-  local argv = { __array = true }
+  local argv = {}
   if job_desc.argv ~= nil then
     local i = 1                                    -- argv[0] is the script path
-    while job_desc.argv[i] ~= nil and i < 1000 do argv[#argv + 1] = tostring(job_desc.argv[i]); i = i + 1 end
+    while job_desc.argv[i] ~= nil and i < 1000 do argv[#argv + 1] = text(job_desc.argv[i]); i = i + 1 end
   end
   local environment = {}
   local env = job_desc.environment
   if env ~= nil then
     for name in CONFIG.env_vars:gmatch("[^,%s]+") do
       local v = env[name]
-      if v ~= nil then environment[name] = tostring(v) end
+      if v ~= nil then environment[name] = text(v) end
     end
   end
   local script = job_desc.script or ""
-  if #script > CONFIG.max_script_bytes then
-    slurm.log_info("hpcpredict: script of %d bytes not sent (limit %d)", #script, CONFIG.max_script_bytes)
-    script = ""
-  end
+  local full = #script
+  if full > CONFIG.max_script_bytes then script = script:sub(1, CONFIG.max_script_bytes) end
   local limit = job_desc.time_limit
   local request = {
     job = {
-      user = tostring(job_desc.user_name or ""),
-      account = tostring(job_desc.account or ""),
-      partition = tostring(job_desc.partition or ""),
-      job_name = tostring(job_desc.name or ""),
-      qos = tostring(job_desc.qos or ""),
+      user = text(job_desc.user_name),
+      account = text(job_desc.account),
+      partition = text(job_desc.partition),
+      job_name = text(job_desc.name),
+      qos = text(job_desc.qos),
     },
     resources = {
       nodes = num(job_desc.min_nodes),
@@ -275,151 +231,250 @@ local function build_request(job_desc)
     },
     time_limit_s = isset(limit) and limit * 60 or 0,
     script = base64(script),
-    argv = argv,
-    environment = environment,
     submit_time = os.time(),
   }
+  if #argv > 0 then request.argv = argv end          -- cjson writes an empty table as {}
+  if next(environment) ~= nil then request.environment = environment end
+  if full > #script then request.script_bytes = full end
   if CONFIG.risk > 0 then request.risk = CONFIG.risk end
   return request
 end
 
--- ------------------------------------------------------------------ the call
-local socket_ok, socket = pcall(require, "socket")
-local unix_ok, unix = pcall(require, "socket.unix")
+-- ------------------------------------------------------------------ limits of the job's partition/QOS
+-- The smallest MaxTime (seconds) of the partitions the job may run in, nil = unlimited.
+-- part_list is keyed by partition name (22.05); its records have .name and .max_time (minutes).
+local function partition_max_s(job_desc, part_list)
+  if type(part_list) ~= "table" then return nil end
+  local wanted, any = {}, false
+  for name in tostring(job_desc.partition or ""):gmatch("[^,%s]+") do wanted[name] = true; any = true end
+  local smallest
+  for key, part in pairs(part_list) do
+    local name = part.name or key
+    local use = (any and wanted[name]) or (not any and tonumber(part.flag_default) == 1)
+    if use then
+      local max_time = tonumber(part.max_time)
+      if max_time ~= nil and isset(max_time) and max_time > 0 then
+        smallest = math.min(smallest or math.huge, max_time * 60)
+      end
+    end
+  end
+  return smallest
+end
 
--- Send one line, read one line, all inside CONFIG.budget_s. Returns the decoded reply or
--- nil and the reason.
-local function call(method, request)
-  if not (socket_ok and unix_ok) then return nil, "lua-socket (socket.unix) is not installed" end
-  local line = json.encode({ method = method, request = request }) .. "\n"
-  local deadline = socket.gettime() + CONFIG.budget_s
+local function qos_table()
+  local limits = {}
+  for name, seconds in CONFIG.qos_max_wall_s:gmatch("([^,%s=]+)%s*=%s*([%d.]+)") do limits[name] = tonumber(seconds) end
+  return limits
+end
+
+-- The QOS MaxWall that applies (seconds), from the qos_max_wall_s setting; nil = none known.
+local function qos_max_s(job_desc, part_list)
+  if CONFIG.qos_max_wall_s == "" then return nil end
+  local limits = qos_table()
+  local names = {}
+  local qos = job_desc.qos
+  if qos == nil or qos == "" then qos = job_desc.default_qos end   -- the association's default
+  if qos ~= nil then names[#names + 1] = tostring(qos) end
+  if type(part_list) == "table" then                                -- partition QOS (where exposed)
+    for name in tostring(job_desc.partition or ""):gmatch("[^,%s]+") do
+      local part = part_list[name]
+      if part ~= nil and part.qos ~= nil then names[#names + 1] = tostring(part.qos) end
+    end
+  end
+  local smallest
+  for _, name in ipairs(names) do
+    if limits[name] ~= nil and limits[name] > 0 then smallest = math.min(smallest or math.huge, limits[name]) end
+  end
+  return smallest
+end
+
+-- ------------------------------------------------------------------ AdminComment: our tagged field
+-- Ours is "{hpcpredict=<id>...}" anywhere inside AdminComment; everything else is kept as it is.
+local FIELD_PATTERN = "{hpcpredict=[^}]*}"
+
+local function with_our_field(comment, field)
+  local rest = tostring(comment or "")
+  rest = rest:gsub(FIELD_PATTERN, ""):gsub("^%s+", ""):gsub("%s+$", "")
+  if rest == "" then return "{" .. field .. "}" end
+  return rest .. " {" .. field .. "}"
+end
+
+-- ------------------------------------------------------------------ the call
+-- One circuit breaker per slurmctld process: a global of this Lua state, which lives until
+-- slurmctld reloads the script.
+HPCPREDICT_BREAKER = HPCPREDICT_BREAKER or { failures = 0, open_until = 0 }
+local breaker = HPCPREDICT_BREAKER
+
+-- Send one line, read one line, all before `deadline` (socket.gettime() seconds). Returns the
+-- decoded response or nil, the reason and whether it counts as a daemon failure.
+local function call(method, request, deadline)
+  if not (socket_ok and unix_ok and mime_ok) then return nil, "lua-socket (socket.unix, mime) is not installed", false end
+  if cjson == nil then return nil, "lua-cjson is not installed", false end
   local function left() return deadline - socket.gettime() end
+  local encoded_ok, line = pcall(cjson.encode, { method = method, request = request })
+  if not encoded_ok then return nil, "cannot encode the request: " .. tostring(line), false end
+  line = line .. "\n"
+  if left() <= 0 then return nil, "budget spent before connecting", true end
   local conn = unix.stream and unix.stream() or unix()
-  if conn == nil then return nil, "cannot create a socket" end
-  conn:settimeout(CONFIG.budget_s)
+  if conn == nil then return nil, "cannot create a socket", true end
+  conn:settimeout(left())
   local ok, err = conn:connect(CONFIG.hook_socket)
-  if not ok then conn:close(); return nil, "connect " .. CONFIG.hook_socket .. ": " .. tostring(err) end
+  if not ok then conn:close(); return nil, "connect " .. CONFIG.hook_socket .. ": " .. tostring(err), true end
   local sent = 0
   while sent < #line do
-    if left() <= 0 then conn:close(); return nil, "timeout while sending" end
+    if left() <= 0 then conn:close(); return nil, "timeout while sending", true end
     conn:settimeout(left())
     local last, serr, partial = conn:send(line, sent + 1)
     if last == nil then
-      if serr ~= "timeout" then conn:close(); return nil, "send: " .. tostring(serr) end
+      if serr ~= "timeout" then conn:close(); return nil, "send: " .. tostring(serr), true end
       sent = partial or sent
     else sent = last end
   end
   local chunks = {}
   while true do
-    if left() <= 0 then conn:close(); return nil, string.format("no answer within %.0f ms", CONFIG.budget_s * 1000) end
+    if left() <= 0 then
+      conn:close()
+      return nil, string.format("no answer within %.0f ms", CONFIG.budget_s * 1000), true
+    end
     conn:settimeout(left())
     local reply, rerr, partial = conn:receive("*l")
     if reply ~= nil then chunks[#chunks + 1] = reply; break end
     if partial ~= nil and partial ~= "" then chunks[#chunks + 1] = partial end
-    if rerr ~= "timeout" then conn:close(); return nil, "receive: " .. tostring(rerr) end
+    if rerr ~= "timeout" then conn:close(); return nil, "receive: " .. tostring(rerr), true end
   end
   conn:close()
-  local decoded_ok, reply = pcall(json.decode, table.concat(chunks))
-  if not decoded_ok then return nil, "bad reply: " .. tostring(reply) end
-  if type(reply) ~= "table" then return nil, "bad reply: not an object" end
-  if reply.ok ~= true then return nil, "daemon refused: " .. tostring(reply.error) end
-  if type(reply.response) ~= "table" then return nil, "bad reply: no response object" end
+  local decoded_ok, reply = pcall(cjson.decode, table.concat(chunks))
+  if not decoded_ok then return nil, "bad reply: " .. tostring(reply), true end
+  if type(reply) ~= "table" then return nil, "bad reply: not an object", true end
+  if reply.ok ~= true then
+    -- a job the daemon finds invalid says nothing about the daemon's health
+    return nil, "daemon refused: " .. tostring(reply.error), reply.code ~= "INVALID_ARGUMENT"
+  end
+  if type(reply.response) ~= "table" then return nil, "bad reply: no response object", true end
   return reply.response
 end
 
--- ------------------------------------------------------------------ policy
-local function minutes(seconds) return math.ceil(seconds / 60) end
+-- ------------------------------------------------------------------ estimate -> changes
+local function number(v) if type(v) == "number" then return v end return nil end
 
-local function human(seconds)
-  seconds = math.floor(seconds + 0.5)
-  if seconds < 90 then return string.format("%d s", seconds) end
-  if seconds < 600 then return string.format("%d min %02d s", math.floor(seconds / 60), seconds % 60) end
-  if seconds < 5400 then return string.format("%d min", math.floor(seconds / 60 + 0.5)) end
-  return string.format("%.1f h", seconds / 3600)
-end
-
--- Checks the estimate and returns the changes to make; nil + reason when it is unusable.
-local function plan(estimate, requested_min, user_time_min)
-  local runtime = tonumber(estimate.runtime_s)
-  local interval_t = type(estimate.interval) == "table" and estimate.interval or {}
-  local low, high = tonumber(interval_t.low_s) or 0, tonumber(interval_t.high_s) or 0
-  local bound = tonumber(estimate.suggested_time_limit_s) or high
-  local id = estimate.prediction_id
-  if runtime == nil or runtime <= 0 or runtime ~= runtime or runtime > 1e9 then
-    return nil, "estimate has no usable runtime_s"
+-- The changes to make for `estimate`: {time_min = minutes|nil, time_limit = minutes|nil,
+-- id, message, reason}; nil and the reason when the estimate changes nothing and says nothing.
+-- `job` = {requested_s, user_time_min_s, max_time_s}.
+local function plan(estimate, job)
+  local runtime = number(estimate.runtime_s)
+  local bound = number(estimate.suggested_time_limit_s)
+  local cap = CONFIG.max_time_limit_s
+  if not finite(runtime) or runtime <= 0 or runtime > cap then
+    return nil, "insane estimate: runtime_s=" .. tostring(estimate.runtime_s)
   end
-  if bound == nil or bound < runtime or bound > 1e9 then bound = math.max(high, runtime) end
+  if not finite(bound) or bound <= 0 or bound > cap then
+    return nil, "insane estimate: suggested_time_limit_s=" .. tostring(estimate.suggested_time_limit_s)
+  end
+  local change = plan_limits({
+    bound_s = bound, requested_s = job.requested_s or 0, user_time_min_s = job.user_time_min_s or 0,
+    max_time_s = job.max_time_s, floor_s = CONFIG.min_time_limit_s, site_cap_s = cap,
+    fallback = estimate.fallback == true, set_time_min = CONFIG.set_time_min, set_time_limit = CONFIG.set_time_limit,
+  })
+  local id = estimate.prediction_id
   if type(id) ~= "string" and type(id) ~= "number" then id = "" end
   id = tostring(id):gsub("[^%w%-_.:]", "")
-  local changes = { id = id }
+  local interval_t = type(estimate.interval) == "table" and estimate.interval or {}
+  local low, high = number(interval_t.low_s) or 0, number(interval_t.high_s) or 0
   local interval = ""
-  if high > low and low > 0 then
-    local coverage = tonumber(interval_t.coverage) or 0
+  if finite(low) and finite(high) and high > low and low > 0 then
+    local coverage = number(interval_t.coverage) or 0
     interval = string.format(" (%s - %s, %s)", human(low), human(high),
       coverage > 0 and string.format("%d%% interval", math.floor(coverage * 100 + 0.5)) or "range of recent runs")
   end
+  local risk = number(estimate.risk) or 0
+  local at_risk = (finite(risk) and risk > 0) and string.format(" at %g%% risk", risk * 100) or ""
   local said = "predicted runtime " .. human(runtime) .. interval
-  if requested_min ~= nil and estimate.fallback == true then
-    -- no history: the "prediction" is the request itself, so there is nothing to tell backfill
-    said = said .. string.format("; kept your --time=%d min", requested_min)
-  elseif requested_min ~= nil and user_time_min then
-    said = said .. string.format("; kept your --time=%d min and --time-min", requested_min)
-  elseif requested_min ~= nil then
-    local time_min = math.min(minutes(tonumber(estimate.suggested_time_min_s) or runtime), requested_min)
-    if CONFIG.set_time_min and time_min >= 1 then
-      changes.time_min = time_min
-      said = said .. string.format("; kept your --time=%d min, set --time-min=%d min", requested_min, time_min)
+  local asked = job.requested_s and job.requested_s > 0 and job.requested_s < math.huge
+  local reason = change.reason
+  local changes = { id = id, reason = reason }
+  if reason == "time_min" then
+    changes.time_min = change.time_min_s / 60
+    said = said .. string.format("; set --time-min=%s (runtime bound%s): backfill may start the job early "
+      .. "with its limit lowered to no less than that%s", slurm_time(change.time_min_s), at_risk,
+      asked and string.format(", otherwise your --time=%s holds", slurm_time(job.requested_s)) or "")
+  elseif reason == "time_limit" then
+    changes.time_limit = change.time_limit_s / 60
+    said = said .. string.format("; no --time given, set --time=%s", slurm_time(change.time_limit_s))
+    if change.time_limit_s < math.max(ceil_minute(bound), ceil_minute(CONFIG.min_time_limit_s)) then
+      said = said .. " (the partition/QOS maximum)"
     else
-      said = said .. string.format("; kept your --time=%d min", requested_min)
+      said = said .. string.format(" (runtime bound%s)", at_risk)
     end
+  elseif asked then
+    said = said .. string.format("; kept your --time=%s", slurm_time(job.requested_s))
   else
-    local limit = math.max(1, minutes(bound))
-    if CONFIG.set_time_limit then
-      changes.time_limit = limit
-      said = said .. string.format("; no --time given, set --time=%d min", limit)
-    else
-      said = said .. string.format("; suggested --time=%d min", limit)
-    end
+    said = said .. string.format("; suggested --time=%s", slurm_time(bound))
   end
   if estimate.fallback == true then said = said .. " [no history yet]" end
   changes.message = "hpcpredict: " .. said .. (id ~= "" and (" [" .. id .. "]") or "")
   return changes
 end
 
-local function submit(job_desc)
+-- ------------------------------------------------------------------ the hook
+local function submit(job_desc, part_list, started)
   if not CONFIG.enabled then return end
   if job_desc.script == nil then return end  -- salloc/srun allocations: nothing to parse
-  local started = socket_ok and socket.gettime() or os.time()
-  local requested = isset(job_desc.time_limit) and job_desc.time_limit or nil
-  local ok, request = pcall(build_request, job_desc)
-  if not ok then
-    slurm.log_error("hpcpredict: fail-open, job of %s accepted unchanged: cannot build request: %s",
-                    tostring(job_desc.user_name), tostring(request))
+  local user = tostring(job_desc.user_name)
+  if CONFIG.breaker_failures > 0 and breaker.failures >= CONFIG.breaker_failures and started < breaker.open_until then
+    slurm.log_info("hpcpredict: breaker open after %d failures (retry in %.0f s): job of %s accepted unchanged",
+                   breaker.failures, breaker.open_until - started, user)
     return
   end
-  local estimate, why = call("Predict", request)
+  local requested_min = job_desc.time_limit
+  local requested_s = 0
+  if requested_min == INFINITE then requested_s = math.huge       -- --time=UNLIMITED: a request
+  elseif isset(requested_min) then requested_s = requested_min * 60 end
+  local user_time_min_s = (isset(job_desc.time_min) and job_desc.time_min > 0) and job_desc.time_min * 60 or 0
+  local ok, request = pcall(build_request, job_desc)
+  if not ok then
+    slurm.log_error("hpcpredict: fail-open, job of %s accepted unchanged: cannot build request: %s", user, tostring(request))
+    return
+  end
+  local estimate, why, failed = call("Predict", request, started + CONFIG.budget_s)
+  local took_ms = (now() - started) * 1000
+  if estimate == nil then
+    if failed then
+      breaker.failures = breaker.failures + 1
+      if CONFIG.breaker_failures > 0 and breaker.failures >= CONFIG.breaker_failures then
+        breaker.open_until = now() + CONFIG.breaker_cooldown_s
+        slurm.log_error("hpcpredict: %d consecutive failures: not calling the daemon for %.0f s",
+                        breaker.failures, CONFIG.breaker_cooldown_s)
+      end
+    end
+    slurm.log_error("hpcpredict: fail-open, job of %s accepted unchanged (%.0f ms): %s", user, took_ms, tostring(why))
+    return
+  end
+  breaker.failures = 0
+  local max_time_s = partition_max_s(job_desc, part_list)
+  local qos_s = qos_max_s(job_desc, part_list)
+  if qos_s ~= nil then max_time_s = math.min(max_time_s or math.huge, qos_s) end
   local changes
-  if estimate ~= nil then changes, why = plan(estimate, requested, isset(job_desc.time_min) and job_desc.time_min > 0) end
-  local took_ms = ((socket_ok and socket.gettime() or os.time()) - started) * 1000
+  changes, why = plan(estimate, { requested_s = requested_s, user_time_min_s = user_time_min_s, max_time_s = max_time_s })
   if changes == nil then
-    slurm.log_error("hpcpredict: fail-open, job of %s accepted unchanged (%.0f ms): %s",
-                    tostring(job_desc.user_name), took_ms, tostring(why))
+    slurm.log_error("hpcpredict: job of %s accepted unchanged (%.0f ms): %s", user, took_ms, tostring(why))
     return
   end
   -- Every check passed: only now is the job touched.
   if changes.time_min then job_desc.time_min = changes.time_min end
   if changes.time_limit then job_desc.time_limit = changes.time_limit end
   if changes.id ~= "" then
-    -- ";limit=auto" tells the prolog scripts the time limit is ours, not the user's
-    job_desc.admin_comment = "hpcpredict=" .. changes.id .. (changes.time_limit and ";limit=auto" or "")
+    -- ";limit=auto" / ";time_min=auto" tell the prolog scripts which limit is ours, not the user's
+    job_desc.admin_comment = with_our_field(job_desc.admin_comment, "hpcpredict=" .. changes.id ..
+      (changes.time_limit and ";limit=auto" or "") .. (changes.time_min and ";time_min=auto" or ""))
     if job_desc.environment ~= nil then job_desc.environment.HPCPREDICT_PREDICTION_ID = changes.id end
   end
   slurm.log_user("%s", changes.message)
-  slurm.log_info("%s (user %s, %.0f ms)", changes.message, tostring(job_desc.user_name), took_ms)
+  slurm.log_info("%s (user %s, %s, %.0f ms)", changes.message, user, changes.reason, took_ms)
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
-  local ok, err = pcall(submit, job_desc)
+  local started = now()            -- the budget covers everything this hook does
+  local ok, err = pcall(submit, job_desc, part_list, started)
   if not ok then
     slurm.log_error("hpcpredict: fail-open, job accepted unchanged: %s", tostring(err))
   end
@@ -431,7 +486,9 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
 end
 
 -- For tests (lua5.1 outside slurmctld): expose the pure parts.
-HPCPREDICT = { json = json, base64 = base64, utf8_clean = utf8_clean, plan = plan,
-               build_request = build_request, call = call, config = CONFIG }
+HPCPREDICT = { cjson = cjson, base64 = base64, utf8_clean = utf8_clean, plan = plan, plan_limits = plan_limits,
+               human = human, slurm_time = slurm_time, with_our_field = with_our_field,
+               partition_max_s = partition_max_s, qos_max_s = qos_max_s, build_request = build_request,
+               call = call, config = CONFIG, breaker = breaker }
 
 return slurm and slurm.SUCCESS or 0

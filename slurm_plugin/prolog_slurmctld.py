@@ -4,11 +4,14 @@
 Runs on the controller as SlurmUser when a job is allocated, with SLURM_JOB_ID and
 SLURM_JOB_NODELIST but no PATH and no SLURM_CONF (``hpcpredict-hooks.conf`` names them). It
 reads the job (``scontrol show job``, ``scontrol write batch_script``), calls
-PredictAtAllocation over the daemon's hook socket (the daemon stores the refined estimate),
-and writes the suggestion for the job's output into AdminComment, where the TaskProlog reads
-it. With ``prolog_adjust_time_limit = true`` a time limit that job_submit.lua set itself
-(the user gave none) is lowered to the refined bound. Always exits 0: a prediction problem
-must never requeue or kill a job.
+PredictAtAllocation over the daemon's hook socket (the daemon stores the refined estimate with
+the job id, which also links the outcome when AdminComment lost our field), and writes the
+suggestion for the job's output into our field of AdminComment (``{hpcpredict=...}``; the rest
+of AdminComment is kept), where the TaskProlog reads it. With ``prolog_adjust_time_limit =
+true`` a time limit that job_submit.lua set itself (the user gave none) is lowered to the
+refined bound. An estimate that is not sane (runtime or bound not finite, <= 0 or above
+``max_time_limit_s``) changes nothing and writes no suggestion. Always exits 0: a prediction
+problem must never requeue or kill a job.
 """
 import os
 import sys
@@ -30,7 +33,9 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
     except hookclient.HookError:
         script = b""                        # salloc/srun allocations have no script
     comment = job.get("AdminComment", "")
-    automatic = ";limit=auto" in comment
+    field = slurmjob.our_field(comment)
+    automatic = ";limit=auto" in field
+    time_min_ours = ";time_min=auto" in field
     request = slurmjob.job_request(job, script)
     requested_s = 0 if automatic else request["time_limit_s"]
     if automatic:
@@ -39,12 +44,16 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
     allocation = {"request": request, "node_list": node_list, "job_id": job_id, "prediction_id": submit_id}
     estimate = hookclient.call("PredictAtAllocation", allocation, socket_path=settings["hook_socket"],
                                timeout=float(settings["prolog_budget_s"]))
-    lines = slurmjob.suggestion_lines(estimate, requested_s, node_list)
-    new_comment = slurmjob.admin_comment(submit_id, str(estimate.get("prediction_id", "")), lines)
-    if automatic:
-        new_comment = new_comment.replace(";alloc=", ";limit=auto;alloc=", 1)
-    update = ["scontrol", "update", f"jobid={job_id}", f"AdminComment={new_comment}"]
-    bound = int(estimate.get("suggested_time_limit_s", 0) or 0)
+    cap_s = float(settings["max_time_limit_s"])
+    insane = slurmjob.insane_estimate(estimate, cap_s)
+    if insane:
+        return f"{insane}: job and AdminComment unchanged, nothing printed"
+    time_min_s = slurmjob.slurm_duration_s(job.get("TimeMin", "")) if time_min_ours else 0
+    lines = slurmjob.suggestion_lines(estimate, requested_s, node_list, time_min_s=time_min_s)
+    flags = (";limit=auto" if automatic else "") + (";time_min=auto" if time_min_ours else "")
+    new_field = slurmjob.admin_field(submit_id, str(estimate.get("prediction_id", "")), lines, flags=flags)
+    update = ["scontrol", "update", f"jobid={job_id}", f"AdminComment={slurmjob.with_our_field(comment, new_field)}"]
+    bound = int(float(estimate["suggested_time_limit_s"]))
     limit_s = slurmjob.slurm_duration_s(job.get("TimeLimit", ""))
     if automatic and hookclient.flag(settings["prolog_adjust_time_limit"]) and 0 < bound < limit_s:
         update.append(f"TimeLimit={-(-bound // 60)}")

@@ -15,6 +15,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 
@@ -82,15 +83,40 @@ def user_name(field: str) -> str:
     return (field or "").split("(", 1)[0]
 
 
+# Our tagged field inside AdminComment: "{hpcpredict=<id>[;limit=auto][;time_min=auto]
+# [;alloc=<id>;advice=...]}" anywhere in the text (the advice never holds braces); whatever else
+# sites keep there (e.g. Jobstats' job summary) is left alone.
+_OUR_FIELD = re.compile(r"\{hpcpredict=[^}]*\}")
+
+
+def our_field(admin_comment: str) -> str:
+    """Our field's content (without the brackets), or "" when AdminComment has none.
+
+    A whole AdminComment starting with "hpcpredict=" is the unbracketed form hooks wrote before
+    the field was delimited (jobs queued across an upgrade)."""
+    text = admin_comment or ""
+    match = _OUR_FIELD.search(text)
+    if match:
+        return match.group(0)[1:-1]
+    return text if text.startswith(ADMIN_PREFIX) else ""
+
+
+def with_our_field(admin_comment: str, field: str) -> str:
+    """AdminComment with our field replaced by ``field`` and everything else kept."""
+    text = admin_comment or ""
+    rest = "" if text.startswith(ADMIN_PREFIX) and not _OUR_FIELD.search(text) else _OUR_FIELD.sub("", text).strip()
+    return f"{rest} {{{field}}}" if rest else f"{{{field}}}"
+
+
 def prediction_id(admin_comment: str) -> str:
-    """The submission-time prediction id job_submit.lua wrote into AdminComment."""
-    match = re.search(r"hpcpredict=([\w.:-]+)", admin_comment or "")
+    """The submission-time prediction id job_submit.lua wrote into our AdminComment field."""
+    match = re.match(r"hpcpredict=([\w.:-]+)", our_field(admin_comment))
     return match.group(1) if match else ""
 
 
 def linked_prediction_id(admin_comment: str) -> str:
     """The prediction an outcome belongs to: the submission one, else the allocation one."""
-    match = re.search(r";alloc=([\w.:-]+)", admin_comment or "")
+    match = re.search(r";alloc=([\w.:-]+)", our_field(admin_comment))
     return prediction_id(admin_comment) or (match.group(1) if match else "")
 
 
@@ -182,15 +208,36 @@ def sacct_final(job: dict) -> tuple[str, float, int, int, int] | None:
 
 
 # ------------------------------------------------------------------ the user's suggestion text
-def _human(seconds: float) -> str:
-    seconds = round(float(seconds))
-    if seconds < 90:
+def human(seconds: float) -> str:
+    """Same text as ``hpcpredict.daemon.timefmt.human`` and job_submit.lua's ``human`` (the hook
+    scripts run under the system Python without the daemon package; a test compares all three)."""
+    if seconds < 0 or not math.isfinite(seconds):
+        return "?"
+    if seconds < 120:
         return f"{seconds:.0f} s"
-    if seconds < 600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def sane_seconds(value, cap_s: float) -> float | None:
+    """``value`` as seconds when it is a finite number in (0, cap_s], else None."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) and 0 < seconds <= cap_s else None
+
+
+def insane_estimate(estimate: dict, cap_s: float) -> str:
+    """Why an Estimate must change nothing (empty when it is sane): its runtime or its bound
+    is not finite, not positive or above the site cap ``cap_s``."""
+    for key in ("runtime_s", "suggested_time_limit_s"):
+        if sane_seconds(estimate.get(key), cap_s) is None:
+            return f"insane estimate: {key}={estimate.get(key)!r}"
+    return ""
 
 
 def slurm_minutes(seconds: float) -> str:
@@ -199,40 +246,59 @@ def slurm_minutes(seconds: float) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:00"
 
 
-def suggestion_lines(estimate: dict, requested_s: int, node_list: str) -> list[str]:
-    """What the job's output shows (TaskProlog), from the allocation-time Estimate."""
+def suggestion_lines(estimate: dict, requested_s: int, node_list: str, *, time_min_s: int = 0) -> list[str]:
+    """What the job's output shows (TaskProlog), from the allocation-time Estimate.
+
+    ``requested_s``: the job's time limit now (0 = hpcpredict chose it); ``time_min_s``: the
+    --time-min hpcpredict set at submission (0 = none), in which case backfill may have lowered
+    the limit to it, and the line says the limit the job has, not what the user asked.
+    """
     interval = estimate.get("interval") or {}
     runtime = float(estimate.get("runtime_s", 0) or 0)
     low, high = float(interval.get("low_s", 0) or 0), float(interval.get("high_s", 0) or 0)
     coverage = float(interval.get("coverage", 0) or 0)
     bound = float(estimate.get("suggested_time_limit_s", 0) or 0) or high or runtime
     kind = f"{coverage:.0%} interval" if coverage > 0 else "range of recent runs"
-    span = f" ({_human(low)} - {_human(high)}, {kind})" if high > low > 0 else ""
-    lines = [f"predicted runtime {_human(runtime)}{span} on {node_list} [runtime_s={runtime:.0f} "
+    span = f" ({human(low)} - {human(high)}, {kind})" if high > low > 0 else ""
+    lines = [f"predicted runtime {human(runtime)}{span} on {node_list} [runtime_s={runtime:.0f} "
              f"low_s={low:.0f} high_s={high:.0f} id={estimate.get('prediction_id', '')}]"]
-    asked = f"you requested --time={slurm_minutes(requested_s)}" if requested_s else "you gave no --time"
+    if requested_s and time_min_s:
+        asked = (f"time limit {slurm_minutes(requested_s)} (hpcpredict set --time-min={slurm_minutes(time_min_s)}: "
+                 f"backfill may lower --time to it to start a job early)")
+    elif requested_s:
+        asked = f"you requested --time={slurm_minutes(requested_s)}"
+    else:
+        asked = "you gave no --time"
     lines.append(f"{asked}; suggested --time={slurm_minutes(bound)} for the next run like this one")
     for text in estimate.get("explanation", ())[:4]:
         lines.append(str(text))
     best = [row for row in estimate.get("node_advice", ()) if row.get("recommended")]
     if best:
         row = best[0]
-        lines.append(f"node-count advice: {row.get('nodes')} nodes, about {_human(float(row.get('runtime_s', 0)))} "
+        lines.append(f"node-count advice: {row.get('nodes')} nodes, about {human(float(row.get('runtime_s', 0)))} "
                      f"({float(row.get('node_hours', 0)):.1f} node-hours)")
     if estimate.get("fallback"):
         lines.append("(no history for this application yet: this is a default, not a prediction)")
-    return [line.replace("|", "/").replace("\n", " ").replace(";;", ";") for line in lines]
+    clean = str.maketrans({"|": "/", "\n": " ", "{": "(", "}": ")"})
+    return [line.translate(clean).replace(";;", ";") for line in lines]
 
 
-def admin_comment(submit_id: str, allocation_id: str, lines: list[str]) -> str:
-    """AdminComment carrying both prediction ids and the suggestion for the TaskProlog."""
-    head = f"{ADMIN_PREFIX}{submit_id};alloc={allocation_id};advice="
+def admin_field(submit_id: str, allocation_id: str, lines: list[str], *, flags: str = "") -> str:
+    """Our AdminComment field: both prediction ids, the submission's flags (";limit=auto",
+    ";time_min=auto") and the suggestion for the TaskProlog."""
+    head = f"{ADMIN_PREFIX}{submit_id}{flags};alloc={allocation_id};advice="
     return head + ADVICE_SEPARATOR.join(lines)
+
+
+def sane_advice(first_line: str, cap_s: float) -> bool:
+    """The advice's first line carries a sane ``runtime_s=`` (see :func:`suggestion_lines`)."""
+    match = re.search(r"\[runtime_s=([^\s\]]+)", first_line or "")
+    return match is not None and sane_seconds(match.group(1), cap_s) is not None
 
 
 def advice_from_admin_comment(text: str) -> list[str]:
     """The suggestion lines the PrologSlurmctld stored (empty when there are none)."""
-    _, found, advice = (text or "").partition(";advice=")
+    _, found, advice = our_field(text).partition(";advice=")
     if not found or not advice.strip():
         return []
     return [line.strip() for line in advice.split(ADVICE_SEPARATOR) if line.strip()]

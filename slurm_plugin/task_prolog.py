@@ -4,7 +4,9 @@
 Runs as the job user before the batch script. PrologSlurmctld stored the allocation-time
 suggestion in the job's AdminComment; this reads it back with ``scontrol show job`` and
 prints it with TaskProlog's ``print`` protocol, so the lines land in the job's output file.
-Prints nothing when there is no suggestion; never fails the job.
+Prints nothing when there is no suggestion or its runtime is not sane (the prolog writes none
+then; this checks again, since anyone with admin rights can write AdminComment); never fails
+the job.
 """
 import os
 import sys
@@ -24,7 +26,10 @@ def main() -> int:
         text = hookclient.run_command(["scontrol", "show", "job", job_id], settings, timeout=5).decode("utf-8", "replace")
     except hookclient.HookError:
         return 0
-    for line in slurmjob.advice_from_admin_comment(slurmjob.parse_scontrol_job(text).get("AdminComment", "")):
+    lines = slurmjob.advice_from_admin_comment(slurmjob.parse_scontrol_job(text).get("AdminComment", ""))
+    if not lines or not slurmjob.sane_advice(lines[0], float(settings["max_time_limit_s"])):
+        return 0
+    for line in lines:
         sys.stdout.write(f"print [hpcpredict] {line}\n")
     return 0
 

@@ -94,16 +94,20 @@ class Daemon:
 
 class FakeHookServer:
     """A real Unix socket that misbehaves: ``hang`` accepts and never answers, ``garbage``
-    answers a line that is not JSON. Stands in for a broken daemon (the fail-open tests)."""
+    answers a line that is not JSON, ``reply`` answers every request with ``reply`` (bytes, one
+    line) and keeps the request lines in ``received``. Stands in for a broken daemon (the
+    fail-open tests) and for replies the real daemon cannot produce (absurd estimates)."""
 
-    def __init__(self, path: str, mode: str):
-        self.path, self.mode = path, mode
+    def __init__(self, path: str, mode: str, reply: bytes = b""):
+        self.path, self.mode, self.reply = path, mode, reply
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if os.path.exists(path):
             os.unlink(path)
         self.listener.bind(path)
-        self.listener.listen(16)
+        os.chmod(path, 0o666)
+        self.listener.listen(64)
         self.held: list[socket.socket] = []
+        self.received: list[bytes] = []
         self.accepted = 0
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
@@ -119,8 +123,26 @@ class FakeHookServer:
                 conn.recv(1 << 20)
                 conn.sendall(b"\x00\xff this is not JSON {{{\n")
                 conn.close()
+            elif self.mode == "reply":
+                threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
             else:
                 self.held.append(conn)  # never answer, never close
+
+    def _answer(self, conn: socket.socket) -> None:
+        data = b""
+        conn.settimeout(5)
+        try:
+            while not data.endswith(b"\n"):
+                chunk = conn.recv(1 << 20)
+                if not chunk:
+                    break
+                data += chunk
+            self.received.append(data)
+            conn.sendall(self.reply.rstrip(b"\n") + b"\n")
+        except OSError:
+            pass
+        finally:
+            conn.close()
 
     def close(self) -> None:
         self.listener.close()

@@ -51,16 +51,17 @@ def prediction(daemon, prediction_id: str, wait_s: float = 10.0):
         time.sleep(0.05)
 
 
-def seed_history(daemon, user: str, script: str, runtimes: list[float]) -> None:
-    """Earlier runs of the same job, reported the way the epilog reports them."""
+def seed_history(daemon, user: str, script: str, runtimes: list[float], ago_s: int = 3600) -> None:
+    """Earlier runs of the same job (the first ``ago_s`` seconds ago), reported the way the
+    epilog reports them."""
     now = int(time.time())
     for index, runtime in enumerate(runtimes):
         request = {"job": {"user": user, "job_name": "hello-mpi", "account": "research", "partition": "debug"},
                    "resources": {"nodes": 4, "ntasks": 8}, "time_limit_s": 600,
                    "script": base64.b64encode(script.encode()).decode()}
-        ack = daemon.call("ReportOutcome", {"job_id": f"seed-{user}-{index}", "state": "COMPLETED",
-                                            "start_time": now - 3600 + index * 300,
-                                            "end_time": now - 3600 + index * 300 + int(runtime),
+        ack = daemon.call("ReportOutcome", {"job_id": f"seed-{user}-{ago_s}-{index}", "state": "COMPLETED",
+                                            "start_time": now - ago_s + index * 10,
+                                            "end_time": now - ago_s + index * 10 + int(runtime),
                                             "elapsed_s": runtime, "request": request})
         assert ack["stored"] is True
 
@@ -85,13 +86,14 @@ def test_multinode_job_with_time_gets_time_min_and_allocation_suggestion(cluster
     submit_id = re.search(r"\[([0-9a-f]{32})\]$", line).group(1)
     row = prediction(daemon, submit_id)
     assert row is not None and row.stage == "submit" and row.user == "alice" and not row.fallback
-    assert "kept your --time=10 min" in line
+    assert "set --time-min=00:05:00" in line and "otherwise your --time=00:10:00 holds" in line
 
-    # policy: --time kept as the kill limit, time_min = the prediction (minutes, rounded up)
+    # policy: --time kept, time_min = the bound at the site's risk (minutes, rounded up, at least
+    # the 5-minute floor), never the point estimate
     job = cluster.job(job_id)
     assert job["TimeLimit"] == "00:10:00"
-    assert job["TimeMin"] == f"00:{math.ceil(row.runtime_s / 60):02d}:00"
-    assert job["AdminComment"].startswith(f"hpcpredict={submit_id}")
+    assert job["TimeMin"] == f"00:{max(5, math.ceil(row.bound_s / 60)):02d}:00"
+    assert slurmjob.our_field(job["AdminComment"]).startswith(f"hpcpredict={submit_id};time_min=auto")
 
     cluster.wait_done(job_id)
     output = (cluster.jobs / f"hello-{job_id}.out").read_text()
@@ -104,35 +106,39 @@ def test_multinode_job_with_time_gets_time_min_and_allocation_suggestion(cluster
     assert float(numbers["runtime_s"]) == pytest.approx(refined.runtime_s, abs=0.5)
     assert float(numbers["high_s"]) == pytest.approx(refined.high_s, abs=0.5)
     assert re.search(r"on n\[?\d", advice[0])
-    assert "you requested --time=0:10:00; suggested --time=" in output
+    # the limit the job has, not "you requested" (backfill may have lowered it to --time-min)
+    assert "time limit 0:10:00 (hpcpredict set --time-min=0:05:00: backfill may lower --time" in output
     assert output.count("rank ") == 8  # the application itself ran on all ranks
 
 
 def test_job_without_time_gets_limit_from_bound(cluster, daemon):
-    job_id, _, stderr, _ = cluster.sbatch("bob", "-N", "2", "-J", "notime", "-o", "/dev/null",
-                                          "--wrap", "srun ./hello.sh --steps 3")
+    script = "#!/bin/bash\nsrun ./hello.sh --steps 3\n"
+    seed_history(daemon, "bob", script, [400.0, 420.0, 410.0])
+    cluster.write_script("notime.sh", script)
+    job_id, _, stderr, _ = cluster.sbatch("bob", "-N", "2", "-J", "notime", "-o", "/dev/null", "notime.sh")
     SUBMITTED["bob"] = job_id
     line = next(text for text in stderr.splitlines() if text.startswith("sbatch: hpcpredict:"))
     assert "no --time given, set --time=" in line
     submit_id = re.search(r"\[([0-9a-f]{32})\]$", line).group(1)
     row = prediction(daemon, submit_id)
     job = cluster.job(job_id)
-    minutes = math.ceil(row.bound_s / 60)
+    minutes = max(5, math.ceil(row.bound_s / 60))
     assert job["TimeLimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00"
     assert job["TimeMin"] == "N/A"
     assert ";limit=auto" in job["AdminComment"]
 
 
 def test_prolog_lowers_an_automatic_limit_with_the_refined_bound(cluster, daemon):
-    """Site option prolog_adjust_time_limit: carol has no history at submission (limit = the
-    site default bound); history arrives while the job is held; at allocation the refined
-    bound is lower and PrologSlurmctld lowers the limit the hook had set."""
+    """Site option prolog_adjust_time_limit: carol's history at submission says about 35 min
+    (the hook sets that bound as the limit); shorter runs arrive while the job is held; at
+    allocation the refined bound is lower and PrologSlurmctld lowers the limit the hook set."""
     script = "#!/bin/bash\nsrun ./hello.sh --steps 1\n"
+    seed_history(daemon, "carol", script, [2000.0, 2100.0, 2050.0], ago_s=20000)
     cluster.write_script("carol.sh", script)
     job_id, _, stderr, _ = cluster.sbatch("carol", "--hold", "-N", "1", "-o", "/dev/null", "carol.sh")
-    assert "no --time given, set --time=" in stderr and "[no history yet]" in stderr
+    assert "no --time given, set --time=" in stderr
     submitted_limit = slurmjob.slurm_duration_s(cluster.job(job_id)["TimeLimit"])
-    seed_history(daemon, "carol", script, [20.0, 25.0, 22.0])
+    seed_history(daemon, "carol", script, [20.0, 25.0, 22.0] * 7)
     cluster.set_hook_setting("prolog_adjust_time_limit", "true")
     try:
         subprocess.run(["scontrol", "release", job_id], env=cluster.env(), check=True, timeout=10)
@@ -153,7 +159,7 @@ def test_latin1_script_and_interactive_srun(cluster):
     (cluster.jobs / "latin1.sh").write_bytes(script)
     job_id, _, stderr, _ = cluster.sbatch("bob", "-N", "1", "-t", "3", "-o", "/dev/null", "latin1.sh")
     assert "sbatch: hpcpredict: predicted runtime" in stderr
-    assert cluster.job(job_id)["AdminComment"].startswith("hpcpredict=")
+    assert slurmjob.our_field(cluster.job(job_id)["AdminComment"]).startswith("hpcpredict=")
     # srun without a batch script: the hook leaves it alone (no script to read)
     done = subprocess.run(["runuser", "-u", "alice", "--", "env", f"SLURM_CONF={cluster.conf}", "srun", "-N", "1",
                            "-t", "2", "true"], cwd=cluster.jobs, capture_output=True, text=True, timeout=60)

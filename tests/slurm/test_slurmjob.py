@@ -80,12 +80,34 @@ def test_suggestion_lines_from_estimate():
                 "suggested_time_limit_s": 2400, "explanation": ["your last 5 runs of lmp: 20-35 min", "a|b"],
                 "node_advice": [{"nodes": 2, "runtime_s": 2900, "node_hours": 1.6, "recommended": True}]}
     lines = slurmjob.suggestion_lines(estimate, 3600, "n[01-04]")
-    assert lines[0] == ("predicted runtime 25 min (20 min - 35 min, 80% interval) on n[01-04] "
+    assert lines[0] == ("predicted runtime 25.0 min (20.0 min - 35.0 min, 80% interval) on n[01-04] "
                         "[runtime_s=1500 low_s=1200 high_s=2100 id=abc]")
     assert lines[1] == "you requested --time=1:00:00; suggested --time=0:40:00 for the next run like this one"
     assert lines[3] == "a/b"                                  # the separator never leaks into a line
     assert lines[4].startswith("node-count advice: 2 nodes")
-    comment = slurmjob.admin_comment("s1", "abc", lines)
+    comment = slurmjob.with_our_field("JS1:site-data", slurmjob.admin_field("s1", "abc", lines))
+    assert comment.startswith("JS1:site-data {hpcpredict=s1;alloc=abc;advice=")
     assert slurmjob.advice_from_admin_comment(comment) == lines
     assert slurmjob.linked_prediction_id(comment) == "s1"
-    assert slurmjob.linked_prediction_id(slurmjob.admin_comment("", "abc", lines)) == "abc"
+    assert slurmjob.linked_prediction_id(slurmjob.with_our_field("", slurmjob.admin_field("", "abc", lines))) == "abc"
+    assert slurmjob.linked_prediction_id("JS1:rewritten-by-a-site-tool") == ""
+
+
+def test_suggestion_says_the_limit_the_job_has_when_hpcpredict_set_time_min():
+    estimate = {"prediction_id": "abc", "runtime_s": 200, "suggested_time_limit_s": 300}
+    lines = slurmjob.suggestion_lines(estimate, 300, "n01", time_min_s=300)
+    assert lines[1].startswith("time limit 0:05:00 (hpcpredict set --time-min=0:05:00: backfill may lower")
+    assert "you requested" not in lines[1]
+
+
+@pytest.mark.parametrize("estimate, insane", [
+    ({"runtime_s": 600, "suggested_time_limit_s": 960}, False),
+    ({"runtime_s": 600, "suggested_time_limit_s": 5e8}, True),
+    ({"runtime_s": -5, "suggested_time_limit_s": 960}, True),
+    ({"runtime_s": float("nan"), "suggested_time_limit_s": 960}, True),
+    ({"runtime_s": 600}, True),
+    ({"runtime_s": "x", "suggested_time_limit_s": 960}, True)])
+def test_insane_estimates(estimate, insane):
+    assert bool(slurmjob.insane_estimate(estimate, 31622400)) is insane
+    line = f"predicted runtime ? on n01 [runtime_s={estimate['runtime_s']} low_s=0 high_s=0 id=x]"
+    assert slurmjob.sane_advice(line, 31622400) is not (insane and estimate.get("suggested_time_limit_s") == 960)
