@@ -310,6 +310,8 @@ local breaker = HPCPREDICT_BREAKER
 local function call(method, request, deadline)
   if not (socket_ok and unix_ok and mime_ok) then return nil, "lua-socket (socket.unix, mime) is not installed", false end
   if cjson == nil then return nil, "lua-cjson is not installed", false end
+  -- never a negative timeout: lua-socket takes one as "block for ever" (the budget could run
+  -- out between a check of left() and the settimeout that follows it)
   local function left() return deadline - socket.gettime() end
   local encoded_ok, line = pcall(cjson.encode, { method = method, request = request })
   if not encoded_ok then return nil, "cannot encode the request: " .. tostring(line), false end
@@ -317,13 +319,13 @@ local function call(method, request, deadline)
   if left() <= 0 then return nil, "budget spent before connecting", true end
   local conn = unix.stream and unix.stream() or unix()
   if conn == nil then return nil, "cannot create a socket", true end
-  conn:settimeout(left())
+  conn:settimeout(math.max(left(), 0.001))
   local ok, err = conn:connect(CONFIG.hook_socket)
   if not ok then conn:close(); return nil, "connect " .. CONFIG.hook_socket .. ": " .. tostring(err), true end
   local sent = 0
   while sent < #line do
     if left() <= 0 then conn:close(); return nil, "timeout while sending", true end
-    conn:settimeout(left())
+    conn:settimeout(math.max(left(), 0.001))
     local last, serr, partial = conn:send(line, sent + 1)
     if last == nil then
       if serr ~= "timeout" then conn:close(); return nil, "send: " .. tostring(serr), true end
@@ -336,7 +338,7 @@ local function call(method, request, deadline)
       conn:close()
       return nil, string.format("no answer within %.0f ms", CONFIG.budget_s * 1000), true
     end
-    conn:settimeout(left())
+    conn:settimeout(math.max(left(), 0.001))
     local reply, rerr, partial = conn:receive("*l")
     if reply ~= nil then chunks[#chunks + 1] = reply; break end
     if partial ~= nil and partial ~= "" then chunks[#chunks + 1] = partial end
