@@ -42,10 +42,13 @@ def _epoch(text: str) -> float:
 def _idle(cluster) -> bool:
     env = cluster.env()
     queue = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=10)
-    states = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=env, capture_output=True, text=True, timeout=10)
-    nodes = states.stdout.split()
-    return queue.returncode == 0 and not queue.stdout.strip() and len(nodes) == NODES \
-        and all(state == "idle" for state in nodes)
+    states = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], env=env, capture_output=True, text=True, timeout=10)
+    nodes = dict(line.split() for line in states.stdout.splitlines() if line.strip())  # one row per node and partition
+    if queue.stdout.strip():
+        # jobs other tests left (held ones never end): this test needs the whole cluster
+        subprocess.run(["scancel", *queue.stdout.split()], env=env, capture_output=True, timeout=10)
+        return False
+    return queue.returncode == 0 and len(nodes) == NODES and all(state == "idle" for state in nodes.values())
 
 
 def test_replay_predicts_slurm_backfill_order_lowered_limits_and_kills(cluster):
