@@ -1,0 +1,77 @@
+"""GROMACS (Debian `gromacs`): MD of an SPC water box built with `gmx solvate` from the bundled spc216.gro.
+
+Inputs: cubic box edge ``box_nm``, ``nsteps`` (2 fs steps), cut-off ``rc_nm`` (Coulomb and vdW),
+electrostatics ``coulomb`` (PME or reaction-field), thread-MPI ranks ``ranks`` (1 or 2, one
+OpenMP thread each). `gmx grompp` runs untimed before the timed `gmx mdrun`.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+PACKAGE = "gromacs"
+INPUTS = ["box_nm", "nsteps", "rc_nm", "coulomb", "ranks"]
+RANGES = {"box_nm": "2.6-3.6 by 0.1", "nsteps": "100-1000 by 100", "rc_nm": "0.8-1.2 by 0.05",
+          "coulomb": "pme|rf", "ranks": "1|2"}
+COMMAND = ("gmx mdrun -deffnm md -ntmpi RANKS -ntomp 1 -pin off -notunepme -nb cpu "
+           "(after gmx solvate -cs spc216.gro -box B B B; gmx grompp -f md.mdp -c conf.gro -p topol.top)")
+
+MDP = """integrator = md
+dt = 0.002
+nsteps = {nsteps}
+cutoff-scheme = Verlet
+coulombtype = {coulombtype}
+rcoulomb = {rc_nm}
+rvdw = {rc_nm}
+{epsilon_rf}tcoupl = v-rescale
+tc-grps = System
+tau-t = 0.1
+ref-t = 300
+gen-vel = yes
+gen-temp = 300
+gen-seed = 1
+nstxout = 0
+nstvout = 0
+nstenergy = 0
+nstlog = 0
+nstcalcenergy = 100
+"""
+
+TOPOLOGY = """#include "oplsaa.ff/forcefield.itp"
+#include "oplsaa.ff/spc.itp"
+[ system ]
+water box
+[ molecules ]
+SOL {n_water}
+"""
+
+
+def draw_config(rng) -> dict:
+    return {"box_nm": round(rng.randrange(26, 37) / 10, 1), "nsteps": rng.randrange(100, 1001, 100),
+            "rc_nm": round(rng.randrange(16, 25) * 0.05, 2), "coulomb": rng.choice(["pme", "rf"]),
+            "ranks": rng.choice([1, 2])}
+
+
+def version() -> str:
+    out = subprocess.run(["gmx", "--version"], capture_output=True, text=True).stdout
+    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("GROMACS version")), "")
+
+
+def _run(command, folder):
+    subprocess.run(command, cwd=folder, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def prepare(config: dict, folder: Path) -> list[str]:
+    if not (folder / "md.tpr").exists():
+        box = str(config["box_nm"])
+        _run(["gmx", "solvate", "-cs", "spc216.gro", "-box", box, box, box, "-o", "conf.gro"], folder)
+        n_atoms = int((folder / "conf.gro").read_text().splitlines()[1])
+        (folder / "topol.top").write_text(TOPOLOGY.format(n_water=n_atoms // 3))
+        pme = config["coulomb"] == "pme"
+        (folder / "md.mdp").write_text(MDP.format(
+            nsteps=config["nsteps"], rc_nm=config["rc_nm"], coulombtype="PME" if pme else "Reaction-Field",
+            epsilon_rf="" if pme else "epsilon-rf = 0\n"))
+        _run(["gmx", "grompp", "-f", "md.mdp", "-c", "conf.gro", "-p", "topol.top", "-o", "md.tpr",
+              "-maxwarn", "2"], folder)
+    return ["gmx", "mdrun", "-s", "md.tpr", "-deffnm", "md", "-ntmpi", str(config["ranks"]), "-ntomp", "1",
+            "-pin", "off", "-notunepme", "-nb", "cpu", "-noconfout"]
