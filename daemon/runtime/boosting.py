@@ -129,13 +129,14 @@ class BoostedTreesRuntime(RegressorMixin, BaseEstimator):
         return m, np.ones_like(m)
 
     def fit(self, X, y, groups=None, feature_names=None):
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", y_numeric=True)
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64, y_numeric=True)
         y = y.astype(float)
         check_runtimes(y)
         if self.interval not in ("quantile", "constant"):
             raise ValueError(f"interval must be quantile or constant: {self.interval!r}")
         seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
         self.parts_ = self._fit_parts(X, y, seed, with_scale=True)
+        self.n_iter_ = int(self.parts_["centre"][0].roots.size)
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
         n_folds = min(self.calibration_folds or 0, np.unique(groups).size)
         scores = []
@@ -149,7 +150,7 @@ class BoostedTreesRuntime(RegressorMixin, BaseEstimator):
 
     def predict_log_dist(self, X):
         check_is_fitted(self, "parts_")
-        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
         return self._log_dist(self.parts_, X)
 
     def predict(self, X):

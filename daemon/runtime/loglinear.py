@@ -34,7 +34,7 @@ def runtime_tags(tags):
 
 def check_runtimes(y: np.ndarray) -> None:
     if y.shape[0] < 2:
-        raise ValueError(f"runtime models need at least 2 runs, got {y.shape[0]}")
+        raise ValueError(f"runtime models need at least 2 runs: n_samples = {y.shape[0]}")
     if np.any(~np.isfinite(y)) or np.any(y <= 0):
         raise ValueError("runtimes must be positive and finite")
 
@@ -75,7 +75,7 @@ class LogLinearRuntime(RegressorMixin, BaseEstimator):
         return fit_log_trend(X, np.log(y), alpha=self.alpha)
 
     def fit(self, X, y, groups=None, feature_names=None):
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", y_numeric=True)
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64, y_numeric=True)
         y = y.astype(float)
         check_runtimes(y)
         self.fill_, self.log_columns_, self.coef_, self.intercept_ = self._fit_trend(X, y)
@@ -93,7 +93,7 @@ class LogLinearRuntime(RegressorMixin, BaseEstimator):
 
     def predict_log_dist(self, X):
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
         m = log_linear_trend(X, self.fill_, self.log_columns_, self.coef_, self.intercept_)
         return m, np.ones_like(m)
 

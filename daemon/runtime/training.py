@@ -21,8 +21,8 @@ the repetition noise of the runs and the features kept.
 ['inputs', 'runtime']
 >>> summary["runtime"]["learner"] in ("extra-trees", "ann"), sorted(summary["runtime"]["cv_mape_by_learner"])
 (True, ['ann', 'extra-trees'])
->>> summary["runtime"]["selection"]["simple_model_served"]   # extra-trees is the simplest candidate given
-False
+>>> summary["runtime"]["selection"]["simple_model_served"] == (summary["runtime"]["learner"] == "extra-trees")
+True
 """
 from __future__ import annotations
 
