@@ -9,8 +9,11 @@ Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng, index)
 file is generated here from the inputs (the codes' own bundled force fields, basis sets and
 pseudopotentials; nothing is downloaded).
 
-Repetitions are interleaved (every configuration once, then again), so drift of the shared
-machine shows as noise between repetitions, not as a difference between configurations.
+Repetitions are interleaved within blocks of ``--block`` configurations (each configuration of
+the block once, then again...), so drift of the shared machine shows as noise between
+repetitions, not as a difference between configurations, while a sweep stopped by its time
+budget still leaves every finished block with all its repetitions. ``--resume`` appends to an
+existing CSV and skips the (configuration, repetition) pairs it already has.
 
 Target ``runtime_s``: CPU seconds (user + system) of the whole process tree (``os.wait4`` on the
 launcher reaps every rank), i.e. core-seconds, what Slurm's accounting calls TotalCPU. Wall
@@ -96,6 +99,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--budget-s", type=float, default=900.0)
     parser.add_argument("--timeout-s", type=float, default=120.0, help="a run longer than this is dropped")
+    parser.add_argument("--block", type=int, default=10, help="configurations whose repetitions interleave")
+    parser.add_argument("--resume", action="store_true", help="append to --out, skipping runs it has")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).parent))
@@ -111,28 +116,38 @@ def main() -> None:
         "target": "runtime_s: CPU seconds (user+system) of the whole process tree, from os.wait4",
     }
     meta = args.out.with_suffix(".json")
+    done = set()
+    if args.resume and args.out.exists():
+        with args.out.open() as existing:
+            done = {(int(row["config"]), int(row["rep"])) for row in csv.DictReader(existing)}
+        if meta.exists():
+            provenance = json.loads(meta.read_text()) | {"resumed_utc": provenance["started_utc"],
+                                                         "resume_arguments": provenance["arguments"]}
+    order = [(config, rep) for start in range(0, len(configs), args.block) for rep in range(args.reps)
+             for config in configs[start:start + args.block] if (config["config"], rep) not in done]
     deadline = time.time() + args.budget_s
     runs = failures = 0
     # A flush per row: a sweep stopped by the budget still leaves a usable CSV.
-    with args.out.open("w", newline="") as out, tempfile.TemporaryDirectory(prefix=f"sweep-{args.code}-") as tmp:
+    with args.out.open("a" if done else "w", newline="") as out, \
+            tempfile.TemporaryDirectory(prefix=f"sweep-{args.code}-") as tmp:
         writer = csv.DictWriter(out, fieldnames=columns)
-        writer.writeheader()
-        for rep in range(args.reps):
-            for config in configs:
-                if time.time() > deadline:
-                    break
-                folder = Path(tmp) / f"c{config['config']}"
-                folder.mkdir(exist_ok=True)
-                row = run_once(code, config, folder, args.timeout_s)
-                if row is None:
-                    failures += 1
-                    continue
-                row["rep"] = rep
-                writer.writerow(row)
-                out.flush()
-                runs += 1
+        if not done:
+            writer.writeheader()
+        for config, rep in order:
+            if time.time() > deadline:
+                break
+            folder = Path(tmp) / f"c{config['config']}"
+            folder.mkdir(exist_ok=True)
+            row = run_once(code, config, folder, args.timeout_s)
+            if row is None:
+                failures += 1
+                continue
+            row["rep"] = rep
+            writer.writerow(row)
+            out.flush()
+            runs += 1
     provenance.update(finished_utc=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                      runs=runs, failed_runs=failures)
+                      runs=len(done) + runs, failed_runs=failures + provenance.get("failed_runs", 0))
     meta.write_text(json.dumps(provenance, indent=1) + "\n")
     print(f"{args.code}: {runs} runs, {failures} failed -> {args.out}")
 
