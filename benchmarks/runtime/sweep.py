@@ -4,7 +4,8 @@
         --out tests/data/runtime/gromacs_water.csv
 
 Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng, index)``,
-``prepare(config, folder) -> command`` and ``version()``): ``gromacs`` (water box MD),
+``prepare(config, folder) -> command``, ``version()`` and optionally ``completed(folder)``,
+which checks the code's own output: an exit status 0 alone is not trusted): ``gromacs`` (water box MD),
 ``cp2k`` (Quickstep DFT of water molecules), ``nwchem`` (SCF/DFT of water clusters). Every input
 file is generated here from the inputs (the codes' own bundled force fields, basis sets and
 pseudopotentials; nothing is downloaded).
@@ -84,8 +85,10 @@ def run_once(code, config: dict, folder: Path, timeout_s: float) -> dict | None:
             return None
         time.sleep(0.02)
     process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        print(f"failed ({process.returncode}): {shlex.join(command)} in {folder}", file=sys.stderr)
+    completed = getattr(code, "completed", lambda folder: True)(folder)
+    if process.returncode != 0 or not completed:
+        print(f"failed ({process.returncode}, completed: {completed}): {shlex.join(command)} in {folder}",
+              file=sys.stderr)
         return None
     return dict(config, runtime_s=round(usage.ru_utime + usage.ru_stime, 4),
                 _wall_s=round(time.time() - start, 4), _load1=round(load1, 2), _utc=started)

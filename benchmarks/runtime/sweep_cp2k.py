@@ -83,7 +83,15 @@ def version() -> str:
     return next((line.strip() for line in out.splitlines() if line.strip().startswith("CP2K version")), "")
 
 
+def completed(folder: Path) -> bool:
+    try:
+        return "PROGRAM ENDED AT" in (folder / "water.out").read_text(errors="replace")[-4000:]
+    except OSError:
+        return False
+
+
 def prepare(config: dict, folder: Path) -> list[str]:
+    (folder / "water.out").unlink(missing_ok=True)
     coords = "\n".join(f"      {e} {x + config['box_a'] / 2:.4f} {y + config['box_a'] / 2:.4f} {z + config['box_a'] / 2:.4f}"
                        for e, x, y, z in water_coordinates(config["n_water"]))
     (folder / "water.inp").write_text(INPUT.format(data=DATA, coords=coords, **config))
