@@ -104,6 +104,8 @@ def main() -> None:
     parser.add_argument("--timeout-s", type=float, default=120.0, help="a run longer than this is dropped")
     parser.add_argument("--block", type=int, default=10, help="configurations whose repetitions interleave")
     parser.add_argument("--resume", action="store_true", help="append to --out, skipping runs it has")
+    parser.add_argument("--only", default="", metavar="FIRST:END",
+                        help="run only configurations FIRST..END-1 (a second sweep process in parallel)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).parent))
@@ -126,6 +128,9 @@ def main() -> None:
         if meta.exists():
             provenance = json.loads(meta.read_text()) | {"resumed_utc": provenance["started_utc"],
                                                          "resume_arguments": provenance["arguments"]}
+    if args.only:
+        first, end = (int(part) for part in args.only.split(":"))
+        configs = configs[first:end]
     order = [(config, rep) for start in range(0, len(configs), args.block) for rep in range(args.reps)
              for config in configs[start:start + args.block] if (config["config"], rep) not in done]
     deadline = time.time() + args.budget_s
