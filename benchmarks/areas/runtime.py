@@ -46,9 +46,15 @@ def noise_floor(table) -> dict:
         y = table.y[table.groups == group]
         if y.size > 1:
             spreads.append((y.max() - y.min()) / np.median(y))
-    return {"repetition_mape": repetition_disagreement(table.groups, table.y),
-            "median_relative_spread": float(np.median(spreads)) if spreads else None,
-            "configurations_with_3_reps": sum(1 for n in reps.values() if n >= 3)}
+    floor = {"repetition_mape": repetition_disagreement(table.groups, table.y),
+             "median_relative_spread": float(np.median(spreads)) if spreads else None,
+             "configurations_with_3_reps": sum(1 for n in reps.values() if n >= 3)}
+    if "ranks" in table.inputs:  # busy-waiting ranks on a shared machine: the floor per process count
+        ranks = np.array([row.get("ranks") for row in table.rows])
+        floor["repetition_mape_by_ranks"] = {
+            str(int(value)): repetition_disagreement(table.groups[ranks == value], table.y[ranks == value])
+            for value in sorted(set(ranks.tolist()))}
+    return floor
 
 
 def _mean(results: list[dict]) -> dict:

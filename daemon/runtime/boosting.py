@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from .compiled import CompiledForest, fill_and_log
-from .conformal import conformal_multiplier, group_folds
+from .conformal import conformal_multiplier, trainable_folds
 from .loglinear import check_runtimes, fit_log_trend, runtime_tags
 
 QUANTILES = (0.1, 0.9)
@@ -145,7 +145,7 @@ class BoostedTreesRuntime(RegressorMixin, BaseEstimator):
         n_folds = min(self.calibration_folds or 0, np.unique(groups).size)
         scores = []
         if n_folds >= 2:
-            for held_out in group_folds(groups, n_folds, seed):
+            for held_out in trainable_folds(groups, n_folds, seed):
                 member = self._fit_parts(X[~held_out], y[~held_out], seed, with_scale=True)
                 m, s = self._log_dist(member, X[held_out])
                 scores.append(np.abs(np.log(y[held_out]) - m) / s)

@@ -22,7 +22,7 @@ from sklearn.linear_model import RidgeCV
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .compiled import fill_and_log, log_linear_trend
-from .conformal import conformal_multiplier, group_folds
+from .conformal import conformal_multiplier, trainable_folds
 
 
 def runtime_tags(tags):
@@ -84,7 +84,7 @@ class LogLinearRuntime(RegressorMixin, BaseEstimator):
         scores = []
         if n_folds >= 2:
             seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
-            for held_out in group_folds(groups, n_folds, seed):
+            for held_out in trainable_folds(groups, n_folds, seed):
                 fill, logs, coef, intercept = self._fit_trend(X[~held_out], y[~held_out])
                 m = log_linear_trend(X[held_out], fill, logs, coef, intercept)
                 scores.append(np.abs(np.log(y[held_out]) - m))

@@ -59,14 +59,17 @@ def out_of_fold_errors(table: RunTable, rows: np.ndarray, learner: str, params: 
                        inputs: list[str] | None = None, folds: int = 5, seed: int = 0) -> np.ndarray | None:
     """Absolute percentage error of every run in ``rows``, predicted without its configuration.
 
-    None when there are fewer than 2 configurations.
+    None when there are fewer than 2 configurations, or a fold would leave a single run to train on.
     """
     groups = table.groups[rows]
     n_folds = min(folds, np.unique(groups).size)
     if n_folds < 2:
         return None
+    folds = group_folds(groups, n_folds, seed)
+    if any((~held_out).sum() < 2 for held_out in folds):
+        return None   # a fold would train on a single run
     errors = np.empty(rows.size)
-    for held_out in group_folds(groups, n_folds, seed):
+    for held_out in folds:
         model = RuntimeModel(learner, dict(without_calibration(learner, params), random_state=seed),
                              inputs).fit(table, rows[~held_out])
         test = rows[held_out]

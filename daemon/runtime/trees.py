@@ -27,7 +27,7 @@ from sklearn.preprocessing import PolynomialFeatures
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .compiled import CompiledForest, log_linear_trend, transform_features
-from .conformal import conformal_multiplier, group_folds
+from .conformal import conformal_multiplier, group_folds, trainable_folds
 from .loglinear import check_runtimes, runtime_tags
 from .reduction import keep_by_importance
 
@@ -150,13 +150,13 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
         n_folds = min(self.calibration_folds or 0, len(np.unique(groups)))
         if n_folds < 2:
             return np.zeros(0)
-        scores = np.empty(len(y))
+        scores = []
         params = dict(self.get_params(), calibration_folds=0, random_state=seed)
-        for held_out in group_folds(groups, n_folds, seed):
+        for held_out in trainable_folds(groups, n_folds, seed):
             member = ExtraTreesRuntime(**params).fit(X[~held_out], y[~held_out])
             m, s = member.predict_log_dist(X[held_out])
-            scores[held_out] = np.abs(np.log(y[held_out]) - m) / s
-        return np.sort(scores)
+            scores.append(np.abs(np.log(y[held_out]) - m) / s)
+        return np.sort(np.concatenate(scores)) if scores else np.zeros(0)
 
     def feature_terms(self, X) -> np.ndarray:
         """The standardised polynomial terms the forest splits on (the kept ones)."""
