@@ -104,10 +104,10 @@ class BoostedTreesRuntime(RegressorMixin, BaseEstimator):
         with threadpool_limits(1, user_api="openmp"):  # small data: threads cost more than they give
             return compile_boosting(model.fit(Z, r))
 
-    def _fit_parts(self, X, y, seed, with_scale: bool) -> dict:
+    def _fit_parts(self, X, y, seed, with_scale: bool, groups=None) -> dict:
         log_y = np.log(y)
         if self.trend:
-            fill, log_columns, coef, intercept = fit_log_trend(X, log_y)
+            fill, log_columns, coef, intercept = fit_log_trend(X, log_y, groups=groups)
         else:
             fill = np.nanmedian(X, axis=0) if X.shape[0] else np.zeros(X.shape[1])
             fill = np.where(np.isnan(fill), 0.0, fill)
@@ -139,14 +139,14 @@ class BoostedTreesRuntime(RegressorMixin, BaseEstimator):
         if self.interval not in ("quantile", "constant"):
             raise ValueError(f"interval must be quantile or constant: {self.interval!r}")
         seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
-        self.parts_ = self._fit_parts(X, y, seed, with_scale=True)
-        self.n_iter_ = int(self.parts_["centre"][0].roots.size)
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
+        self.parts_ = self._fit_parts(X, y, seed, with_scale=True, groups=groups)
+        self.n_iter_ = int(self.parts_["centre"][0].roots.size)
         n_folds = min(self.calibration_folds or 0, np.unique(groups).size)
         scores = []
         if n_folds >= 2:
             for held_out in trainable_folds(groups, n_folds, seed):
-                member = self._fit_parts(X[~held_out], y[~held_out], seed, with_scale=True)
+                member = self._fit_parts(X[~held_out], y[~held_out], seed, with_scale=True, groups=groups[~held_out])
                 m, s = self._log_dist(member, X[held_out])
                 scores.append(np.abs(np.log(y[held_out]) - m) / s)
         self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)

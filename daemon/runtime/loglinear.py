@@ -39,11 +39,14 @@ def check_runtimes(y: np.ndarray) -> None:
         raise ValueError("runtimes must be positive and finite")
 
 
-def fit_log_trend(X: np.ndarray, log_y: np.ndarray, *, columns=None, alpha: float = 1e-3):
+def fit_log_trend(X: np.ndarray, log_y: np.ndarray, *, columns=None, alpha: float = 1e-3, groups=None):
     """(fill, log_columns, coef, intercept) of a ridge fit of log y on log(positive inputs).
 
     ``columns``: the inputs allowed into the trend (default all). Penalty by leave-one-out
-    among ``alpha × n × 10^k``: strong when runs are few.
+    among ``alpha × n × 10^k``: strong when runs are few. With ``groups`` (configuration of
+    each run), the fit is on each configuration's mean log runtime, so leave-one-out leaves a
+    configuration out: repetitions of the left-out configuration would otherwise stay in and
+    favour a weak penalty that fits their noise.
     """
     n = X.shape[1]
     fill = np.nanmedian(X, axis=0) if X.shape[0] else np.zeros(n)
@@ -53,6 +56,10 @@ def fit_log_trend(X: np.ndarray, log_y: np.ndarray, *, columns=None, alpha: floa
     L = fill_and_log(X, fill, log_columns)
     unused = np.zeros(n, dtype=bool) if columns is None else ~np.isin(np.arange(n), list(columns))
     L[:, unused] = 0.0
+    if groups is not None and np.unique(np.asarray(groups)).size >= 3:
+        _, first, index = np.unique(np.asarray(groups), return_index=True, return_inverse=True)
+        log_y = np.bincount(index, weights=log_y) / np.bincount(index)
+        L = L[first]
     mean, std = L.mean(axis=0), L.std(axis=0)
     std = np.where(std > 0, std, 1.0)
     alphas = alpha * len(log_y) * np.logspace(0, 5, 11)
@@ -71,21 +78,21 @@ class LogLinearRuntime(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         return runtime_tags(super().__sklearn_tags__())
 
-    def _fit_trend(self, X, y):
-        return fit_log_trend(X, np.log(y), alpha=self.alpha)
+    def _fit_trend(self, X, y, groups=None):
+        return fit_log_trend(X, np.log(y), alpha=self.alpha, groups=groups)
 
     def fit(self, X, y, groups=None, feature_names=None):
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64, y_numeric=True)
         y = y.astype(float)
         check_runtimes(y)
-        self.fill_, self.log_columns_, self.coef_, self.intercept_ = self._fit_trend(X, y)
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
+        self.fill_, self.log_columns_, self.coef_, self.intercept_ = self._fit_trend(X, y, groups)
         n_folds = min(self.calibration_folds or 0, np.unique(groups).size)
         scores = []
         if n_folds >= 2:
             seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
             for held_out in trainable_folds(groups, n_folds, seed):
-                fill, logs, coef, intercept = self._fit_trend(X[~held_out], y[~held_out])
+                fill, logs, coef, intercept = self._fit_trend(X[~held_out], y[~held_out], groups[~held_out])
                 m = log_linear_trend(X[held_out], fill, logs, coef, intercept)
                 scores.append(np.abs(np.log(y[held_out]) - m))
         self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)
