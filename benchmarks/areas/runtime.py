@@ -10,6 +10,8 @@ held out, all repetitions of a configuration on one side), over ``--seeds`` rand
   artifact, loaded as the daemon loads it and asked one held-out run at a time;
 * MAPE, rank accuracy (pairs of held-out runs ordered right), coverage of the 80 % and 95 %
   intervals;
+* at 50 %, the served ``auto`` model's MAPE on the held-out runs of each process count
+  (``ranks``: the 2-rank runs' CPU time includes busy-waiting on this shared machine);
 * the code's repetition noise, the floor: ``repetition_mape`` (each run predicted by the mean
   of its configuration's other repetitions: the MAPE of a perfect model of the inputs) and the
   median relative spread (max − min) / median of a configuration's repetitions.
@@ -57,6 +59,20 @@ def noise_floor(table) -> dict:
     return floor
 
 
+def auto_mape_by_ranks(table, train, test, seed: int) -> dict[str, float]:
+    """MAPE of the served ``auto`` model on the held-out runs of each process count."""
+    from hpcpredict.daemon.runtime.evaluation import served_predictions, usable_inputs
+    from hpcpredict.daemon.runtime.metrics import mape
+    from hpcpredict.daemon.runtime.training import fit_served
+
+    inputs, _, _ = usable_inputs(table, train, time_share=None)
+    model, _ = fit_served(table, train, inputs=inputs, seed=seed)
+    rows = [table.rows[i] for i in test]
+    predicted = served_predictions(model, rows)[0]
+    ranks = np.array([row["ranks"] for row in rows])
+    return {str(int(r)): mape(table.y[test][ranks == r], predicted[ranks == r]) for r in sorted(set(ranks.tolist()))}
+
+
 def _mean(results: list[dict]) -> dict:
     return {key: float(np.mean([r[key] for r in results])) for key in METRICS}
 
@@ -73,7 +89,7 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int) -> 
     checked = False
     for fraction in fractions:
         per_learner = {learner: [] for learner in CANDIDATES}
-        auto, chosen = [], Counter()
+        auto, chosen, by_ranks = [], Counter(), []
         for seed in range(seeds):
             train, test = split_by_configuration(table.groups, fraction, seed)
             common = dict(train_rows=train, test_rows=test, seed=seed, train_fraction=fraction, time_share=None)
@@ -83,6 +99,8 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int) -> 
             pick, _ = select_learner(table, train, inputs=inputs, seed=seed)
             chosen[pick] += 1
             auto.append(per_learner[pick][-1])
+            if fraction == 0.5 and "ranks" in table.inputs:
+                by_ranks.append(auto_mape_by_ranks(table, train, test, seed))
             if not checked:
                 full = evaluate(table, learner="auto", **common)
                 checked = full["learner"] == pick and all(
@@ -92,6 +110,8 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int) -> 
                                             "cv_mape": full["cv_mape"]}
         row = {learner: _mean(results) for learner, results in per_learner.items()}
         row["auto"] = dict(_mean(auto), chosen=dict(chosen))
+        if by_ranks:
+            row["auto"]["mape_by_ranks"] = {r: float(np.mean([b[r] for b in by_ranks])) for r in by_ranks[0]}
         best = min(CANDIDATES, key=lambda learner: row[learner]["mape"])
         row["best_single"] = best
         row["auto_vs_best_single"] = row["auto"]["mape"] / row[best]["mape"]
