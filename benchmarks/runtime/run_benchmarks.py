@@ -207,7 +207,7 @@ def latency(data: Path) -> dict:
         inputs = [name for name in table.inputs if name not in table.report_times]
         fitted = RuntimeModel("extra-trees", {"random_state": 0, "calibration_folds": 0}, inputs).fit(table)
         x = fitted.matrix([job.inputs])
-        z = fitted.estimator_.transform(x)
+        z = fitted.estimator_.feature_terms(x)
         start = time.perf_counter()
         for _ in range(200):
             fitted.estimator_.forest_.predict(z)

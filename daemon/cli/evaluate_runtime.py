@@ -1,9 +1,13 @@
-"""`hpcpredict evaluate runtime DATA.csv --target COLUMN`: score a runtime learner.
+"""`hpcpredict evaluate runtime DATA.csv --target COLUMN`: score the runtime model that would be served.
 
 Splits the runs by configuration (all repetitions of a configuration on the same side),
-fits on ``--train-fraction`` of the configurations and prints MAPE, rank accuracy, interval
-coverage at 80 % and 95 %, the mean relative width of the 80 % interval, the training and test
-sizes and the features kept. Runtime features (columns with a ``<name>@t`` report-time column)
+trains on ``--train-fraction`` of the configurations exactly as ``hpcpredict train-runtime``
+does (``--learner auto``, the default: the same cross-validated choice among the servable
+learners; ``--learner NAME`` forces one, as ``train-runtime --learner NAME`` does), loads the
+result as the daemon loads it and asks it for every held-out run. Prints MAPE, rank accuracy,
+interval coverage at 80 % and 95 %, the mean relative width of the 80 % interval, the training
+and test sizes, the features kept, the learner chosen and why, and the repetition noise of the
+held-out runs (the floor). Runtime features (columns with a ``<name>@t`` report-time column)
 are used only when reported within ``--time-share`` of the runtime (seed 000: 5 %).
 """
 from __future__ import annotations
@@ -13,13 +17,16 @@ from pathlib import Path
 
 
 def register(families) -> None:
-    parser = families.add_parser("runtime", help="runtime from application inputs (extra-trees, ANN, linear)")
+    from hpcpredict.daemon.runtime.artifacts import SERVABLE
+
+    parser = families.add_parser("runtime", help="runtime from application inputs: score the served model")
     parser.add_argument("data", type=Path, metavar="DATA.csv", help="one row per run: inputs, target, optional rep")
     parser.add_argument("--target", required=True, help="runtime column (seconds)")
     parser.add_argument("--train-fraction", type=float, default=0.5, help="share of configurations to train on")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--learner", choices=("extra-trees", "ann", "linear", "auto"), default="extra-trees",
-                        help="auto: the lowest cross-validated MAPE on the training runs")
+    parser.add_argument("--learner", choices=("auto", *SERVABLE, "linear"), default="auto",
+                        help="auto (default): train-runtime's cross-validated choice on the training runs; "
+                             "linear: a plain least-squares baseline the daemon does not serve")
     parser.add_argument("--degree", type=int, default=1, help="extra-trees: polynomial expansion order")
     parser.add_argument("--importance-threshold", type=float, default=0.95,
                         help="extra-trees: keep features up to this cumulative importance (1 = all)")
@@ -57,7 +64,12 @@ def run(args) -> int:
     for key, label in (("mape", "MAPE"), ("rank_accuracy", "rank accuracy"), ("coverage80", "coverage (80 %)"),
                        ("coverage95", "coverage (95 %)"), ("interval_width80", "80 % interval width (rel.)")):
         print(f"  {label:<28} {result[key]:8.3f}")
+    if "repetition_mape" in result:
+        print(f"  {'repetition noise (MAPE)':<28} {result['repetition_mape']:8.3f}")
     print(f"  features kept: {', '.join(result['features_kept'])}")
+    if "selection" in result:
+        scores = ", ".join(f"{name} {'n/a' if v != v else f'{100 * v:.1f} %'}" for name, v in result["cv_mape"].items())
+        print(f"  chosen: {result['selection']['reason']} (cross-validated MAPE: {scores})")
     if result["runtime_features_dropped"]:
         print(f"  runtime features too late (> {args.time_share:.0%} of runtime): "
               f"{', '.join(result['runtime_features_dropped'])}")

@@ -18,15 +18,16 @@ def register(subparsers) -> None:
         "train-runtime", help="train an application's runtime model from its runs (CSV) and publish it",
         description="Fit the runtime model of one application from DATA.csv (one row per run: "
                     "input columns, the runtime column, optional `rep`/`config`) and publish it beside the "
-                    "other applications' models. The learner (extra-trees or ANN ensemble) is chosen by "
-                    "cross-validation on these runs unless --learner names one.")
+                    "other applications' models. The learner (log-linear, extra-trees, boosted trees or ANN "
+                    "ensemble) is chosen by cross-validation on these runs unless --learner names one.")
     runtime.add_argument("data", metavar="DATA.csv")
     runtime.add_argument("--target", required=True, help="the runtime column (seconds)")
     runtime.add_argument("--application", required=True, help="application key jobs are matched on")
     runtime.add_argument("--alias", action="append", default=[], metavar="INPUT=FIELD",
                          help="map a model input to a request field (nodes, ntasks, cpus_per_task)")
-    runtime.add_argument("--learner", choices=("auto", "extra-trees", "ann"), default="auto",
-                         help="auto (default): the lower cross-validated MAPE on DATA.csv")
+    runtime.add_argument("--learner", choices=("auto", "log-linear", "extra-trees", "boosted-trees", "ann"),
+                         default="auto", help="auto (default): the simplest learner that no richer one beats "
+                                              "by cross-validation on DATA.csv")
     runtime.add_argument("--no-reload", action="store_true")
     runtime.set_defaults(handler=_train_runtime)
     publish = subparsers.add_parser("publish", help="publish a trained model folder as a new version")
@@ -115,6 +116,7 @@ def _train_runtime(args) -> int:
         scores = ", ".join(f"{learner} {'n/a' if v is None else f'{100 * v:.1f} %'}"
                            for learner, v in meta["cv_mape_by_learner"].items())
         print(f"  {name}: {meta['learner']} (cross-validated MAPE: {scores})")
+        print(f"    {meta['selection']['reason']}")
     if not args.no_reload:
         reload_daemon(socket_of(args, config))
     return 0

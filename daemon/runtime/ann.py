@@ -32,10 +32,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .compiled import fill_and_log
 from .conformal import conformal_multiplier, group_folds
+from .loglinear import check_runtimes, runtime_tags
 
 
 class ANNEnsemble(RegressorMixin, BaseEstimator):
@@ -53,6 +54,9 @@ class ANNEnsemble(RegressorMixin, BaseEstimator):
         self.target = target
         self.log_inputs = log_inputs
         self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        return runtime_tags(super().__sklearn_tags__())
 
     # -- preprocessing -------------------------------------------------------------------
     def standardised_inputs(self, X):
@@ -95,10 +99,9 @@ class ANNEnsemble(RegressorMixin, BaseEstimator):
         return net
 
     def fit(self, X, y, groups=None, feature_names=None):
-        X = np.asarray(X, dtype=float)
-        y = np.asarray(y, dtype=float)
-        if np.any(~np.isfinite(y)) or np.any(y <= 0):
-            raise ValueError("runtimes must be positive and finite")
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64, y_numeric=True)
+        y = y.astype(float)
+        check_runtimes(y)
         if self.method not in ("kfold", "bagging") or self.target not in ("log", "weighted"):
             raise ValueError("method must be kfold|bagging and target log|weighted")
         rng = np.random.RandomState(self.random_state)
@@ -155,6 +158,7 @@ class ANNEnsemble(RegressorMixin, BaseEstimator):
     def predict_members(self, X) -> np.ndarray:
         """Runtime predicted by every member: shape (n_members, n_rows)."""
         check_is_fitted(self, "members_")
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
         return self._member_predictions(self.standardised_inputs(X))
 
     def predict_log_dist(self, X):

@@ -1,12 +1,16 @@
 """Learner arrays of a runtime-model artifact: pack a fitted learner, unpack a served predictor.
 
-Two learners can be served, each stored as plain arrays (``np.savez``, no pickle):
+Four learners can be served, each stored as plain arrays (``np.savez``, no pickle):
 
 * ``extra-trees`` (format ``hpcpredict-runtime-extra-trees``): the compiled forest
   (:class:`~hpcpredict.daemon.runtime.compiled.CompiledForest`), the feature transform and the
   log-log trend — the layout of every artifact published before the ANN could be served;
 * ``ann`` (format ``hpcpredict-runtime-ann``): the members' stacked weights and the ensemble's
-  preprocessing (:class:`~hpcpredict.daemon.runtime.compiled_ann.CompiledEnsemble`).
+  preprocessing (:class:`~hpcpredict.daemon.runtime.compiled_ann.CompiledEnsemble`);
+* ``boosted-trees`` (format ``hpcpredict-runtime-boosted-trees``): the log-log trend and the
+  boosted trees of the centre (and of the 10 %/90 % quantiles, when the interval uses them),
+  each a compiled forest whose trees are summed;
+* ``log-linear`` (format ``hpcpredict-runtime-log-linear``): the log-log trend alone.
 
 Both carry ``calibration_scores``: held-out |log y − m| / s, so the served interval is
 m ± q·s with the conformal multiplier q, whatever the learner. A predictor's
@@ -20,15 +24,19 @@ from ..errors import ModelArtifactError
 from .compiled import CompiledForest, log_linear_trend, transform_features
 from .compiled_ann import CompiledEnsemble
 
-FORMATS = {"extra-trees": "hpcpredict-runtime-extra-trees", "ann": "hpcpredict-runtime-ann"}
+FORMATS = {"extra-trees": "hpcpredict-runtime-extra-trees", "ann": "hpcpredict-runtime-ann",
+           "boosted-trees": "hpcpredict-runtime-boosted-trees", "log-linear": "hpcpredict-runtime-log-linear"}
+BOOSTED_PARTS = ("centre", "lower", "upper")
 LEARNER_OF_FORMAT = {value: key for key, value in FORMATS.items()}
 FORMAT_VERSION = 1
 SERVABLE = tuple(FORMATS)
 
 
 def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
-    """(learner name, arrays, JSON settings) of a fitted extra-trees or ANN runtime learner."""
+    """(learner name, arrays, JSON settings) of a fitted runtime learner that can be served."""
     from .ann import ANNEnsemble
+    from .boosting import BoostedTreesRuntime
+    from .loglinear import LogLinearRuntime
     from .trees import ExtraTreesRuntime
 
     if isinstance(estimator, ExtraTreesRuntime) and hasattr(estimator, "compiled_"):
@@ -43,7 +51,107 @@ def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
         compiled = CompiledEnsemble.from_sklearn(estimator)
         arrays = dict(compiled.arrays(), calibration_scores=np.asarray(estimator.calibration_scores_, dtype=float))
         return "ann", arrays, {"ann": compiled.settings()}
-    raise ModelArtifactError(f"only fitted {' or '.join(SERVABLE)} runtime models can be saved")
+    if isinstance(estimator, BoostedTreesRuntime) and hasattr(estimator, "parts_"):
+        parts = estimator.parts_
+        arrays = _trend_arrays(parts["fill"], parts["log_columns"], parts["coef"], parts["intercept"])
+        arrays["calibration_scores"] = np.asarray(estimator.calibration_scores_, dtype=float)
+        for name in BOOSTED_PARTS:
+            if name in parts:
+                forest, baseline = parts[name]
+                arrays.update({f"{name}_{key}": value for key, value in forest.arrays().items()})
+                arrays[f"{name}_baseline"] = np.asarray([baseline])
+        return "boosted-trees", arrays, {"boosted_parts": [name for name in BOOSTED_PARTS if name in parts]}
+    if isinstance(estimator, LogLinearRuntime) and hasattr(estimator, "coef_"):
+        arrays = _trend_arrays(estimator.fill_, estimator.log_columns_, estimator.coef_, estimator.intercept_)
+        arrays["calibration_scores"] = np.asarray(estimator.calibration_scores_, dtype=float)
+        return "log-linear", arrays, {}
+    raise ModelArtifactError(f"only fitted {', '.join(SERVABLE)} runtime models can be saved")
+
+
+def _trend_arrays(fill, log_columns, coef, intercept) -> dict[str, np.ndarray]:
+    return {"fill": np.asarray(fill, dtype=float), "log_columns": np.asarray(log_columns).astype(np.int8),
+            "trend_coef": np.asarray(coef, dtype=float), "trend_intercept": np.asarray([intercept], dtype=float)}
+
+
+class _Trend:
+    """The log-log trend of a served model: log runtime linear in log(positive inputs)."""
+
+    def __init__(self, arrays: dict, n_inputs: int):
+        try:
+            self.fill = arrays["fill"].astype(float)
+            self.log_columns = arrays["log_columns"].astype(bool)
+            self.coef = arrays["trend_coef"].astype(float)
+            self.intercept = float(arrays["trend_intercept"].ravel()[0])
+        except (KeyError, ValueError, TypeError, IndexError) as error:
+            raise ModelArtifactError(f"trend arrays: {error}") from error
+        if not (self.fill.shape == self.log_columns.shape == self.coef.shape == (n_inputs,)):
+            raise ModelArtifactError("array shapes do not match")
+
+    def inputs(self, vector: np.ndarray) -> np.ndarray:
+        from .compiled import fill_and_log
+        return fill_and_log(vector, self.fill, self.log_columns)
+
+
+class LogLinearPredictor:
+    """Served log-log trend: one dot product."""
+
+    learner = "log-linear"
+
+    def __init__(self, arrays: dict, n_inputs: int):
+        self.trend = _Trend(arrays, n_inputs)
+
+    def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
+        return float(self.trend.inputs(vector)[0] @ self.trend.coef + self.trend.intercept), 1.0
+
+    def describe(self) -> str:
+        return "log-linear model (runtime a product of powers of the inputs)"
+
+    def interval_method(self) -> str:
+        return "constant factor"
+
+
+class BoostedPredictor:
+    """Served boosted trees: log-log trend + the sum of the centre's trees (+ quantile trees)."""
+
+    learner = "boosted-trees"
+
+    def __init__(self, arrays: dict, n_inputs: int, settings: dict):
+        self.trend = _Trend(arrays, n_inputs)
+        names = settings.get("boosted_parts") if isinstance(settings, dict) else None
+        if not isinstance(names, list) or "centre" not in names or not set(names) <= set(BOOSTED_PARTS):
+            raise ModelArtifactError("boosted-trees settings: parts missing")
+        self.parts = {}
+        for name in names:
+            prefix = f"{name}_"
+            forest = CompiledForest.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+            try:
+                baseline = float(arrays[f"{name}_baseline"].ravel()[0])
+            except (KeyError, IndexError, ValueError) as error:
+                raise ModelArtifactError(f"boosted-trees baseline: {error}") from error
+            if forest.feature.max() >= n_inputs:
+                raise ModelArtifactError("array shapes do not match")
+            self.parts[name] = (forest, baseline)
+        if ("lower" in self.parts) != ("upper" in self.parts):
+            raise ModelArtifactError("boosted-trees: one quantile model without the other")
+
+    def _sum(self, name: str, z: np.ndarray) -> float:
+        forest, baseline = self.parts[name]
+        return float(forest.tree_predictions(z)[0].sum()) + baseline
+
+    def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
+        from .boosting import MIN_SCALE
+
+        z = self.trend.inputs(vector)
+        m = float(z[0] @ self.trend.coef + self.trend.intercept) + self._sum("centre", z)
+        if "lower" not in self.parts:
+            return m, 1.0
+        return m, max((self._sum("upper", z) - self._sum("lower", z)) / 2, MIN_SCALE)
+
+    def describe(self) -> str:
+        return f"boosted-trees model ({self.parts['centre'][0].roots.size} trees, log-log trend)"
+
+    def interval_method(self) -> str:
+        return "boosted 10 %/90 % quantiles" if "lower" in self.parts else "constant factor"
 
 
 class ForestPredictor:
@@ -104,12 +212,17 @@ class EnsemblePredictor:
         return "members' spread"
 
 
-def unpack(learner: str, arrays: dict, n_inputs: int, settings: dict):
-    """The served predictor of an artifact's arrays (ModelArtifactError when inconsistent)."""
+def unpack(learner: str, arrays: dict, n_inputs: int, description: dict):
+    """The served predictor of an artifact's arrays and JSON description (ModelArtifactError when inconsistent)."""
+    settings = description.get("ann") if learner == "ann" else description
     if learner == "extra-trees":
         return ForestPredictor(arrays, n_inputs)
     if learner == "ann":
         if not isinstance(settings, dict):
             raise ModelArtifactError("ANN settings missing")
         return EnsemblePredictor(arrays, n_inputs, settings)
+    if learner == "boosted-trees":
+        return BoostedPredictor(arrays, n_inputs, description)
+    if learner == "log-linear":
+        return LogLinearPredictor(arrays, n_inputs)
     raise ModelArtifactError(f"unknown learner {learner!r}")

@@ -36,3 +36,10 @@ def group_folds(groups: np.ndarray, n_folds: int, random_state: int | None) -> l
     fold_of = {g: i % n_folds for i, g in enumerate(order)}
     assignment = np.array([fold_of[g] for g in groups])
     return [assignment == k for k in range(n_folds)]
+
+
+def trainable_folds(groups: np.ndarray, n_folds: int, random_state: int | None, min_train: int = 2) -> list[np.ndarray]:
+    """The :func:`group_folds` whose complement (the runs a fold's model trains on) has at
+    least ``min_train`` runs: with few configurations of few repetitions, a fold can leave one."""
+    return [held_out for held_out in group_folds(groups, n_folds, random_state)
+            if (~held_out).sum() >= min_train]

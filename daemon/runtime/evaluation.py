@@ -1,4 +1,10 @@
-"""Scoring a learner on a run table: split by configuration, fit, report seed metrics.
+"""Scoring a runtime model on a run table: split by configuration, fit, report seed metrics.
+
+The model scored is the one ``train-runtime`` would serve from the training runs
+(:func:`~hpcpredict.daemon.runtime.training.fit_served`: with ``learner="auto"`` the
+cross-validated choice, else the named learner), and its predictions and intervals on the
+held-out runs are the daemon's own: the model is written as an artifact, loaded as the daemon
+loads it and asked one run at a time (``ApplicationModels.estimate``).
 
 >>> from hpcpredict.daemon.runtime.dataset import parse_runs_csv
 >>> rows = "\\n".join(f"{n},{r},{n * n / 100 * (1 + 0.01 * r)}" for n in range(10, 70, 2) for r in range(2))
@@ -13,6 +19,7 @@ import numpy as np
 
 from .dataset import RunTable
 from .metrics import coverage, mape, rank_accuracy, relative_width
+from .artifacts import SERVABLE
 from .model import RuntimeModel
 from .reduction import DEFAULT_TIME_SHARE, reduce_by_time
 
@@ -53,17 +60,24 @@ def evaluate(table: RunTable, *, learner: str = "extra-trees", train_fraction: f
     inputs, rt_kept, rt_dropped = usable_inputs(table, train_rows, time_share=time_share)
     params = dict(params or {})
     params.setdefault("random_state", seed)
-    if learner == "auto":
-        from .selection import select_learner
-        learner, cv_scores = select_learner(table, train_rows, inputs=inputs, seed=seed)
-    else:
-        cv_scores = None
-    model = RuntimeModel(learner, params, inputs).fit(table, train_rows)
     test = [table.rows[i] for i in test_rows]
     y = table.y[test_rows]
-    predicted = model.predict(test)
-    low80, high80 = model.predict_interval(test, 0.8)
-    low95, high95 = model.predict_interval(test, 0.95)
+    cv_scores = selection = None
+    if learner == "auto" or learner in SERVABLE:
+        from .training import fit_served
+
+        model, choice = fit_served(table, train_rows, inputs=inputs, seed=seed,
+                                   learners=None if learner == "auto" else {learner: params},
+                                   cross_validate_single=False)
+        if learner == "auto":
+            cv_scores, selection = choice["cv_mape_by_learner"], choice["selection"]
+        learner = choice["learner"]
+        predicted, low80, high80, low95, high95, not_served = served_predictions(model, test)
+    else:  # a learner the daemon cannot serve (the plain linear baseline): scored in-process
+        model = RuntimeModel(learner, params, inputs).fit(table, train_rows)
+        predicted = model.predict(test)
+        (low80, high80), (low95, high95) = model.predict_interval(test, 0.8), model.predict_interval(test, 0.95)
+        not_served = None
     result = {
         "learner": learner, "train_fraction": train_fraction, "seed": seed,
         "n_train": int(train_rows.size), "n_test": int(test_rows.size),
@@ -81,7 +95,39 @@ def evaluate(table: RunTable, *, learner: str = "extra-trees", train_fraction: f
         result["repetition_mape"] = floor
     if cv_scores is not None:
         result["cv_mape"] = cv_scores
+        result["selection"] = selection
+    if not_served is not None:
+        result["runs_not_served"] = not_served
     return result
+
+
+def served_predictions(model: RuntimeModel, rows: list[dict]) -> tuple[np.ndarray, ...]:
+    """(runtime, low80, high80, low95, high95, runs not served) as the daemon answers them.
+
+    The model is saved and loaded as an artifact and asked one run at a time. A run the served
+    model declines (a required input missing) is predicted in-process and counted.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from .service import ApplicationModels, save_application_model
+
+    with tempfile.TemporaryDirectory(prefix="hpcpredict-evaluate-") as folder:
+        save_application_model(model, Path(folder), application="evaluated", metadata={"variant": "evaluated"})
+        served = ApplicationModels.load(Path(folder))
+    out = np.empty((5, len(rows)))
+    not_served = 0
+    for i, row in enumerate(rows):
+        at80 = served.estimate("evaluated", row, 0, 0, 0, coverage=0.8)
+        at95 = served.estimate("evaluated", row, 0, 0, 0, coverage=0.95)
+        if at80 is None or at95 is None:
+            not_served += 1
+            (low80,), (high80,) = model.predict_interval([row], 0.8)
+            (low95,), (high95,) = model.predict_interval([row], 0.95)
+            out[:, i] = model.predict([row])[0], low80, high80, low95, high95
+        else:
+            out[:, i] = at80.runtime_s, at80.low_s, at80.high_s, at95.low_s, at95.high_s
+    return (*out, not_served)
 
 
 def configuration_means(groups: np.ndarray, y: np.ndarray, predicted: np.ndarray):

@@ -18,7 +18,7 @@ import numpy as np
 from .dataset import RunTable
 from .encoding import InputEncoder
 
-LEARNERS = ("extra-trees", "ann", "linear")
+LEARNERS = ("log-linear", "extra-trees", "boosted-trees", "ann", "linear")
 
 
 def make_learner(name: str, **params):
@@ -29,6 +29,12 @@ def make_learner(name: str, **params):
     if name == "ann":
         from .ann import ANNEnsemble
         return ANNEnsemble(**params)
+    if name == "boosted-trees":
+        from .boosting import BoostedTreesRuntime
+        return BoostedTreesRuntime(**params)
+    if name == "log-linear":
+        from .loglinear import LogLinearRuntime
+        return LogLinearRuntime(**params)
     if name == "linear":
         from .linear import LinearRuntime
         return LinearRuntime(**params)

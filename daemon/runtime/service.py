@@ -2,8 +2,8 @@
 
 Artifacts, no pickle: ``DIRECTORY/<application>/<variant>.npz`` (plain arrays, loaded with
 ``allow_pickle=False``) + ``<variant>.json`` (encoder, names, learner, metadata, SHA-256 of the
-npz). Either learner can be served — extra-trees or the ANN ensemble (:mod:`.artifacts`: the
-format string names it; extra-trees artifacts written before ANN serving load unchanged).
+npz). Every learner of :mod:`.artifacts` can be served (extra-trees, ANN ensemble, boosted
+trees, log-linear: the format string names it; artifacts written before ANN serving load unchanged).
 An application can have several variants — e.g. ``inputs`` (job-script inputs only) and
 ``runtime`` (inputs + early runtime features): :meth:`ApplicationModels.estimate` uses the
 variant with the most required inputs that are all present, so the same call re-predicts
@@ -72,7 +72,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def save_application_model(model, directory: Path, *, application: str, metadata: dict) -> None:
-    """Write a fitted extra-trees or ANN :class:`RuntimeModel` under ``directory/<application>/``.
+    """Write a fitted :class:`RuntimeModel` (a learner of :mod:`.artifacts`) under ``directory/<application>/``.
 
     ``metadata["variant"]`` names the variant (default ``inputs``); the rest (data reference,
     learner choice and CV scores, version, ``input_aliases``...) is stored as given (must be JSON).
@@ -99,7 +99,7 @@ def save_application_model(model, directory: Path, *, application: str, metadata
 
 
 class _Variant:
-    """One loaded model (extra-trees or ANN), ready for single-row prediction."""
+    """One loaded model (any servable learner), ready for single-row prediction."""
 
     def __init__(self, path: Path):
         try:
@@ -118,7 +118,7 @@ class _Variant:
             with np.load(io.BytesIO(blob), allow_pickle=False) as data:
                 arrays = {name: np.asarray(data[name]) for name in data.files}
             self.encoder = InputEncoder.from_json(description["encoder"])
-            self.predictor = unpack(learner, arrays, len(self.encoder.feature_names), description.get("ann"))
+            self.predictor = unpack(learner, arrays, len(self.encoder.feature_names), description)
             self.scores = np.sort(arrays["calibration_scores"].astype(float))
             self.required = [str(name) for name in description["required_inputs"]]
             metadata = description.get("metadata") or {}

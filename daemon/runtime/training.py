@@ -3,10 +3,12 @@
 Writes the ``inputs`` variant (job-script inputs only: usable at submission) and, when some
 runtime features arrive early enough (time reduction), the ``runtime`` variant (inputs +
 those features: used after ``ReportRuntimeFeatures``). For each variant the learner is chosen
-by cross-validation on the site's own runs (folds of configurations, lowest MAPE) among the
-learners the daemon can serve (extra-trees, ANN ensemble). Each artifact's metadata records the
-data file, its SHA-256, the learner chosen, every candidate's cross-validated MAPE and the
-features kept.
+by cross-validation on the site's own runs (:mod:`.selection`: folds of configurations, the
+simplest learner that no richer one beats) among the learners the daemon can serve
+(log-linear, extra-trees, boosted trees, ANN ensemble). :func:`fit_served` is that choice and
+fit; ``hpcpredict evaluate runtime`` scores the same function. Each artifact's metadata records
+the data file, its SHA-256, the learner chosen and why, every candidate's cross-validated MAPE,
+the repetition noise of the runs and the features kept.
 
 >>> import tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -19,6 +21,8 @@ features kept.
 ['inputs', 'runtime']
 >>> summary["runtime"]["learner"] in ("extra-trees", "ann"), sorted(summary["runtime"]["cv_mape_by_learner"])
 (True, ['ann', 'extra-trees'])
+>>> summary["runtime"]["selection"]["simple_model_served"] == (summary["runtime"]["learner"] == "extra-trees")
+True
 """
 from __future__ import annotations
 
@@ -29,22 +33,42 @@ from typing import Mapping
 
 import numpy as np
 
-from .dataset import read_runs_csv
-from .evaluation import usable_inputs
 from .artifacts import SERVABLE
+from .dataset import RunTable, read_runs_csv
+from .evaluation import repetition_disagreement, usable_inputs
 from .model import RuntimeModel
 from .reduction import DEFAULT_TIME_SHARE
-from .selection import select_learner
+from .selection import CANDIDATES, select_learner, selection_report
 from .service import save_application_model
 
 
-DEFAULT_LEARNERS = {"extra-trees": {}, "ann": {}}
+DEFAULT_LEARNERS = CANDIDATES
 SELECTION_FOLDS = 5
 
 
-def _cv_params(learner: str, params: dict) -> dict:
-    # Calibration does not change extra-trees' point predictions: skip it inside CV folds.
-    return dict(params, calibration_folds=0) if learner == "extra-trees" else dict(params)
+def fit_served(table: RunTable, rows: np.ndarray, *, inputs: list[str] | None,
+               learners: Mapping[str, dict] | None = None, seed: int = 0,
+               cross_validate_single: bool = True) -> tuple[RuntimeModel, dict]:
+    """The model ``train-runtime`` serves from these runs, and how it was chosen.
+
+    ``learners``: the candidates, simplest first (default :data:`~.selection.CANDIDATES`);
+    with one candidate there is no choice (its CV score is still recorded).
+    Returns (fitted model, {"learner", "cv_mape_by_learner", "selection"}).
+    ``cross_validate_single=False`` skips cross-validation when there is one candidate.
+    """
+    learners = dict(DEFAULT_LEARNERS if learners is None else learners)
+    unknown = sorted(set(learners) - set(SERVABLE))
+    if unknown or not learners:
+        raise ValueError(f"learners must be among {', '.join(SERVABLE)}: {', '.join(unknown) or 'none given'}")
+    fitted = {name: dict(params, random_state=params.get("random_state", seed)) for name, params in learners.items()}
+    if len(fitted) == 1 and not cross_validate_single:
+        chosen, scores = next(iter(fitted)), {name: float("nan") for name in fitted}
+    else:
+        chosen, scores = select_learner(table, rows, inputs=inputs, folds=SELECTION_FOLDS, seed=seed, candidates=fitted)
+    model = RuntimeModel(chosen, fitted[chosen], inputs).fit(table, rows)
+    noise = repetition_disagreement(table.groups[rows], table.y[rows])
+    return model, {"learner": chosen, "cv_mape_by_learner": scores,
+                   "selection": selection_report(chosen, scores, noise)}
 
 
 def train_application(data: Path, *, target: str, application: str, directory: Path,
@@ -53,13 +77,9 @@ def train_application(data: Path, *, target: str, application: str, directory: P
                       seed: int = 0) -> dict[str, dict]:
     """Fit and save the application's variants; returns each variant's metadata.
 
-    ``learners``: the candidates and their parameters (default: extra-trees and ANN ensemble
-    with default parameters); with one candidate there is no choice, its CV score is recorded.
+    ``learners``: the candidates and their parameters, simplest first (default: every servable
+    learner with default parameters); with one candidate there is no choice, its CV score is recorded.
     """
-    learners = dict(DEFAULT_LEARNERS if learners is None else learners)
-    unknown = sorted(set(learners) - set(SERVABLE))
-    if unknown or not learners:
-        raise ValueError(f"learners must be among {', '.join(SERVABLE)}: {', '.join(unknown) or 'none given'}")
     table = read_runs_csv(Path(data), target=target)
     rows = np.arange(len(table.y))
     digest = hashlib.sha256(Path(data).read_bytes()).hexdigest()
@@ -70,16 +90,14 @@ def train_application(data: Path, *, target: str, application: str, directory: P
         variants["runtime"] = all_inputs
     summary = {}
     for variant, inputs in variants.items():
-        fitted = {name: dict(params, random_state=params.get("random_state", seed)) for name, params in learners.items()}
-        chosen, scores = select_learner(table, rows, inputs=inputs, folds=SELECTION_FOLDS, seed=seed,
-                                        candidates={name: _cv_params(name, p) for name, p in fitted.items()})
-        model = RuntimeModel(chosen, fitted[chosen], inputs).fit(table)
-        scores = {name: (round(v, 6) if math.isfinite(v) else None) for name, v in scores.items()}
+        model, choice = fit_served(table, rows, inputs=inputs, learners=learners, seed=seed)
+        chosen = choice["learner"]
+        scores = {name: (round(v, 6) if math.isfinite(v) else None) for name, v in choice["cv_mape_by_learner"].items()}
         metadata = {
             "variant": variant, "version": version or digest[:12], "data": str(data), "data_sha256": digest,
             "target": target, "n_runs": int(len(table.y)), "learner": chosen,
             "cv_mape": scores[chosen], "cv_mape_by_learner": scores, "cv_folds": SELECTION_FOLDS,
-            "selection": "lowest MAPE over configuration folds of the site's runs",
+            "selection": choice["selection"],
             "kept_features": model.kept_features, "required_inputs": model.required_inputs,
             "runtime_features_dropped": dropped, "input_aliases": dict(input_aliases or {}),
         }

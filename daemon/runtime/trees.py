@@ -24,10 +24,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import ExtraTreesRegressor
 from sklearn.preprocessing import PolynomialFeatures
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .compiled import CompiledForest, log_linear_trend, transform_features
-from .conformal import conformal_multiplier, group_folds
+from .conformal import conformal_multiplier, group_folds, trainable_folds
+from .loglinear import check_runtimes, runtime_tags
 from .reduction import keep_by_importance
 
 
@@ -49,21 +50,27 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
         self.calibration = calibration
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        return runtime_tags(super().__sklearn_tags__())
+
     def _forest(self, seed):
         return ExtraTreesRegressor(n_estimators=self.n_estimators, min_samples_leaf=self.min_samples_leaf,
                                    max_features=self.max_features, random_state=seed, n_jobs=1)
 
     def fit(self, X, y, groups=None, feature_names=None):
-        X = np.asarray(X, dtype=float)
-        y = np.asarray(y, dtype=float)
-        if self.calibration == "split" and self.calibration_folds:
-            return self._fit_split(X, y, groups, feature_names)
-        if X.ndim != 2 or X.shape[0] != y.shape[0] or X.shape[0] < 2:
-            raise ValueError("X must be (n_runs, n_features) with n_runs >= 2 matching y")
-        if np.any(~np.isfinite(y)) or np.any(y <= 0):
-            raise ValueError("runtimes must be positive and finite")
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64, y_numeric=True)
+        y = y.astype(float)
+        check_runtimes(y)
+        if self.calibration not in ("cv", "split"):
+            raise ValueError(f"calibration must be cv or split: {self.calibration!r}")
         seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
-        self.n_features_in_ = X.shape[1]
+        if self.calibration == "split" and self.calibration_folds:
+            return self._fit_split(X, y, groups, feature_names, seed)
+        self._fit_forest(X, y, feature_names, seed)
+        self.calibration_scores_ = self._calibrate(X, y, groups, seed)
+        return self
+
+    def _fit_forest(self, X, y, feature_names, seed) -> None:
         names = list(feature_names) if feature_names is not None else [f"x{i}" for i in range(X.shape[1])]
         fill = np.nanmedian(np.where(np.isnan(X), np.nan, X), axis=0) if X.size else np.zeros(0)
         self.fill_ = np.where(np.isnan(fill), 0.0, fill)
@@ -93,8 +100,6 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
         forest = self._forest(seed).fit(Z[:, self.kept_], target)
         self.forest_ = forest
         self.compiled_ = CompiledForest.from_sklearn(forest, single_leaf_variance=self.single_leaf_variance)
-        self.calibration_scores_ = self._calibrate(X, y, groups, seed)
-        return self
 
     def _fit_trend(self, X, log_y, columns) -> np.ndarray:
         """``trend="loglinear"``: trees model the residual of a ridge fit of log y on log x.
@@ -129,18 +134,14 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
     def trend_of(self, X) -> np.ndarray:
         return log_linear_trend(X, self.fill_, self.log_columns_, self.trend_coef_, self.trend_intercept_)
 
-    def _fit_split(self, X, y, groups, feature_names):
+    def _fit_split(self, X, y, groups, feature_names, seed):
         """Split conformal: fit on all configurations but one fold, score that fold."""
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
-        folds = self.calibration_folds
-        seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
-        held_out = group_folds(groups, max(2, folds), seed)[0]
-        self.calibration_folds = 0
-        try:
-            self.fit(X[~held_out], y[~held_out], feature_names=feature_names)
-        finally:
-            self.calibration_folds = folds
-        m, s = self.predict_log_dist(X[held_out])
+        held_out = group_folds(groups, max(2, self.calibration_folds), seed)[0]
+        if held_out.all() or not held_out.any():
+            raise ValueError("split calibration needs at least 2 configurations")
+        self._fit_forest(X[~held_out], y[~held_out], feature_names, seed)
+        m, s = self._log_dist(X[held_out])
         self.calibration_scores_ = np.sort(np.abs(np.log(y[held_out]) - m) / s)
         return self
 
@@ -149,22 +150,27 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
         n_folds = min(self.calibration_folds or 0, len(np.unique(groups)))
         if n_folds < 2:
             return np.zeros(0)
-        scores = np.empty(len(y))
+        scores = []
         params = dict(self.get_params(), calibration_folds=0, random_state=seed)
-        for held_out in group_folds(groups, n_folds, seed):
+        for held_out in trainable_folds(groups, n_folds, seed):
             member = ExtraTreesRuntime(**params).fit(X[~held_out], y[~held_out])
             m, s = member.predict_log_dist(X[held_out])
-            scores[held_out] = np.abs(np.log(y[held_out]) - m) / s
-        return np.sort(scores)
+            scores.append(np.abs(np.log(y[held_out]) - m) / s)
+        return np.sort(np.concatenate(scores)) if scores else np.zeros(0)
 
-    def transform(self, X) -> np.ndarray:
+    def feature_terms(self, X) -> np.ndarray:
+        """The standardised polynomial terms the forest splits on (the kept ones)."""
         check_is_fitted(self, "compiled_")
         return transform_features(X, self.fill_, self.powers_, self.mean_, self.scale_, self.kept_)
 
+    def _log_dist(self, X):
+        m, s = self.compiled_.mean_std(self.feature_terms(X))
+        return m + self.trend_of(X), s
+
     def predict_log_dist(self, X):
         """Centre m and scale s of log runtime per row (seed 000's per-tree mixture)."""
-        m, s = self.compiled_.mean_std(self.transform(X))
-        return m + self.trend_of(X), s
+        check_is_fitted(self, "compiled_")
+        return self._log_dist(validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64))
 
     def predict(self, X):
         return np.exp(self.predict_log_dist(X)[0])

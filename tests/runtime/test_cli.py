@@ -10,7 +10,7 @@ DATA = Path(__file__).parent.parent / "data" / "runtime"
 
 def test_evaluate_runtime_json_on_real_lammps_runs(capsys):
     code = main(["evaluate", "runtime", str(DATA / "lammps_melt.csv"), "--target", "runtime_s",
-                 "--train-fraction", "0.3", "--seed", "1", "--json"])
+                 "--train-fraction", "0.3", "--seed", "1", "--learner", "extra-trees", "--json"])
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     for key in ("mape", "rank_accuracy", "coverage80", "coverage95", "interval_width80", "n_train", "n_test",
@@ -19,6 +19,21 @@ def test_evaluate_runtime_json_on_real_lammps_runs(capsys):
     assert 0 <= result["mape"] < 0.5 and result["rank_accuracy"] > 0.8
     assert "neigh_builds" in result["runtime_features_dropped"]  # only known at the end of the run
     assert result["n_train"] > 0 and result["n_test"] > result["n_train"]
+
+
+def test_evaluate_runtime_auto_reports_the_choice_and_the_noise_floor(capsys):
+    """Default ``--learner auto`` on a real sweep (CP2K): the learner train-runtime would
+    serve, why, and the held-out runs' repetition noise."""
+    from hpcpredict.daemon.runtime.artifacts import SERVABLE
+
+    assert main(["evaluate", "runtime", str(DATA / "cp2k_water.csv"), "--target", "runtime_s", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["learner"] in SERVABLE and set(result["cv_mape"]) == set(SERVABLE)
+    assert result["selection"]["reason"] and result["runs_not_served"] == 0
+    assert 0 < result["repetition_mape"] < 1
+    assert main(["evaluate", "runtime", str(DATA / "cp2k_water.csv"), "--target", "runtime_s"]) == 0
+    out = capsys.readouterr().out
+    assert "chosen:" in out and "repetition noise" in out
 
 
 def test_evaluate_runtime_table_and_errors(capsys, tmp_path):

@@ -22,7 +22,7 @@ def fitted():
 
 def test_compiled_forest_equals_sklearn(fitted):
     X, _, model = fitted
-    Z = model.transform(X)
+    Z = model.feature_terms(X)
     means, variances = model.compiled_.tree_predictions(Z)
     for k, tree in enumerate(model.forest_.estimators_):
         np.testing.assert_allclose(means[:, k], tree.predict(Z), rtol=0, atol=1e-12)
@@ -38,7 +38,7 @@ def test_compiled_forest_equals_sklearn(fitted):
 
 def test_seed_interval_formula(fitted):
     X, _, model = fitted
-    Z = model.transform(X[:5])
+    Z = model.feature_terms(X[:5])
     m_i = np.stack([tree.predict(Z) for tree in model.forest_.estimators_], axis=1)
     s2_i = model.compiled_.tree_predictions(Z)[1]
     m = m_i.mean(axis=1)
@@ -51,7 +51,7 @@ def test_seed_interval_formula(fitted):
 def test_compiled_arrays_round_trip(fitted):
     X, _, model = fitted
     again = CompiledForest.from_arrays(model.compiled_.arrays())
-    Z = model.transform(X)
+    Z = model.feature_terms(X)
     np.testing.assert_array_equal(again.mean_std(Z)[0], model.compiled_.mean_std(Z)[0])
 
 

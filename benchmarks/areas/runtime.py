@@ -1,0 +1,150 @@
+"""Runtime from inputs, per real code: accuracy of the served model against each code's noise floor.
+
+For every recorded sweep of a real code (tests/data/runtime/: LAMMPS, GROMACS, CP2K, NWChem;
+see SOURCES.md there), at 10, 25 and 50 % of the configurations used for training (the rest
+held out, all repetitions of a configuration on one side), over ``--seeds`` random splits:
+
+* every servable learner forced (``hpcpredict evaluate runtime --learner L``) and ``auto``
+  (``train-runtime``'s own choice: cross-validation on the training runs only, so the choice is
+  nested inside the evaluation split), each scored as served: the fitted model is written as an
+  artifact, loaded as the daemon loads it and asked one held-out run at a time;
+* MAPE, rank accuracy (pairs of held-out runs ordered right), coverage of the 80 % and 95 %
+  intervals;
+* at 50 %, the served ``auto`` model's MAPE on the held-out runs of each process count
+  (``ranks``: the 2-rank runs' CPU time includes busy-waiting on this shared machine);
+* the code's repetition noise, the floor: ``repetition_mape`` (each run predicted by the mean
+  of its configuration's other repetitions: the MAPE of a perfect model of the inputs) and the
+  median relative spread (max − min) / median of a configuration's repetitions.
+
+``auto`` fits exactly the model of the learner it chooses with the same seed, so its scores
+are that learner's scores on the split; the first split of every code also runs the full
+``auto`` evaluation and checks that the two agree (``auto_shortcut_checked``).
+
+    python -m benchmarks run runtime [--seeds 3] [--codes lammps,gromacs,cp2k,nwchem] [--fractions 0.1,0.25,0.5]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+DESCRIPTION = ("runtime from inputs on real codes (LAMMPS, GROMACS, CP2K, NWChem): MAPE, rank accuracy, "
+               "coverage at 10/25/50 % training vs each code's repetition noise; auto vs every learner")
+
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runtime"
+CODES = {"lammps": "lammps_melt.csv", "gromacs": "gromacs_water.csv", "cp2k": "cp2k_water.csv",
+         "nwchem": "nwchem_water.csv"}
+METRICS = ("mape", "rank_accuracy", "coverage80", "coverage95")
+
+
+def noise_floor(table) -> dict:
+    from hpcpredict.daemon.runtime.evaluation import repetition_disagreement
+
+    spreads, reps = [], Counter(table.groups.tolist())
+    for group in np.unique(table.groups):
+        y = table.y[table.groups == group]
+        if y.size > 1:
+            spreads.append((y.max() - y.min()) / np.median(y))
+    floor = {"repetition_mape": repetition_disagreement(table.groups, table.y),
+             "median_relative_spread": float(np.median(spreads)) if spreads else None,
+             "configurations_with_3_reps": sum(1 for n in reps.values() if n >= 3)}
+    if "ranks" in table.inputs:  # busy-waiting ranks on a shared machine: the floor per process count
+        ranks = np.array([row.get("ranks") for row in table.rows])
+        floor["repetition_mape_by_ranks"] = {
+            str(int(value)): repetition_disagreement(table.groups[ranks == value], table.y[ranks == value])
+            for value in sorted(set(ranks.tolist()))}
+    return floor
+
+
+def auto_mape_by_ranks(table, train, test, seed: int) -> dict[str, float]:
+    """MAPE of the served ``auto`` model on the held-out runs of each process count."""
+    from hpcpredict.daemon.runtime.evaluation import served_predictions, usable_inputs
+    from hpcpredict.daemon.runtime.metrics import mape
+    from hpcpredict.daemon.runtime.training import fit_served
+
+    inputs, _, _ = usable_inputs(table, train, time_share=None)
+    model, _ = fit_served(table, train, inputs=inputs, seed=seed)
+    rows = [table.rows[i] for i in test]
+    predicted = served_predictions(model, rows)[0]
+    ranks = np.array([row["ranks"] for row in rows])
+    return {str(int(r)): mape(table.y[test][ranks == r], predicted[ranks == r]) for r in sorted(set(ranks.tolist()))}
+
+
+def _mean(results: list[dict]) -> dict:
+    return {key: float(np.mean([r[key] for r in results])) for key in METRICS}
+
+
+def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int) -> dict:
+    from hpcpredict.daemon.runtime.dataset import read_runs_csv
+    from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration, usable_inputs
+    from hpcpredict.daemon.runtime.selection import CANDIDATES, select_learner
+
+    table = read_runs_csv(path, target="runtime_s")
+    out = {"data": str(path.relative_to(DATA.parents[2])), "runs": int(table.y.size),
+           "configurations": int(np.unique(table.groups).size), "inputs": table.inputs,
+           "noise": noise_floor(table), "by_fraction": {}}
+    checked = False
+    for fraction in fractions:
+        per_learner = {learner: [] for learner in CANDIDATES}
+        auto, chosen, by_ranks = [], Counter(), []
+        for seed in range(seeds):
+            train, test = split_by_configuration(table.groups, fraction, seed)
+            common = dict(train_rows=train, test_rows=test, seed=seed, train_fraction=fraction, time_share=None)
+            for learner in CANDIDATES:
+                per_learner[learner].append(evaluate(table, learner=learner, **common))
+            inputs, _, _ = usable_inputs(table, train, time_share=None)
+            pick, _ = select_learner(table, train, inputs=inputs, seed=seed)
+            chosen[pick] += 1
+            auto.append(per_learner[pick][-1])
+            if fraction == 0.5 and "ranks" in table.inputs:
+                by_ranks.append(auto_mape_by_ranks(table, train, test, seed))
+            if not checked:
+                full = evaluate(table, learner="auto", **common)
+                checked = full["learner"] == pick and all(
+                    math.isclose(full[k], auto[-1][k], rel_tol=1e-9, abs_tol=1e-12) for k in METRICS)
+                out["auto_shortcut_checked"] = checked
+                out["example_selection"] = {"fraction": fraction, "seed": seed, **full["selection"],
+                                            "cv_mape": full["cv_mape"]}
+        row = {learner: _mean(results) for learner, results in per_learner.items()}
+        row["auto"] = dict(_mean(auto), chosen=dict(chosen))
+        if by_ranks:
+            row["auto"]["mape_by_ranks"] = {r: float(np.mean([b[r] for b in by_ranks])) for r in by_ranks[0]}
+        best = min(CANDIDATES, key=lambda learner: row[learner]["mape"])
+        row["best_single"] = best
+        row["auto_vs_best_single"] = row["auto"]["mape"] / row[best]["mape"]
+        row["n_train_configurations"] = int(np.unique(table.groups[train]).size)
+        out["by_fraction"][str(fraction)] = row
+    half = out["by_fraction"].get("0.5")
+    if half:
+        noise = out["noise"]["repetition_mape"] or float("nan")
+        a = half["auto"]
+        out["goals_at_50"] = {
+            "mape_over_noise": a["mape"] / noise,
+            "mape_within_1.3x_noise": bool(a["mape"] <= 1.3 * noise),
+            "mape_at_most_10pct": bool(a["mape"] <= 0.10),
+            "rank_accuracy_at_least_0.93": bool(a["rank_accuracy"] >= 0.93),
+            "coverage80_in_0.77_0.83": bool(0.77 <= a["coverage80"] <= 0.83),
+            "auto_within_10pct_of_best_single": bool(half["auto_vs_best_single"] <= 1.10),
+        }
+    return out
+
+
+def run(args: list[str]) -> dict:
+    parser = argparse.ArgumentParser(prog="benchmarks run runtime", description=DESCRIPTION)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--codes", default=",".join(CODES))
+    parser.add_argument("--fractions", default="0.1,0.25,0.5")
+    options = parser.parse_args(args)
+    fractions = [float(f) for f in options.fractions.split(",")]
+    codes = [c for c in options.codes.split(",") if c]
+    unknown = sorted(set(codes) - set(CODES))
+    if unknown:
+        raise SystemExit(f"unknown codes: {', '.join(unknown)} (known: {', '.join(CODES)})")
+    results = {"seeds": options.seeds, "fractions": fractions, "target": "runtime_s (CPU seconds)",
+               "inputs": "submission-time inputs only (no runtime features)", "codes": {}}
+    for code in codes:
+        results["codes"][code] = evaluate_code(code, DATA / CODES[code], fractions, options.seeds)
+    return results

@@ -1,0 +1,164 @@
+"""Sweep a real application (Debian package) over its inputs and process counts, with repetitions.
+
+    nice -n 10 python benchmarks/runtime/sweep.py gromacs --configs 60 --reps 3 --budget-s 900 \
+        --out tests/data/runtime/gromacs_water.csv
+
+Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng, index)``,
+``prepare(config, folder) -> command``, ``version()`` and optionally ``completed(folder)``,
+which checks the code's own output: an exit status 0 alone is not trusted): ``gromacs`` (water box MD),
+``cp2k`` (Quickstep DFT of water molecules), ``nwchem`` (SCF/DFT of water clusters). Every input
+file is generated here from the inputs (the codes' own bundled force fields, basis sets and
+pseudopotentials; nothing is downloaded).
+
+Repetitions are interleaved within blocks of ``--block`` configurations (each configuration of
+the block once, then again...), so drift of the shared machine shows as noise between
+repetitions, not as a difference between configurations, while a sweep stopped by its time
+budget still leaves every finished block with all its repetitions. ``--resume`` appends to an
+existing CSV and skips the (configuration, repetition) pairs it already has.
+
+Target ``runtime_s``: CPU seconds (user + system) of the whole process tree (``os.wait4`` on the
+launcher reaps every rank), i.e. core-seconds, what Slurm's accounting calls TotalCPU. Wall
+time is kept as ``_wall_s``: on this 2-core machine shared with other jobs it measures the
+neighbours more than the code. ``_load1`` is the 1-minute load average just before the run,
+``_utc`` its start. ``<out>.json`` beside the CSV records the package version, the command
+template, the machine and the sweep's arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib
+import json
+import os
+import platform
+import random
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+CODES = ("gromacs", "cp2k", "nwchem")
+ENVIRONMENT = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_btl_vader_single_copy_mechanism="none",
+                   OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def mpirun(np_: int, command: list[str]) -> list[str]:
+    """OpenMPI launcher: ranks unbound (the machine is shared), oversubscription allowed."""
+    return ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np_)] + command
+
+
+def machine() -> dict:
+    cpu = ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+            "os": platform.platform()}
+
+
+def package_version(package: str) -> str:
+    result = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True)
+    return result.stdout.strip() or "unknown"
+
+
+def run_once(code, config: dict, folder: Path, timeout_s: float) -> dict | None:
+    command = code.prepare(config, folder)
+    load1 = os.getloadavg()[0]
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    start = time.time()
+    process = subprocess.Popen(command, cwd=folder, env=ENVIRONMENT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = start + timeout_s
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.time() > deadline:
+            os.killpg(process.pid, 9)
+            os.wait4(process.pid, 0)
+            print(f"timeout: {shlex.join(command)}", file=sys.stderr)
+            return None
+        time.sleep(0.02)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    completed = getattr(code, "completed", lambda folder: True)(folder)
+    if process.returncode != 0 or not completed:
+        print(f"failed ({process.returncode}, completed: {completed}): {shlex.join(command)} in {folder}",
+              file=sys.stderr)
+        return None
+    return dict(config, runtime_s=round(usage.ru_utime + usage.ru_stime, 4),
+                _wall_s=round(time.time() - start, 4), _load1=round(load1, 2), _utc=started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("code", choices=CODES)
+    parser.add_argument("--configs", type=int, default=60)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--budget-s", type=float, default=900.0)
+    parser.add_argument("--timeout-s", type=float, default=120.0, help="a run longer than this is dropped")
+    parser.add_argument("--block", type=int, default=10, help="configurations whose repetitions interleave")
+    parser.add_argument("--resume", action="store_true", help="append to --out, skipping runs it has")
+    parser.add_argument("--only", default="", metavar="FIRST:END",
+                        help="run only configurations FIRST..END-1 (a second sweep process in parallel)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).parent))
+    code = importlib.import_module(f"sweep_{args.code}")
+    rng = random.Random(args.seed)
+    configs = [dict(config=i, **code.draw_config(rng)) for i in range(args.configs)]
+    columns = ["config", "rep"] + code.INPUTS + ["runtime_s", "_wall_s", "_load1", "_utc"]
+    provenance = {
+        "code": args.code, "package": code.PACKAGE, "package_version": package_version(code.PACKAGE),
+        "program_version": code.version(), "command_template": code.COMMAND, "inputs": code.INPUTS,
+        "input_ranges": code.RANGES, "machine": machine(), "arguments": vars(args) | {"out": str(args.out)},
+        "started_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "target": "runtime_s: CPU seconds (user+system) of the whole process tree, from os.wait4",
+    }
+    meta = args.out.with_suffix(".json")
+    done = set()
+    if args.resume and args.out.exists():
+        with args.out.open() as existing:
+            done = {(int(row["config"]), int(row["rep"])) for row in csv.DictReader(existing)}
+        if meta.exists():
+            provenance = json.loads(meta.read_text()) | {"resumed_utc": provenance["started_utc"],
+                                                         "resume_arguments": provenance["arguments"]}
+    if args.only:
+        first, end = (int(part) for part in args.only.split(":"))
+        configs = configs[first:end]
+    order = [(config, rep) for start in range(0, len(configs), args.block) for rep in range(args.reps)
+             for config in configs[start:start + args.block] if (config["config"], rep) not in done]
+    deadline = time.time() + args.budget_s
+    runs = failures = 0
+    # A flush per row: a sweep stopped by the budget still leaves a usable CSV.
+    with args.out.open("a" if done else "w", newline="") as out, \
+            tempfile.TemporaryDirectory(prefix=f"sweep-{args.code}-") as tmp:
+        writer = csv.DictWriter(out, fieldnames=columns)
+        if not done:
+            writer.writeheader()
+        for config, rep in order:
+            if time.time() > deadline:
+                break
+            folder = Path(tmp) / f"c{config['config']}"
+            folder.mkdir(exist_ok=True)
+            row = run_once(code, config, folder, args.timeout_s)
+            if row is None:
+                failures += 1
+                continue
+            row["rep"] = rep
+            writer.writerow(row)
+            out.flush()
+            runs += 1
+    provenance.update(finished_utc=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                      runs=len(done) + runs, failed_runs=failures + provenance.get("failed_runs", 0))
+    meta.write_text(json.dumps(provenance, indent=1) + "\n")
+    print(f"{args.code}: {runs} runs, {failures} failed -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""The simple runtime model: a ridge fit of log runtime on the log of the positive inputs.
+
+Runtime is often a product of powers of its inputs (atoms × steps, n³/p): one straight line in
+log-log space. With few runs, or runs so noisy that trees only learn the noise, this is the
+model to serve; :mod:`.selection` serves it unless a richer learner beats it by cross-validation.
+The same trend is the first stage of the tree learners (:func:`fit_log_trend`).
+
+Interval: cross-conformal over configuration folds on |log y − m| (one constant scale, so the
+interval is a constant factor around the prediction).
+
+>>> import numpy as np
+>>> X = np.array([[n, p] for n in (10.0, 20.0, 40.0, 80.0) for p in (1.0, 2.0, 4.0)])
+>>> model = LogLinearRuntime().fit(X, 0.01 * X[:, 0] ** 2 / X[:, 1])
+>>> round(float(model.predict(np.array([[30.0, 2.0]]))[0]), 2)
+4.5
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.linear_model import RidgeCV
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .compiled import fill_and_log, log_linear_trend
+from .conformal import conformal_multiplier, trainable_folds
+
+
+def runtime_tags(tags):
+    """scikit-learn tags of every runtime learner: missing inputs allowed, runtimes positive."""
+    tags.input_tags.allow_nan = True
+    tags.target_tags.positive_only = True
+    return tags
+
+
+def check_runtimes(y: np.ndarray) -> None:
+    if y.shape[0] < 2:
+        raise ValueError(f"runtime models need at least 2 runs: n_samples = {y.shape[0]}")
+    if np.any(~np.isfinite(y)) or np.any(y <= 0):
+        raise ValueError("runtimes must be positive and finite")
+
+
+def fit_log_trend(X: np.ndarray, log_y: np.ndarray, *, columns=None, alpha: float = 1e-3, groups=None):
+    """(fill, log_columns, coef, intercept) of a ridge fit of log y on log(positive inputs).
+
+    ``columns``: the inputs allowed into the trend (default all). Penalty by leave-one-out
+    among ``alpha × n × 10^k``: strong when runs are few. With ``groups`` (configuration of
+    each run), the fit is on each configuration's mean log runtime, so leave-one-out leaves a
+    configuration out: repetitions of the left-out configuration would otherwise stay in and
+    favour a weak penalty that fits their noise.
+    """
+    n = X.shape[1]
+    fill = np.nanmedian(X, axis=0) if X.shape[0] else np.zeros(n)
+    fill = np.where(np.isnan(fill), 0.0, fill)
+    Xf = np.where(np.isnan(X), fill, X)
+    log_columns = np.all(Xf > 0, axis=0)
+    L = fill_and_log(X, fill, log_columns)
+    unused = np.zeros(n, dtype=bool) if columns is None else ~np.isin(np.arange(n), list(columns))
+    L[:, unused] = 0.0
+    if groups is not None and np.unique(np.asarray(groups)).size >= 3:
+        _, first, index = np.unique(np.asarray(groups), return_index=True, return_inverse=True)
+        log_y = np.bincount(index, weights=log_y) / np.bincount(index)
+        L = L[first]
+    mean, std = L.mean(axis=0), L.std(axis=0)
+    std = np.where(std > 0, std, 1.0)
+    alphas = alpha * len(log_y) * np.logspace(0, 5, 11)
+    ridge = RidgeCV(alphas=alphas).fit((L - mean) / std, log_y)
+    coef = np.where(unused, 0.0, ridge.coef_ / std)
+    intercept = float(ridge.intercept_ - np.sum(ridge.coef_ * mean / std))
+    return fill, log_columns, coef, intercept
+
+
+class LogLinearRuntime(RegressorMixin, BaseEstimator):
+    def __init__(self, alpha=1e-3, calibration_folds=5, random_state=None):
+        self.alpha = alpha
+        self.calibration_folds = calibration_folds
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        return runtime_tags(super().__sklearn_tags__())
+
+    def _fit_trend(self, X, y, groups=None):
+        return fit_log_trend(X, np.log(y), alpha=self.alpha, groups=groups)
+
+    def fit(self, X, y, groups=None, feature_names=None):
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64, y_numeric=True)
+        y = y.astype(float)
+        check_runtimes(y)
+        groups = np.arange(len(y)) if groups is None else np.asarray(groups)
+        self.fill_, self.log_columns_, self.coef_, self.intercept_ = self._fit_trend(X, y, groups)
+        n_folds = min(self.calibration_folds or 0, np.unique(groups).size)
+        scores = []
+        if n_folds >= 2:
+            seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
+            for held_out in trainable_folds(groups, n_folds, seed):
+                fill, logs, coef, intercept = self._fit_trend(X[~held_out], y[~held_out], groups[~held_out])
+                m = log_linear_trend(X[held_out], fill, logs, coef, intercept)
+                scores.append(np.abs(np.log(y[held_out]) - m))
+        self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)
+        return self
+
+    def predict_log_dist(self, X):
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
+        m = log_linear_trend(X, self.fill_, self.log_columns_, self.coef_, self.intercept_)
+        return m, np.ones_like(m)
+
+    def predict(self, X):
+        return np.exp(self.predict_log_dist(X)[0])
+
+    def predict_interval(self, X, coverage=0.8):
+        m, s = self.predict_log_dist(X)
+        q = conformal_multiplier(self.calibration_scores_, coverage)
+        return np.exp(m - q * s), np.exp(m + q * s)

@@ -1,0 +1,124 @@
+"""Boosted trees and the log-linear model served from plain arrays; the learner choice; evaluate as served."""
+import io
+import json
+
+import numpy as np
+import pytest
+
+from hpcpredict.daemon.errors import ModelArtifactError
+from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration
+from hpcpredict.daemon.runtime.metrics import mape
+from hpcpredict.daemon.runtime.model import RuntimeModel
+from hpcpredict.daemon.runtime.selection import select_learner
+from hpcpredict.daemon.runtime.service import ApplicationModels, save_application_model
+from hpcpredict.daemon.runtime.training import train_application
+
+from .synthetic import power_law_table
+
+INPUTS = ["n", "m", "p", "noise_a"]
+
+
+def threshold_table(n_configs=80, reps=2, seed=0):
+    """runtime = n · (3 if solver is lu and n > 30 else 1) · noise: a switch no power law has."""
+    rng = np.random.default_rng(seed)
+    lines = ["n,solver,rep,runtime"]
+    for _ in range(n_configs):
+        n, solver = int(rng.integers(5, 60)), str(rng.choice(["cg", "lu"]))
+        value = n * (3.0 if solver == "lu" and n > 30 else 1.0)
+        lines += [f"{n},{solver},{rep},{value * np.exp(rng.normal(0, 0.02)):.5f}" for rep in range(reps)]
+    return parse_runs_csv("\n".join(lines), target="runtime")
+
+
+@pytest.mark.parametrize("learner,params", [
+    ("log-linear", {}),
+    ("boosted-trees", {"max_iter": 40, "interval": "quantile"}),
+    ("boosted-trees", {"max_iter": 40, "interval": "constant"}),
+])
+def test_served_artifact_answers_as_the_fitted_model(tmp_path, learner, params):
+    table = power_law_table(n_configs=50, reps=2, seed=5)
+    model = RuntimeModel(learner, dict(params, random_state=0), inputs=INPUTS).fit(table)
+    save_application_model(model, tmp_path, application="app", metadata={"version": "v"})
+    description = json.loads((tmp_path / "app" / "inputs.json").read_text())
+    assert description["format"] == f"hpcpredict-runtime-{learner}"
+    served = ApplicationModels.load(tmp_path)
+    rows = [table.rows[i] for i in range(0, len(table.y), 7)]
+    centre = model.predict(rows)
+    low, high = model.predict_interval(rows, 0.8)
+    for i, row in enumerate(rows):
+        estimate = served.estimate("app", row, 0, 0, 0, coverage=0.8)
+        assert estimate.runtime_s == pytest.approx(centre[i], rel=1e-9)
+        assert (estimate.low_s, estimate.high_s) == (pytest.approx(low[i], rel=1e-9), pytest.approx(high[i], rel=1e-9))
+        assert estimate.low_s < estimate.runtime_s < estimate.high_s
+        assert estimate.model_name == f"runtime-{learner}/app/inputs"
+
+
+def test_boosted_trees_learn_a_switch_that_the_log_linear_model_cannot():
+    table = threshold_table()
+    train, test = split_by_configuration(table.groups, 0.5, 0)
+    scores = {learner: evaluate(table, learner=learner, train_rows=train, test_rows=test, time_share=None,
+                                params={"max_iter": 60} if learner == "boosted-trees" else {})["mape"]
+              for learner in ("log-linear", "boosted-trees")}
+    assert scores["boosted-trees"] < 0.1 < scores["log-linear"]
+
+
+def test_corrupt_boosted_artifact_is_refused(tmp_path):
+    table = power_law_table(n_configs=30, reps=2, seed=1)
+    model = RuntimeModel("boosted-trees", {"max_iter": 10, "random_state": 0}, inputs=INPUTS).fit(table)
+    save_application_model(model, tmp_path, application="app", metadata={})
+    npz, meta = tmp_path / "app" / "inputs.npz", tmp_path / "app" / "inputs.json"
+    with np.load(npz, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    arrays["centre_feature"] = arrays["centre_feature"] + 50   # splits on inputs that do not exist
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    npz.write_bytes(buffer.getvalue())
+    description = json.loads(meta.read_text())
+    import hashlib
+    description["arrays_sha256"] = hashlib.sha256(buffer.getvalue()).hexdigest()
+    meta.write_text(json.dumps(description))
+    with pytest.raises(ModelArtifactError, match="shapes"):
+        ApplicationModels.load(tmp_path)
+    description["boosted_parts"] = ["lower"]
+    meta.write_text(json.dumps(description))
+    with pytest.raises(ModelArtifactError, match="parts missing"):
+        ApplicationModels.load(tmp_path)
+
+
+def test_simple_model_served_when_nothing_richer_pays():
+    # A pure power law with 10 % noise: the log-log model is the truth; trees only fit noise.
+    rng = np.random.default_rng(2)
+    lines = ["n,m,p,rep,runtime"]
+    for _ in range(25):
+        n, m, p = int(rng.integers(10, 60)), int(rng.integers(1, 20)), int(rng.choice([1, 2, 4, 8]))
+        lines += [f"{n},{m},{p},{rep},{0.01 * n * n * m / p * np.exp(rng.normal(0, 0.1)):.6f}" for rep in range(2)]
+    table = parse_runs_csv("\n".join(lines), target="runtime")
+    rows = np.arange(len(table.y))
+    chosen, scores = select_learner(table, rows, inputs=["n", "m", "p"],
+                                    candidates={"log-linear": {}, "boosted-trees": {"max_iter": 60}})
+    assert chosen == "log-linear", scores
+
+
+def test_richer_learner_chosen_when_it_wins_cross_validation():
+    table = threshold_table()
+    chosen, scores = select_learner(table, np.arange(len(table.y)),
+                                    candidates={"log-linear": {}, "boosted-trees": {"max_iter": 60}})
+    assert chosen == "boosted-trees" and scores["boosted-trees"] < 0.95 * scores["log-linear"], scores
+
+
+def test_evaluate_auto_scores_exactly_the_model_train_runtime_publishes(tmp_path):
+    """Train the published way on the training configurations; the held-out MAPE of the
+    published artifact must be the one ``evaluate(learner="auto")`` reports."""
+    table = threshold_table(n_configs=30, reps=2, seed=4)
+    train, test = split_by_configuration(table.groups, 0.5, 0)
+    result = evaluate(table, learner="auto", train_rows=train, test_rows=test, time_share=None, seed=0)
+    csv = tmp_path / "train.csv"
+    csv.write_text("n,solver,rep,runtime\n" + "\n".join(
+        f"{table.rows[i]['n']},{table.rows[i]['solver']},{i},{float(table.y[i])!r}" for i in train))
+    # `rep` differs per row above, so configurations are identified by their inputs, as in `table`
+    summary = train_application(csv, target="runtime", application="app", directory=tmp_path / "m", seed=0)
+    assert summary["inputs"]["learner"] == result["learner"]
+    assert summary["inputs"]["selection"]["reason"] == result["selection"]["reason"]
+    served = ApplicationModels.load(tmp_path / "m")
+    predicted = [served.estimate("app", table.rows[i], 0, 0, 0).runtime_s for i in test]
+    assert mape(table.y[test], np.array(predicted)) == pytest.approx(result["mape"], rel=1e-9)
