@@ -5,9 +5,9 @@ import os
 
 import grpc
 
-from hpcpredict.daemon.errors import DaemonUnavailable, HpcPredictError
-from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
-from hpcpredict.proto.v1 import hpcpredict_pb2_grpc as pb_grpc
+from .errors import DaemonUnavailable, HpcPredictError
+from ..proto.v1 import hpcpredict_pb2 as pb
+from ..proto.v1 import hpcpredict_pb2_grpc as pb_grpc
 
 
 def resolve_socket(cli_socket: str | None, config) -> str:
@@ -46,6 +46,6 @@ class DaemonClient:
 
 def admin_client(socket_path: str, *, timeout: float = 60.0) -> DaemonClient:
     """A client on the admin socket (SO_PEERCRED-checked) next to the daemon's socket."""
-    from hpcpredict.daemon.server import admin_socket_path
+    from .server import admin_socket_path
 
     return DaemonClient(admin_socket_path(socket_path), timeout=timeout)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Mapping
 
-from hpcpredict.daemon.errors import ConfigError
+from .errors import ConfigError
 
 
 def default_data_dir(environ: Mapping[str, str]) -> str:

@@ -20,25 +20,25 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from hpcpredict.daemon.errors import HpcPredictError
-from hpcpredict.daemon.faults import FaultBoard
-from hpcpredict.daemon.jobspec import JobSpec
-from hpcpredict.daemon.estimates import RuntimeEstimate
-from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.recent_history import RecentHistoryModel
-from hpcpredict.daemon.model_kinds import SITE_KEY, get_model_kind
-from hpcpredict.daemon.registry import Artifact, ModelRegistry
-from hpcpredict.daemon.scaling.advice import ScalingModel, node_advice
-from hpcpredict.daemon.sources import SOURCES
-from hpcpredict.daemon.timefmt import human
-from hpcpredict.daemon.walltime_policy import ceil_minute, plan_limits
-from hpcpredict.topology.hostlist import expand as expand_nodes
-from hpcpredict.topology.placement import Placement
+from .errors import HpcPredictError
+from .faults import FaultBoard
+from .jobspec import JobSpec
+from .estimates import RuntimeEstimate
+from .records import JobRecord
+from .recent_history import RecentHistoryModel
+from .model_kinds import SITE_KEY, get_model_kind
+from .registry import Artifact, ModelRegistry
+from .scaling.advice import ScalingModel, node_advice
+from .sources import SOURCES
+from .timefmt import human
+from .walltime_policy import ceil_minute, plan_limits
+from ..topology.hostlist import expand as expand_nodes
+from ..topology.placement import Placement
 
 if TYPE_CHECKING:   # loaded by their model kinds (hpcpredict.daemon.model_kinds)
-    from hpcpredict.daemon.comm.service import CommModelSet, CommRequest
-    from hpcpredict.daemon.history.model import HpcPredictModel
-    from hpcpredict.daemon.runtime.service import ApplicationModels
+    from .comm.service import CommModelSet, CommRequest
+    from .history.model import HpcPredictModel
+    from .runtime.service import ApplicationModels
 
 logger = logging.getLogger(__name__)
 

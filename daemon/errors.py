@@ -8,7 +8,7 @@ prints its message as one line and the daemon maps it to a gRPC status. Raise wi
 """
 from __future__ import annotations
 
-from hpcpredict.topology.errors import (  # the base and the parsers' errors (the lowest layer)
+from ..topology.errors import (  # the base and the parsers' errors (the lowest layer)
     HpcPredictError,
     InvalidRequest,
     InvalidTopology,

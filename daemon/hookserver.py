@@ -37,8 +37,8 @@ import time
 
 from google.protobuf import json_format
 
-from hpcpredict.daemon.service import error_message, status_name
-from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+from .service import error_message, status_name
+from ..proto.v1 import hpcpredict_pb2 as pb
 
 logger = logging.getLogger(__name__)
 

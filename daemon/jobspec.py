@@ -11,12 +11,12 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from hpcpredict.daemon.errors import InvalidRequest
-from hpcpredict.daemon.records import JobRecord
+from .errors import InvalidRequest
+from .records import JobRecord
 
-from hpcpredict.daemon.runtime.inputs import extract_inputs
-from hpcpredict.topology.hostlist import count as count_hosts
-from hpcpredict.topology.mapping import count_tasks_per_node
+from .runtime.inputs import extract_inputs
+from ..topology.hostlist import count as count_hosts
+from ..topology.mapping import count_tasks_per_node
 
 
 @functools.lru_cache(maxsize=4096)

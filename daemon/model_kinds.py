@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, ClassVar, MutableMapping
 
-from hpcpredict.daemon.errors import ConfigError, ModelArtifactError
+from .errors import ConfigError, ModelArtifactError
 
 SITE_KEY = "_site"          # the key of a site-wide model (registry layout: <kind>/<key>/...)
 TOPOLOGY_FILE = "topology.json"
@@ -84,7 +84,7 @@ class WalltimeKind(ModelKind):
 
     @staticmethod
     def load(folder: Path) -> Any:
-        from hpcpredict.daemon.history.persist import load_model
+        from .history.persist import load_model
 
         return load_model(folder)
 
@@ -100,7 +100,7 @@ class RuntimeKind(ModelKind):
 
     @staticmethod
     def load(folder: Path) -> Any:
-        from hpcpredict.daemon.runtime.service import ApplicationModels
+        from .runtime.service import ApplicationModels
 
         return ApplicationModels.load(folder)
 
@@ -115,13 +115,13 @@ class CommKind(ModelKind):
 
     @staticmethod
     def load(folder: Path) -> Any:
-        from hpcpredict.daemon.comm.service import CommModelSet
+        from .comm.service import CommModelSet
 
         return CommModelSet.load(folder)
 
     @staticmethod
     def place(slots, key, model) -> None:
-        from hpcpredict.daemon.comm.service import CommRequest   # loaded with the model above
+        from .comm.service import CommRequest   # loaded with the model above
 
         slots["comm"][key] = model
         slots["comm_request"] = CommRequest
@@ -133,7 +133,7 @@ class ScalingKind(ModelKind):
 
     @staticmethod
     def load(folder: Path) -> Any:
-        from hpcpredict.daemon.scaling.advice import load_scaling_models
+        from .scaling.advice import load_scaling_models
 
         return load_scaling_models(folder)
 
@@ -148,7 +148,7 @@ class TopologyKind(ModelKind):
 
     @staticmethod
     def load(folder: Path) -> Any:
-        from hpcpredict.topology.placement import Placement
+        from ..topology.placement import Placement
 
         path = Path(folder) / TOPOLOGY_FILE
         if not path.is_file():

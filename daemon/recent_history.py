@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from hpcpredict.daemon.estimates import RuntimeEstimate
-from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.timefmt import human_range
+from .estimates import RuntimeEstimate
+from .records import JobRecord
+from .timefmt import human_range
 
 
 def _quantile(ordered: list[float], level: float) -> float:

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpcpredict.daemon.errors import ModelArtifactError, ModelNotFound
-from hpcpredict.daemon.model_kinds import SITE_KEY, get_model_kind, model_kind_names
+from .errors import ModelArtifactError, ModelNotFound
+from .model_kinds import SITE_KEY, get_model_kind, model_kind_names
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ import argparse
 import shlex
 from dataclasses import dataclass, field
 
-from hpcpredict.daemon.errors import InvalidRequest
-from hpcpredict.daemon.timefmt import parse_slurm_time
+from .errors import InvalidRequest
+from .timefmt import parse_slurm_time
 
 
 @dataclass

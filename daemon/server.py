@@ -24,16 +24,16 @@ from pathlib import Path
 import grpc
 from ClusterShell.RangeSet import RangeSet, RangeSetParseError
 
-from hpcpredict.daemon.adminsock import AdminRelay, admin_uids, peer_uid
-from hpcpredict.daemon.config import Config, load_config
-from hpcpredict.daemon.engine import PredictionEngine
-from hpcpredict.daemon.errors import ConfigError, HpcPredictError
-from hpcpredict.daemon.hookserver import HookServer
-from hpcpredict.daemon.metrics import Metrics, start_metrics_server
-from hpcpredict.daemon.registry import ModelRegistry
-from hpcpredict.daemon.service import PredictionService
-from hpcpredict.daemon.servicer import grpc_server, set_serving
-from hpcpredict.daemon.store import open_store
+from .adminsock import AdminRelay, admin_uids, peer_uid
+from .config import Config, load_config
+from .engine import PredictionEngine
+from .errors import ConfigError, HpcPredictError
+from .hookserver import HookServer
+from .metrics import Metrics, start_metrics_server
+from .registry import ModelRegistry
+from .service import PredictionService
+from .servicer import grpc_server, set_serving
+from .store import open_store
 
 logger = logging.getLogger(__name__)
 

@@ -28,13 +28,13 @@ import os
 import threading
 import time
 
-from hpcpredict.daemon import __version__, records
-from hpcpredict.daemon.errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreError
-from hpcpredict.daemon.faults import FaultBoard
-from hpcpredict.daemon.jobspec import job_spec_from_request
-from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.store import PredictionRow
-from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+from . import __version__, records
+from .errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreError
+from .faults import FaultBoard
+from .jobspec import job_spec_from_request
+from .records import JobRecord
+from .store import PredictionRow
+from ..proto.v1 import hpcpredict_pb2 as pb
 
 logger = logging.getLogger(__name__)
 

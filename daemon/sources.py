@@ -18,13 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
-from hpcpredict.daemon.estimates import RuntimeEstimate
-from hpcpredict.daemon.jobspec import JobSpec
-from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.recent_history import RecentHistoryModel
+from .estimates import RuntimeEstimate
+from .jobspec import JobSpec
+from .records import JobRecord
+from .recent_history import RecentHistoryModel
 
 if TYPE_CHECKING:
-    from hpcpredict.daemon.engine import ModelSet
+    from .engine import ModelSet
 
 
 def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,

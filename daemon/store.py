@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from hpcpredict.daemon.errors import StoreError
-from hpcpredict.daemon.journal import JournalFile, decode_row, encode_row
-from hpcpredict.daemon.records import JobRecord
+from .errors import StoreError
+from .journal import JournalFile, decode_row, encode_row
+from .records import JobRecord
 
 logger = logging.getLogger(__name__)
 

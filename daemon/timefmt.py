@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from hpcpredict.daemon.errors import InvalidRequest
+from .errors import InvalidRequest
 
 
 # One rule for the unit of a duration people read: below 2 min in seconds, below 2 h in

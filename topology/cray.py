@@ -24,7 +24,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from hpcpredict.topology.errors import InvalidTopology, ParseError
+from .errors import InvalidTopology, ParseError
 
 from .placement import Placement
 

@@ -14,7 +14,7 @@ from typing import Iterable
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
 from ClusterShell.RangeSet import RangeSetException
 
-from hpcpredict.topology.errors import ParseError
+from .errors import ParseError
 
 
 # The most names one expression may stand for. ClusterShell builds every index of a range

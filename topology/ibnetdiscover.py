@@ -32,7 +32,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from hpcpredict.topology.errors import ParseError
+from .errors import ParseError
 
 logger = logging.getLogger(__name__)
 

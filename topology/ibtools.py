@@ -22,7 +22,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from hpcpredict.topology.errors import ParseError
+from .errors import ParseError
 
 logger = logging.getLogger(__name__)
 

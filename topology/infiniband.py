@@ -30,7 +30,7 @@ import logging
 import re
 from collections import defaultdict
 
-from hpcpredict.topology.errors import InvalidTopology
+from .errors import InvalidTopology
 
 from .hostlist import fold
 from .ibnetdiscover import IbFabric

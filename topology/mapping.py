@@ -39,7 +39,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hpcpredict.topology.errors import InvalidRequest
+from .errors import InvalidRequest
 
 logger = logging.getLogger(__name__)
 

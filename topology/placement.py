@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpcpredict.topology.errors import InvalidTopology, UnknownNode
+from .errors import InvalidTopology, UnknownNode
 
 logger = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import logging
 
-from hpcpredict.topology.errors import ParseError
+from .errors import ParseError
 
-from hpcpredict.topology.hostlist import expand
+from .hostlist import expand
 
 logger = logging.getLogger(__name__)
 

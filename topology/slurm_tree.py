@@ -28,7 +28,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from hpcpredict.topology.errors import InvalidTopology, ParseError
+from .errors import InvalidTopology, ParseError
 
 from .hostlist import expand, fold
 from .placement import Placement

@@ -60,7 +60,7 @@ def register(subparsers) -> None:
 def _placement(path):
     if not path:
         return None
-    from hpcpredict.topology.placement import Placement
+    from ...topology.placement import Placement
 
     return Placement.load(path)
 
@@ -68,11 +68,11 @@ def _placement(path):
 def _simulate(args) -> int:
     from rich.progress import Progress
 
-    from hpcpredict.daemon.comm.fabric import fabric_placement
-    from hpcpredict.daemon.comm.records import write_records
-    from hpcpredict.daemon.comm.simulate import plan_points, simulate
+    from ..comm.fabric import fabric_placement
+    from ..comm.records import write_records
+    from ..comm.simulate import plan_points, simulate
 
-    from hpcpredict.daemon.errors import InvalidRequest
+    from ..errors import InvalidRequest
 
     try:
         low, _, high = args.peers.partition("-")
@@ -97,9 +97,9 @@ def _simulate(args) -> int:
 def _ingest(args) -> int:
     from contextlib import ExitStack
 
-    from hpcpredict.daemon.comm.commbench_ingest import ingest_lines
-    from hpcpredict.daemon.comm.records import write_records
-    from hpcpredict.daemon.errors import ParseError
+    from ..comm.commbench_ingest import ingest_lines
+    from ..comm.records import write_records
+    from ..errors import ParseError
 
     records = []
     with ExitStack() as stack:
@@ -117,8 +117,8 @@ def _ingest(args) -> int:
 def _train(args) -> int:
     from pathlib import Path
 
-    from hpcpredict.daemon.comm.records import read_records
-    from hpcpredict.daemon.comm.train import train_model_set
+    from ..comm.records import read_records
+    from ..comm.train import train_model_set
 
     records = read_records(args.data)
     manifest = train_model_set(records, _placement(args.topology), Path(args.out),
@@ -132,9 +132,9 @@ def _train(args) -> int:
 def _evaluate(args) -> int:
     from pathlib import Path
 
-    from hpcpredict.daemon.comm.evaluation import evaluate, predict_all, scatter_plots
-    from hpcpredict.daemon.comm.records import read_records
-    from hpcpredict.daemon.comm.service import CommModelSet
+    from ..comm.evaluation import evaluate, predict_all, scatter_plots
+    from ..comm.records import read_records
+    from ..comm.service import CommModelSet
 
     model_set = CommModelSet.load(Path(args.model))
     records = read_records(args.data)

@@ -6,13 +6,13 @@ import sys
 
 
 def config_of(args):
-    from hpcpredict.daemon.config import load_config
+    from ..config import load_config
 
     return load_config(args.config)
 
 
 def socket_of(args, config) -> str:
-    from hpcpredict.daemon.client import resolve_socket
+    from ..client import resolve_socket
 
     return resolve_socket(args.socket, config)
 
@@ -24,7 +24,7 @@ def print_json(obj) -> None:
 
 def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
     """An Estimate as a person reads it."""
-    from hpcpredict.daemon.timefmt import human, human_range, slurm_time
+    from ..timefmt import human, human_range, slurm_time
 
     lines = []
     head = f"Predicted runtime: {human(estimate.runtime_s)}"
@@ -60,8 +60,8 @@ def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
 
 def ask_reload(socket_path: str):
     """ReloadModels over the admin socket; returns the ReloadReply, raises HpcPredictError."""
-    from hpcpredict.daemon.client import admin_client
-    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+    from ..client import admin_client
+    from ...proto.v1 import hpcpredict_pb2 as pb
 
     with admin_client(socket_path) as client:
         return client.call("ReloadModels", pb.ReloadRequest())
@@ -71,7 +71,7 @@ def reload_daemon(socket_path: str) -> None:
     """Ask a running daemon to reload; say so on stderr either way (never fails the command)."""
     import sys
 
-    from hpcpredict.daemon.errors import HpcPredictError
+    from ..errors import HpcPredictError
 
     try:
         ask_reload(socket_path)

@@ -11,7 +11,7 @@ FAMILY_MODULES = ("evaluate_walltime", "evaluate_runtime", "evaluate_scheduling"
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("evaluate", help="score models on data (table, or --json)")
-    from hpcpredict.daemon.cli.main import register_modules
+    from .main import register_modules
 
     register_modules(parser.add_subparsers(dest="family", metavar="FAMILY"), FAMILY_MODULES)
     parser.set_defaults(handler=lambda args: parser.print_help() or 2)

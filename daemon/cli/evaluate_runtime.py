@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def register(families) -> None:
-    from hpcpredict.daemon.runtime.artifacts import SERVABLE
+    from ..runtime.artifacts import SERVABLE
 
     parser = families.add_parser("runtime", help="runtime from application inputs: score the served model")
     parser.add_argument("data", type=Path, metavar="DATA.csv", help="one row per run: inputs, target, optional rep")
@@ -38,9 +38,9 @@ def register(families) -> None:
 
 
 def run(args) -> int:
-    from hpcpredict.daemon.errors import InvalidRequest
-    from hpcpredict.daemon.runtime.dataset import read_runs_csv
-    from hpcpredict.daemon.runtime.evaluation import evaluate
+    from ..errors import InvalidRequest
+    from ..runtime.dataset import read_runs_csv
+    from ..runtime.evaluation import evaluate
 
     if not 0 < args.train_fraction < 1:
         raise InvalidRequest("--train-fraction", "must be between 0 and 1 (exclusive)")

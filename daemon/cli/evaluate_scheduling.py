@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from hpcpredict.daemon.cli.evaluate_walltime import FORMAT_CHOICES, _check_risk
+from .evaluate_walltime import FORMAT_CHOICES, _check_risk
 
 
 def register(families) -> None:
@@ -42,11 +42,11 @@ def register(families) -> None:
 
 def run(args) -> int:
     _check_risk(args.risk)
-    from hpcpredict.daemon.errors import InvalidRequest, ParseError
-    from hpcpredict.daemon.history.traces import read_trace
-    from hpcpredict.daemon.scheduling.policies import DEFAULT_POLICIES, POLICIES
-    from hpcpredict.daemon.scheduling.replay import evaluate_scheduling
-    from hpcpredict.daemon.scheduling.workload import trace_machine_size
+    from ..errors import InvalidRequest, ParseError
+    from ..history.traces import read_trace
+    from ..scheduling.policies import DEFAULT_POLICIES, POLICIES
+    from ..scheduling.replay import evaluate_scheduling
+    from ..scheduling.workload import trace_machine_size
 
     procs = args.procs
     if procs is not None and procs <= 0:
@@ -75,7 +75,7 @@ def _with_progress(jobs, procs, risk, policies, time_min_limit):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
-    from hpcpredict.daemon.scheduling.replay import evaluate_scheduling
+    from ..scheduling.replay import evaluate_scheduling
 
     with Progress(TextColumn("predicting online"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                   console=Console(stderr=True), transient=True) as bar:

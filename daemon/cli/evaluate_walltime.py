@@ -29,7 +29,7 @@ def register(families) -> None:
 
 
 def _check_risk(risk: float) -> None:
-    from hpcpredict.daemon.errors import InvalidRequest
+    from ..errors import InvalidRequest
 
     if not (0.0 < risk < 1.0) or math.isnan(risk):
         raise InvalidRequest("--risk", f"must be between 0 and 1 (exclusive), got {risk}")
@@ -37,9 +37,9 @@ def _check_risk(risk: float) -> None:
 
 def run(args) -> int:
     _check_risk(args.risk)
-    from hpcpredict.daemon.errors import ParseError
-    from hpcpredict.daemon.history.evaluate import evaluate_trace, scorable
-    from hpcpredict.daemon.history.traces import read_trace
+    from ..errors import ParseError
+    from ..history.evaluate import evaluate_trace, scorable
+    from ..history.traces import read_trace
 
     jobs = read_trace(args.trace, args.format)
     if not scorable(jobs):
@@ -59,7 +59,7 @@ def _with_progress(jobs, risk):
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.console import Console
 
-    from hpcpredict.daemon.history.evaluate import evaluate_trace
+    from ..history.evaluate import evaluate_trace
 
     with Progress(TextColumn("replaying"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:

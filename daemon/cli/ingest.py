@@ -16,9 +16,9 @@ def _ingest(args) -> int:
 
     from rich.progress import Progress
 
-    from hpcpredict.daemon.cli.common import config_of, reload_daemon, socket_of
-    from hpcpredict.daemon.history.traces import read_trace
-    from hpcpredict.daemon.store import open_store
+    from .common import config_of, reload_daemon, socket_of
+    from ..history.traces import read_trace
+    from ..store import open_store
 
     config = config_of(args)
     store = open_store(config)

@@ -60,7 +60,7 @@ def register_modules(subparsers, names) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hpcpredict.daemon.errors import HpcPredictError
+    from ..errors import HpcPredictError
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -40,8 +40,8 @@ def split_own_options(args) -> list[str]:
 
 
 def build_request(script: bytes, sbatch_argv, *, user: str, app: str = "", risk: float = 0.0):
-    from hpcpredict.daemon.sbatch_options import parse_sbatch
-    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+    from ..sbatch_options import parse_sbatch
+    from ...proto.v1 import hpcpredict_pb2 as pb
 
     opts = parse_sbatch(script, sbatch_argv)
     return pb.JobRequest(
@@ -57,9 +57,9 @@ def _predict(args) -> int:
 
     from google.protobuf.json_format import MessageToDict
 
-    from hpcpredict.daemon.cli.common import config_of, estimate_lines, print_json, socket_of
-    from hpcpredict.daemon.client import DaemonClient
-    from hpcpredict.daemon.errors import HpcPredictError
+    from .common import config_of, estimate_lines, print_json, socket_of
+    from ..client import DaemonClient
+    from ..errors import HpcPredictError
 
     try:
         with open(args.script, "rb") as handle:

@@ -39,7 +39,7 @@ def run_command(cmd: list[str], *, timeout: float) -> str:
     """Run ``cmd`` (no shell) and return its stdout; CommandError on failure or timeout."""
     import subprocess
 
-    from hpcpredict.daemon.errors import CommandError
+    from ..errors import CommandError
 
     started = time.monotonic()
     try:
@@ -61,7 +61,7 @@ def pull_sacct(sacct: str, since: str, timeout: float) -> str:
 
 def finished(records):
     """Jobs with a final state and a runtime (sacct -s also lists jobs still running then)."""
-    from hpcpredict.daemon.records import UNKNOWN
+    from ..records import UNKNOWN
 
     return [r for r in records if r.state not in ("", UNKNOWN, "RUNNING", "PENDING") and r.runtime_s >= 0]
 
@@ -85,11 +85,11 @@ def _refresh(args) -> int:
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from hpcpredict.daemon.cli.common import ask_reload, config_of, print_json, socket_of
-    from hpcpredict.daemon.cli.train import train_and_publish
-    from hpcpredict.daemon.errors import ParseError
-    from hpcpredict.daemon.history.traces import read_sacct_json
-    from hpcpredict.daemon.store import open_store
+    from .common import ask_reload, config_of, print_json, socket_of
+    from .train import train_and_publish
+    from ..errors import ParseError
+    from ..history.traces import read_sacct_json
+    from ..store import open_store
 
     config = config_of(args)
     console = Console(stderr=True)

@@ -10,7 +10,7 @@ def register(subparsers) -> None:
 def _reload(args) -> int:
     from google.protobuf.json_format import MessageToDict
 
-    from hpcpredict.daemon.cli.common import ask_reload, config_of, print_json, socket_of
+    from .common import ask_reload, config_of, print_json, socket_of
 
     reply = ask_reload(socket_of(args, config_of(args)))
     if args.json:

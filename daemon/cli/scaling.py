@@ -68,11 +68,11 @@ def register(subparsers) -> None:
 
 
 def _fit(args) -> int:
-    from hpcpredict.daemon.errors import InvalidRequest
-    from hpcpredict.daemon.scaling.advice import save_scaling_model
-    from hpcpredict.daemon.scaling.fitting import describe, fit_all, read_points_csv, scaling_model
-    from hpcpredict.daemon.scaling.measurements import read_jsonlines
-    from hpcpredict.daemon.scaling.modelers import get_modeler
+    from ..errors import InvalidRequest
+    from ..scaling.advice import save_scaling_model
+    from ..scaling.fitting import describe, fit_all, read_points_csv, scaling_model
+    from ..scaling.measurements import read_jsonlines
+    from ..scaling.modelers import get_modeler
 
     cls = get_modeler(args.modeler)   # an unknown name: the error lists the registered ones
     if args.adapt_samples < 1:
@@ -111,7 +111,7 @@ def _fit(args) -> int:
 
 
 def _modelers(args) -> int:
-    from hpcpredict.daemon.scaling.modelers import describe_modelers
+    from ..scaling.modelers import describe_modelers
 
     for name, text in describe_modelers():
         print(f"{name:<12} {text}")
@@ -119,8 +119,8 @@ def _modelers(args) -> int:
 
 
 def _advise(args) -> int:
-    from hpcpredict.daemon.errors import InvalidRequest, ModelArtifactError
-    from hpcpredict.daemon.scaling.advice import ScalingModel, format_advice_table, node_advice
+    from ..errors import InvalidRequest, ModelArtifactError
+    from ..scaling.advice import ScalingModel, format_advice_table, node_advice
 
     try:
         model = ScalingModel.from_dict(json.loads(args.model.read_text(encoding="utf-8")))
@@ -148,7 +148,7 @@ def _advise(args) -> int:
 
 
 def _apmt(args) -> int:
-    from hpcpredict.daemon.scaling.apmt import decompose, load_runs
+    from ..scaling.apmt import decompose, load_runs
 
     runs = load_runs(args.runs)
     result = decompose(runs)
@@ -168,7 +168,7 @@ def _apmt(args) -> int:
 def _pretrain(args) -> int:
     import time
 
-    from hpcpredict.daemon.scaling.adaptive import PRETRAINED_PATH, pretrain
+    from ..scaling.adaptive import PRETRAINED_PATH, pretrain
 
     output = args.output or PRETRAINED_PATH
     started = time.monotonic()

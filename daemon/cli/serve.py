@@ -7,7 +7,7 @@ def register(subparsers) -> None:
 
 
 def _serve(args) -> int:
-    from hpcpredict.daemon.server import main
+    from ..server import main
 
     argv = []
     if args.config:

@@ -10,10 +10,10 @@ def register(subparsers) -> None:
 def _status(args) -> int:
     from google.protobuf.json_format import MessageToDict
 
-    from hpcpredict.daemon.cli.common import config_of, print_json, socket_of
-    from hpcpredict.daemon.client import admin_client
-    from hpcpredict.daemon.timefmt import human
-    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+    from .common import config_of, print_json, socket_of
+    from ..client import admin_client
+    from ..timefmt import human
+    from ...proto.v1 import hpcpredict_pb2 as pb
 
     config = config_of(args)
     with admin_client(socket_of(args, config)) as client:

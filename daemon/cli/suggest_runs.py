@@ -36,8 +36,8 @@ def register(subparsers) -> None:
 def _grid(specs: list[str]) -> list[dict]:
     from itertools import product
 
-    from hpcpredict.daemon.errors import InvalidRequest
-    from hpcpredict.daemon.runtime.values import coerce_value, valid_key
+    from ..errors import InvalidRequest
+    from ..runtime.values import coerce_value, valid_key
 
     names, values = [], []
     size = 1
@@ -56,11 +56,11 @@ def _grid(specs: list[str]) -> list[dict]:
 
 def run(args) -> int:
 
-    from hpcpredict.daemon.errors import InvalidRequest
-    from hpcpredict.daemon.runtime.active import suggest_runs
-    from hpcpredict.daemon.runtime.dataset import read_runs_csv
-    from hpcpredict.daemon.runtime.encoding import InputEncoder
-    from hpcpredict.daemon.runtime.values import coerce_value
+    from ..errors import InvalidRequest
+    from ..runtime.active import suggest_runs
+    from ..runtime.dataset import read_runs_csv
+    from ..runtime.encoding import InputEncoder
+    from ..runtime.values import coerce_value
 
     if args.k < 1 or args.members < 2 or args.min_distance < 0:
         raise InvalidRequest("-k/--members/--min-distance", "need k >= 1, members >= 2, distance >= 0")

@@ -42,7 +42,7 @@ def register(subparsers) -> None:
 
 
 def _read(path: str, what: str) -> str:
-    from hpcpredict.daemon.errors import ConfigError
+    from ..errors import ConfigError
     try:
         with open(path, encoding="utf-8", errors="replace") as stream:
             return stream.read()
@@ -52,7 +52,7 @@ def _read(path: str, what: str) -> str:
 
 def build_placement(args: argparse.Namespace):
     """The Placement the import options describe (pure apart from reading the files)."""
-    from hpcpredict.topology import cray, ibnetdiscover, infiniband, sitemap, slurm_tree
+    from ...topology import cray, ibnetdiscover, infiniband, sitemap, slurm_tree
 
     site_map = sitemap.parse_site_map(_read(args.site_map, "site map"), args.site_map) \
         if args.site_map else None
@@ -66,7 +66,7 @@ def build_placement(args: argparse.Namespace):
         nodes = cray.parse_xtprocadmin(_read(args.xtprocadmin, "xtprocadmin output"), args.xtprocadmin)
         return cray.placement_from_xtprocadmin(nodes, site_map, args.cabinets_per_row, args.xtprocadmin)
     if site_map is not None:
-        from hpcpredict.daemon.errors import InvalidRequest
+        from ..errors import InvalidRequest
         raise InvalidRequest("--site-map", "only applies to --ibnetdiscover and --xtprocadmin")
     if args.topology_conf:
         tree = slurm_tree.parse_topology_conf(_read(args.topology_conf, "topology.conf"), args.topology_conf)
@@ -101,8 +101,8 @@ def spread(placement, nodes: list[str]) -> dict[str, dict[str, int]]:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from hpcpredict.topology.hostlist import expand
-    from hpcpredict.topology.placement import Placement
+    from ...topology.hostlist import expand
+    from ...topology.placement import Placement
 
     placement = Placement.load(args.topology)
     nodes = expand(args.nodelist, source="NODELIST")

@@ -6,7 +6,7 @@ Both ask a running daemon to reload unless ``--no-reload``.
 """
 from __future__ import annotations
 
-from hpcpredict.daemon.model_kinds import SITE_KEY, model_kind_names
+from ..model_kinds import SITE_KEY, model_kind_names
 
 
 def register(subparsers) -> None:
@@ -43,10 +43,10 @@ def train_and_publish(config):
     import tempfile
     from pathlib import Path
 
-    from hpcpredict.daemon.errors import HpcPredictError
-    from hpcpredict.daemon.history import save_model, train_model
-    from hpcpredict.daemon.registry import ModelRegistry
-    from hpcpredict.daemon.store import open_store
+    from ..errors import HpcPredictError
+    from ..history import save_model, train_model
+    from ..registry import ModelRegistry
+    from ..store import open_store
 
     store = open_store(config)
     try:
@@ -63,7 +63,7 @@ def train_and_publish(config):
 
 
 def _train(args) -> int:
-    from hpcpredict.daemon.cli.common import config_of, print_json, reload_daemon, socket_of
+    from .common import config_of, print_json, reload_daemon, socket_of
 
     from rich.console import Console
 
@@ -84,10 +84,10 @@ def _train_runtime(args) -> int:
     import tempfile
     from pathlib import Path
 
-    from hpcpredict.daemon.cli.common import config_of, reload_daemon, socket_of
-    from hpcpredict.daemon.errors import HpcPredictError, ModelNotFound
-    from hpcpredict.daemon.registry import ModelRegistry
-    from hpcpredict.daemon.runtime.training import train_application
+    from .common import config_of, reload_daemon, socket_of
+    from ..errors import HpcPredictError, ModelNotFound
+    from ..registry import ModelRegistry
+    from ..runtime.training import train_application
 
     aliases = {}
     for item in args.alias:
@@ -123,8 +123,8 @@ def _train_runtime(args) -> int:
 
 
 def _publish(args) -> int:
-    from hpcpredict.daemon.cli.common import config_of, reload_daemon, socket_of
-    from hpcpredict.daemon.registry import ModelRegistry
+    from .common import config_of, reload_daemon, socket_of
+    from ..registry import ModelRegistry
 
     config = config_of(args)
     artifact = ModelRegistry(config.models.dir).publish(args.kind, args.folder, key=args.key)

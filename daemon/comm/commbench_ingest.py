@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
-from hpcpredict.daemon.comm.records import CommRecord
-from hpcpredict.daemon.errors import ParseError
+from .records import CommRecord
+from ..errors import ParseError
 
 _REQUIRED = ("pattern", "ntasks", "message_bytes", "peers", "seed", "nodes", "rank_nodes", "time_s")
 

@@ -26,8 +26,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.runtime.compiled import CompiledForest
+from ..errors import ModelArtifactError
+from ..runtime.compiled import CompiledForest
 
 
 class CompiledGBRT:

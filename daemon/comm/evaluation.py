@@ -9,11 +9,11 @@ from typing import Sequence
 
 import numpy as np
 
-from hpcpredict.daemon.comm.dataset import feature_table
-from hpcpredict.daemon.comm.metrics import scores
-from hpcpredict.daemon.comm.records import CommRecord
-from hpcpredict.daemon.comm.service import CommModelSet
-from hpcpredict.topology.placement import Placement
+from .dataset import feature_table
+from .metrics import scores
+from .records import CommRecord
+from .service import CommModelSet
+from ...topology.placement import Placement
 
 MODEL_ORDER = ("classA", "classB", "classC", "alpha-beta", "alpha-beta-gamma", "single-variable")
 

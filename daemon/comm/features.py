@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hpcpredict.daemon.comm.patterns import Messages
+from .patterns import Messages
 
 CLASS_A = ("n", "ppn", "l", "PD", "PM")
 _STATS = ("min", "avg", "max")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.comm.compiled import CompiledGBRT
-from hpcpredict.daemon.errors import ModelArtifactError
+from .compiled import CompiledGBRT
+from ..errors import ModelArtifactError
 
 logger = logging.getLogger(__name__)
 

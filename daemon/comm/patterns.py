@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcpredict.daemon.errors import InvalidRequest
+from ..errors import InvalidRequest
 
 PATTERNS = ("benchmark", "halo3d", "halo4d", "lulesh1", "lulesh2", "lulesh3", "explicit")
 GRID_PATTERNS = {"halo3d": 3, "halo4d": 4, "lulesh1": 3, "lulesh2": 3, "lulesh3": 3}

@@ -22,7 +22,7 @@ from typing import Iterable
 
 import numpy as np
 
-from hpcpredict.daemon.errors import HpcPredictError, ParseError
+from ..errors import HpcPredictError, ParseError
 
 FIELDS = ("source", "fabric", "shape", "background", "pattern", "ntasks", "message_bytes",
           "peers", "grid", "seed", "nodes", "distribution", "tasks_per_node", "rank_node_list",
@@ -67,7 +67,7 @@ class CommRecord:
 
     def rank_nodes(self, node_count: int | None = None) -> np.ndarray:
         """Rank -> allocation node index."""
-        from hpcpredict.topology.mapping import map_ranks
+        from ...topology.mapping import map_ranks
 
         if node_count is None:
             node_count = len(self.node_list())
@@ -134,7 +134,7 @@ def read_records(path: str | os.PathLike) -> list[CommRecord]:
 
 def record_messages(record: CommRecord):
     """Rebuild the phase's messages from a record."""
-    from hpcpredict.daemon.comm.patterns import build_pattern
+    from .patterns import build_pattern
 
     try:
         return build_pattern(record.pattern, record.ntasks, record.message_bytes,

@@ -20,14 +20,14 @@ from typing import Sequence
 
 import numpy as np
 
-from hpcpredict.daemon.comm.baselines import AlphaBeta, AlphaBetaGamma, SingleVariable
-from hpcpredict.daemon.comm.dataset import phase_features
-from hpcpredict.daemon.comm.models import ClassModel
-from hpcpredict.daemon.comm.patterns import PATTERNS, build_pattern
-from hpcpredict.daemon.comm.train import FORMAT_VERSION
-from hpcpredict.daemon.errors import InvalidRequest, ModelArtifactError
-from hpcpredict.topology.mapping import map_ranks
-from hpcpredict.topology.placement import Placement
+from .baselines import AlphaBeta, AlphaBetaGamma, SingleVariable
+from .dataset import phase_features
+from .models import ClassModel
+from .patterns import PATTERNS, build_pattern
+from .train import FORMAT_VERSION
+from ..errors import InvalidRequest, ModelArtifactError
+from ...topology.mapping import map_ranks
+from ...topology.placement import Placement
 
 MAX_TASKS = 1 << 20
 FEATURE_CACHE = 1024

@@ -24,10 +24,10 @@ from typing import Callable
 
 import numpy as np
 
-from hpcpredict.daemon.comm.fabric import HOST_PREFIX, fabric_size, platform_xml
-from hpcpredict.daemon.comm.patterns import PATTERNS
-from hpcpredict.daemon.comm.records import CommRecord
-from hpcpredict.daemon.errors import CommandError, InvalidRequest
+from .fabric import HOST_PREFIX, fabric_size, platform_xml
+from .patterns import PATTERNS
+from .records import CommRecord
+from ..errors import CommandError, InvalidRequest
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from hpcpredict.daemon.comm.patterns import build_pattern
+from .patterns import build_pattern
 
 BACKGROUND_BUSY = 0.6
 BACKGROUND_BYTES = (1 << 16, 1 << 25)

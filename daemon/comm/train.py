@@ -15,13 +15,13 @@ from typing import Sequence
 
 import numpy as np
 
-from hpcpredict.daemon.comm.baselines import AlphaBeta, AlphaBetaGamma, SingleVariable, first_level_feature
-from hpcpredict.daemon.comm.dataset import feature_table
-from hpcpredict.daemon.comm.features import CLASS_A, CLASS_B, class_c_model_candidates
-from hpcpredict.daemon.comm.models import ClassModel, rank_features, tune_gbrt
-from hpcpredict.daemon.comm.records import CommRecord
-from hpcpredict.daemon.errors import InvalidRequest
-from hpcpredict.topology.placement import Placement
+from .baselines import AlphaBeta, AlphaBetaGamma, SingleVariable, first_level_feature
+from .dataset import feature_table
+from .features import CLASS_A, CLASS_B, class_c_model_candidates
+from .models import ClassModel, rank_features, tune_gbrt
+from .records import CommRecord
+from ..errors import InvalidRequest
+from ...topology.placement import Placement
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Heavy imports (numpy) happen when the model/evaluator modules are first used.
 """
 from __future__ import annotations
 
-from hpcpredict.daemon.history.predictors import (
+from .predictors import (
     BASELINES,
     AleaMax5Predictor,
     CesnetPredictor,
@@ -13,7 +13,7 @@ from hpcpredict.daemon.history.predictors import (
     OnlinePredictor,
     UserRequestPredictor,
 )
-from hpcpredict.daemon.history.traces import (
+from .traces import (
     read_sacct_csv,
     read_sacct_json,
     read_sacct_parsable,

@@ -21,8 +21,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from hpcpredict.daemon.history.predictors import BASELINES, OnlinePredictor
-from hpcpredict.daemon.records import JobRecord
+from .predictors import BASELINES, OnlinePredictor
+from ..records import JobRecord
 
 BOUND_SUFFIX = "-bound"
 
@@ -67,7 +67,7 @@ def scorable(jobs: Iterable[JobRecord]) -> list[JobRecord]:
 
 def default_predictors() -> dict[str, OnlinePredictor]:
     """Every baseline plus our model, fresh."""
-    from hpcpredict.daemon.history.model import HpcPredictModel
+    from .model import HpcPredictModel
 
     predictors: dict[str, OnlinePredictor] = {name: cls() for name, cls in BASELINES.items()}
     predictors[HpcPredictModel.name] = HpcPredictModel()

@@ -18,7 +18,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from hpcpredict.daemon.records import JobRecord
+from ..records import JobRecord
 
 MISSING = -1.0
 HISTORY_DEPTH = 24  # ended jobs remembered per user

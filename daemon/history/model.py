@@ -44,11 +44,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from hpcpredict.daemon.history.features import HistoryIndex, PastJob, occupancy_log
-from hpcpredict.daemon.estimates import RuntimeEstimate
-from hpcpredict.daemon.history.predictors import DEFAULT_NO_REQUEST_S, OnlinePredictor
-from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.timefmt import human_range
+from .features import HistoryIndex, PastJob, occupancy_log
+from ..estimates import RuntimeEstimate
+from .predictors import DEFAULT_NO_REQUEST_S, OnlinePredictor
+from ..records import JobRecord
+from ..timefmt import human_range
 
 EXPERTS = ("medoid", "last", "same_request", "same_application", "median5", "request", "max_ratio5",
            "ratio_last", "ratio_medoid", "same_request_median3")

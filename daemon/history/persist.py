@@ -21,10 +21,10 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.history.evaluate import end_time, scorable
-from hpcpredict.daemon.history.model import HpcPredictModel, ModelParams
-from hpcpredict.daemon.records import JobRecord
+from ..errors import ModelArtifactError
+from .evaluate import end_time, scorable
+from .model import HpcPredictModel, ModelParams
+from ..records import JobRecord
 
 KIND = "walltime-history"
 FORMAT_VERSION = 3  # 3: + blend scores; 2: 10 experts + learned selector (version 1 lacks it)

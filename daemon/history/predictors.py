@@ -20,8 +20,8 @@ from abc import ABC, abstractmethod
 from collections import deque
 from typing import ClassVar
 
-from hpcpredict.daemon.estimates import RuntimeEstimate
-from hpcpredict.daemon.records import JobRecord
+from ..estimates import RuntimeEstimate
+from ..records import JobRecord
 
 DEFAULT_NO_REQUEST_S = 3600.0  # answer when neither history nor a request exists
 

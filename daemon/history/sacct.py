@@ -19,8 +19,8 @@ import logging
 import re
 from datetime import datetime, timezone
 
-from hpcpredict.daemon.errors import ParseError
-from hpcpredict.daemon.records import TIMEOUT, UNKNOWN, JobRecord
+from ..errors import ParseError
+from ..records import TIMEOUT, UNKNOWN, JobRecord
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 import math
 
-from hpcpredict.daemon.errors import ParseError
-from hpcpredict.daemon.records import CANCELLED, COMPLETED, FAILED, TIMEOUT, UNKNOWN, JobRecord
+from ..errors import ParseError
+from ..records import CANCELLED, COMPLETED, FAILED, TIMEOUT, UNKNOWN, JobRecord
 
 logger = logging.getLogger(__name__)
 

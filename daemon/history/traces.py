@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from hpcpredict.daemon.errors import ParseError
-from hpcpredict.daemon.history.sacct import read_sacct_csv, read_sacct_json, read_sacct_parsable
-from hpcpredict.daemon.history.swf import read_swf
-from hpcpredict.daemon.records import JobRecord
+from ..errors import ParseError
+from .sacct import read_sacct_csv, read_sacct_json, read_sacct_parsable
+from .swf import read_swf
+from ..records import JobRecord
 
 logger = logging.getLogger(__name__)
 

@@ -37,14 +37,14 @@ from typing import Sequence
 
 import numpy as np
 
-from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.scaling.modelers import Modeler, register_modeler
-from hpcpredict.daemon.scaling.measurements import (
+from ..errors import ModelArtifactError
+from .modelers import Modeler, register_modeler
+from .measurements import (
     MeasurementSet, deviation_skewness, location_variance_ratio, relative_deviation_range)
-from hpcpredict.daemon.scaling.pmnf import CLASSES, ExponentPair
-from hpcpredict.daemon.scaling.regression import (
+from .pmnf import CLASSES, ExponentPair
+from .regression import (
     FittedModel, combine_for_noise, parameter_line, prefer_two_terms, rank_single_parameter)
-from hpcpredict.daemon.scaling.synthetic import class_training_set
+from .synthetic import class_training_set
 
 logger = logging.getLogger(__name__)
 

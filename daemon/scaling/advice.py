@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from hpcpredict.daemon.errors import InvalidRequest, ModelArtifactError
-from hpcpredict.daemon.timefmt import clock
+from ..errors import InvalidRequest, ModelArtifactError
+from ..timefmt import clock
 
 POLICIES = ("least-node-hours", "meets-request")
 FORMAT_VERSION = 1

@@ -29,8 +29,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from hpcpredict.daemon.errors import ParseError
-from hpcpredict.daemon.scaling.profiles import P2P_CALLS, MpiCall, PerfCounters, parse_mpi_profile, parse_perf_stat
+from ..errors import ParseError
+from .profiles import P2P_CALLS, MpiCall, PerfCounters, parse_mpi_profile, parse_perf_stat
 
 DEFAULT_LATENCY_CYCLES = {"L1": 4.0, "LLC": 40.0, "memory": 200.0}
 KERNEL_SHARE = 0.05

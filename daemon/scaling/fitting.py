@@ -16,11 +16,11 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from hpcpredict.daemon.errors import InvalidRequest, ParseError
-from hpcpredict.daemon.scaling.advice import ScalingModel
-from hpcpredict.daemon.scaling.measurements import MeasurementSet
-from hpcpredict.daemon.scaling.modelers import Modeler, get_modeler
-from hpcpredict.daemon.scaling.regression import FittedModel
+from ..errors import InvalidRequest, ParseError
+from .advice import ScalingModel
+from .measurements import MeasurementSet
+from .modelers import Modeler, get_modeler
+from .regression import FittedModel
 
 def fit_all(sets: Mapping[tuple[str, str], MeasurementSet], *, modeler: str | Modeler = "regression",
             negative: bool | str = "auto", source: str = "") -> dict[tuple[str, str], FittedModel]:

@@ -23,11 +23,11 @@ import importlib
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar
 
-from hpcpredict.daemon.errors import ConfigError, InvalidRequest
+from ..errors import ConfigError, InvalidRequest
 
 if TYPE_CHECKING:
-    from hpcpredict.daemon.scaling.measurements import MeasurementSet
-    from hpcpredict.daemon.scaling.regression import FittedModel
+    from .measurements import MeasurementSet
+    from .regression import FittedModel
 
 # Modules whose import registers the modelers they define.
 PLUGIN_MODULES = ("hpcpredict.daemon.scaling.regression", "hpcpredict.daemon.scaling.adaptive")

@@ -23,10 +23,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from hpcpredict.daemon.scaling.modelers import Modeler, register_modeler
-from hpcpredict.daemon.scaling.measurements import (
+from .modelers import Modeler, register_modeler
+from .measurements import (
     MIN_VALUES_PER_PARAMETER, InsufficientMeasurements, MeasurementSet)
-from hpcpredict.daemon.scaling.pmnf import (
+from .pmnf import (
     CLASSES, NEGATIVE_EXPONENTS, CompoundTerm, ExponentPair, PmnfFunction, factor)
 
 CONSTANT: ExponentPair = (0.0, 0)
@@ -286,7 +286,7 @@ def strong_scaling_two_terms(x: np.ndarray, y: np.ndarray) -> tuple[PmnfFunction
 def fit_regression(data: MeasurementSet, *, negative: bool | str = "auto", source: str = "") -> FittedModel:
     """Extra-P's regression modeler on one measurement set (plus the two-term strong-scaling
     hypotheses for a single parameter when negative exponents are on)."""
-    from hpcpredict.daemon.scaling.measurements import relative_deviation_range
+    from .measurements import relative_deviation_range
 
     choices = {}
     use_negative = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcpredict.daemon.scaling.pmnf import CLASSES, factor
+from .pmnf import CLASSES, factor
 
 # Parameter-value series of the kind seed 001 draws from, continued for extrapolation points.
 SEQUENCE_KINDS = ("doubling", "linear", "small-linear", "small-exponential", "uniform")

@@ -63,7 +63,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-from hpcpredict.daemon.scheduling.workload import SimJob
+from .workload import SimJob
 
 SLURM_BF_RESOLUTION_S = 60    # Slurm's default bf_resolution
 SLURM_22_05, RESERVATION = "time_min", "reservation"   # what a backfilled time_min job runs under

@@ -23,11 +23,11 @@ import dataclasses
 import heapq
 from typing import Callable
 
-from hpcpredict.daemon.history.evaluate import end_time, scorable
-from hpcpredict.daemon.estimates import RuntimeEstimate
-from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.scheduling.workload import SimJob
-from hpcpredict.daemon.walltime_policy import LimitChange, plan_limits
+from ..history.evaluate import end_time, scorable
+from ..estimates import RuntimeEstimate
+from ..records import JobRecord
+from .workload import SimJob
+from ..walltime_policy import LimitChange, plan_limits
 
 Policy = Callable[[SimJob, RuntimeEstimate], SimJob]
 
@@ -83,7 +83,7 @@ def shortened(before: SimJob, after: SimJob) -> bool:
 def online_predictions(records: list[JobRecord], risk: float, model=None,
                        progress: Callable[[int, int], None] | None = None) -> dict[int, RuntimeEstimate]:
     """Our answer for every scorable record at its submission, keyed by ``id(record)``."""
-    from hpcpredict.daemon.history.model import HpcPredictModel
+    from ..history.model import HpcPredictModel
 
     model = model or HpcPredictModel()
     ordered = scorable(records)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from hpcpredict.daemon.errors import InvalidRequest
-from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.scheduling.easy import SLURM_22_05, SLURM_BF_RESOLUTION_S, simulate
-from hpcpredict.daemon.scheduling.metrics import summarize
-from hpcpredict.daemon.scheduling.policies import DEFAULT_POLICIES, POLICIES, online_predictions, shortened
-from hpcpredict.daemon.scheduling.workload import Workload, sim_jobs
+from ..errors import InvalidRequest
+from ..records import JobRecord
+from .easy import SLURM_22_05, SLURM_BF_RESOLUTION_S, simulate
+from .metrics import summarize
+from .policies import DEFAULT_POLICIES, POLICIES, online_predictions, shortened
+from .workload import Workload, sim_jobs
 
 
 def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
