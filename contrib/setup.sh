@@ -4,7 +4,7 @@
 #   2. a virtual environment (.venv, or $HPCPREDICT_VENV) from Debian's python3, so that every
 #      user (Slurm job users, the daemon's unprivileged user) can run it
 #   3. hpcpredict itself, editable, with the test and MPI extras
-#   4. Debian's SimGrid Python module made importable in the venv (issue 5's reference fabrics)
+#   4. Debian's SimGrid Python module made importable in the venv (reference fabrics of the communication models)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${HPCPREDICT_VENV:-$REPO/.venv}"

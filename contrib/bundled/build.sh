@@ -2,11 +2,11 @@
 # Regenerate daemon/bundled_models/: the example models a first-time user gets with the
 # embedded defaults (served until the site publishes its own; `[models] bundled = false`
 # turns them off). Every input is committed in this repository:
-#   runtime  lmp       tests/data/runtime/lammps_melt.csv — 429 real LAMMPS runs made here (issue 6)
+#   runtime  lmp       tests/data/runtime/lammps_melt.csv — 429 real LAMMPS runs made here
 #   scaling  stencil   contrib/bundled/stencil-scaling.jsonl — real Open MPI runs of
-#                      benchmarks/scaling/mpi_stencil.c at p = 1..24 (issue 7; compute part emulated)
+#                      benchmarks/scaling/mpi_stencil.c at p = 1..24 (compute part emulated)
 #   comm     _site     contrib/bundled/comm-train.csv + comm-topology.json — a SimGrid fat-tree
-#                      benchmark sweep (SIMULATED, issue 5)
+#                      benchmark sweep (SIMULATED)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="${HPCPREDICT_VENV:-$REPO/.venv}/bin"

@@ -194,7 +194,7 @@ def relative_features(row: dict[str, float]) -> dict[str, float]:
     ~ ND x nodes per switch ...), so trees on raw volumes split on whichever comes first and
     misjudge structured patterns whose traffic stays local. Seen from the busiest node's NIC,
     "how much more does level k carry" transfers between patterns; measured on the SimGrid
-    sweeps it roughly halves the class C MMRE (benchmarks/README.md, issue 5).
+    sweeps it roughly halves the class C MMRE (benchmarks/README.md, comm).
 
     >>> relative_features({"ND_max": 4.0, "NM_max": 2.0, "SD_max": 8.0, "SM_avg": 1.0, "sw": 3.0})
     {'SD_max_rel': 2.0, 'SM_avg_rel': 0.5}

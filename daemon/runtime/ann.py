@@ -35,11 +35,11 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .compiled import fill_and_log
-from .conformal import conformal_multiplier, group_folds
-from .loglinear import check_runtimes, runtime_tags
+from .conformal import group_folds
+from .loglinear import LogNormalPredictions, check_runtimes, runtime_tags
 
 
-class ANNEnsemble(RegressorMixin, BaseEstimator):
+class ANNEnsemble(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __init__(self, n_members=10, method="kfold", hidden_layer_sizes=(16,), activation="logistic",
                  alpha=1e-4, learning_rate_init=0.01, max_epochs=400, patience=40, target="log",
                  log_inputs=True, random_state=None):
@@ -165,14 +165,7 @@ class ANNEnsemble(RegressorMixin, BaseEstimator):
         logs = np.log(self.predict_members(X))
         return logs.mean(axis=0), np.maximum(logs.std(axis=0), 1e-6)
 
-    def predict(self, X):
-        return np.exp(self.predict_log_dist(X)[0])
-
     def coefficient_of_variation(self, X) -> np.ndarray:
         members = self.predict_members(X)
         return members.std(axis=0) / members.mean(axis=0)
 
-    def predict_interval(self, X, coverage=0.8):
-        m, s = self.predict_log_dist(X)
-        q = conformal_multiplier(self.calibration_scores_, coverage)
-        return np.exp(m - q * s), np.exp(m + q * s)

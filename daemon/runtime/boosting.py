@@ -36,8 +36,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from .compiled import CompiledForest, fill_and_log
-from .conformal import conformal_multiplier, trainable_folds
-from .loglinear import check_runtimes, fit_log_trend, runtime_tags
+from .conformal import trainable_folds
+from .loglinear import LogNormalPredictions, check_runtimes, fit_log_trend, runtime_tags
 
 QUANTILES = (0.1, 0.9)
 MIN_SCALE = 1e-3   # log-space scale floor: the quantile models may cross or coincide
@@ -79,7 +79,7 @@ def boosted_sum(forest: CompiledForest, baseline: float, Z: np.ndarray) -> np.nd
     return forest.tree_predictions(Z)[0].sum(axis=1) + baseline
 
 
-class BoostedTreesRuntime(RegressorMixin, BaseEstimator):
+class BoostedTreesRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __init__(self, max_iter=200, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=5,
                  l2_regularization=1.0, trend=True, interval="constant", calibration_folds=5,
                  random_state=None):
@@ -157,11 +157,4 @@ class BoostedTreesRuntime(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
         return self._log_dist(self.parts_, X)
 
-    def predict(self, X):
-        return np.exp(self.predict_log_dist(X)[0])
-
-    def predict_interval(self, X, coverage=0.8):
-        m, s = self.predict_log_dist(X)
-        q = conformal_multiplier(self.calibration_scores_, coverage)
-        return np.exp(m - q * s), np.exp(m + q * s)
 

@@ -32,6 +32,19 @@ def runtime_tags(tags):
     return tags
 
 
+class LogNormalPredictions:
+    """``predict`` and ``predict_interval`` of a learner whose ``predict_log_dist(X)`` gives the
+    centre and scale of log runtime, its intervals calibrated by ``calibration_scores_``."""
+
+    def predict(self, X):
+        return np.exp(self.predict_log_dist(X)[0])
+
+    def predict_interval(self, X, coverage=0.8):
+        m, s = self.predict_log_dist(X)
+        q = conformal_multiplier(self.calibration_scores_, coverage)
+        return np.exp(m - q * s), np.exp(m + q * s)
+
+
 def check_runtimes(y: np.ndarray) -> None:
     if y.shape[0] < 2:
         raise ValueError(f"runtime models need at least 2 runs: n_samples = {y.shape[0]}")
@@ -69,7 +82,7 @@ def fit_log_trend(X: np.ndarray, log_y: np.ndarray, *, columns=None, alpha: floa
     return fill, log_columns, coef, intercept
 
 
-class LogLinearRuntime(RegressorMixin, BaseEstimator):
+class LogLinearRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __init__(self, alpha=1e-3, calibration_folds=5, random_state=None):
         self.alpha = alpha
         self.calibration_folds = calibration_folds
@@ -104,10 +117,3 @@ class LogLinearRuntime(RegressorMixin, BaseEstimator):
         m = log_linear_trend(X, self.fill_, self.log_columns_, self.coef_, self.intercept_)
         return m, np.ones_like(m)
 
-    def predict(self, X):
-        return np.exp(self.predict_log_dist(X)[0])
-
-    def predict_interval(self, X, coverage=0.8):
-        m, s = self.predict_log_dist(X)
-        q = conformal_multiplier(self.calibration_scores_, coverage)
-        return np.exp(m - q * s), np.exp(m + q * s)

@@ -27,12 +27,12 @@ from sklearn.preprocessing import PolynomialFeatures
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .compiled import CompiledForest, log_linear_trend, transform_features
-from .conformal import conformal_multiplier, group_folds, trainable_folds
-from .loglinear import check_runtimes, runtime_tags
+from .conformal import group_folds, trainable_folds
+from .loglinear import LogNormalPredictions, check_runtimes, runtime_tags
 from .reduction import keep_by_importance
 
 
-class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
+class ExtraTreesRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __init__(self, n_estimators=200, degree=1, standardize=True, importance_threshold=0.95,
                  min_samples_leaf=1, max_features=1.0, calibration_folds=5,
                  single_leaf_variance=0.01, trend="loglinear", trend_alpha=1e-3, calibration="cv",
@@ -172,10 +172,3 @@ class ExtraTreesRuntime(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "compiled_")
         return self._log_dist(validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64))
 
-    def predict(self, X):
-        return np.exp(self.predict_log_dist(X)[0])
-
-    def predict_interval(self, X, coverage=0.8):
-        m, s = self.predict_log_dist(X)
-        q = conformal_multiplier(self.calibration_scores_, coverage)
-        return np.exp(m - q * s), np.exp(m + q * s)

@@ -11,7 +11,7 @@ when the model misses it by more than the measurements' noise: a PMNF function w
 cannot follow every shape (on the 2-core reference machine a CPU-bound code speeds up from 1
 to 2 processes and slows down beyond, and the models smooth the dip away), and a runtime
 measured many times at that very count is the better answer there (benchmarks/README.md,
-issue 7).
+scaling).
 
 >>> m = ScalingModel(application="lulesh", expression="10 + 640 * p^(-1)", parameters=("p",),
 ...                  constant=10.0, terms=((640.0, (("p", -1.0, 0),)),),

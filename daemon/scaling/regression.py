@@ -184,10 +184,10 @@ def covering_families(names: Sequence[str]) -> list[tuple[tuple[str, ...], ...]]
 # wrong exponents; since round 4 a noisy grid line keeps its top-3 candidates and the relative
 # CV chooses among them, which extrapolated better at 75-100 % noise on dev seeds 101 and 102).
 # At every noise level a parameter may drop out of the combination (its effect lost in the
-# noise then costs no term). Round 5 tried least squares above 0.70 whenever every parameter had
+# noise then costs no term). Least squares was tried above 0.70 whenever every parameter had
 # only one candidate: no gain on dev seeds (m = 2, seeds 101/102/104/105, extrapolation cells
 # <= 0.8x Extra-P at >= 50 % noise 33/48 vs 35/48, mean ratio 0.72 vs 0.72; m = 3 unchanged),
-# so the rule stays as is (README "Scaling models", round 5).
+# so the rule stays as is (benchmarks/dev/README.md).
 RELATIVE_FIT_BELOW = float("inf")
 # The regression modeler has one CV-SMAPE winner per parameter, which at 50 % noise is often
 # wrong; fitted relatively, the combination extrapolated worse than by plain least squares
