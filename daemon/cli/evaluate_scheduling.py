@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .evaluate_walltime import FORMAT_CHOICES, _check_risk
+from .evaluate_walltime import _check_risk, add_trace_arguments
 
 
 def register(families) -> None:
@@ -21,11 +21,7 @@ def register(families) -> None:
         "scheduling", help="replay a trace through EASY backfilling under each walltime policy",
         description="Replay TRACE in submission order through EASY backfilling with Slurm's "
                     "--time-min semantics, once per walltime policy, and compare the queues.")
-    parser.add_argument("trace", metavar="TRACE", help="job trace file (SWF, sacct JSON / -P, sacct-like CSV)")
-    parser.add_argument("--format", choices=FORMAT_CHOICES, default=None,
-                        help="trace format (default: guessed from the content)")
-    parser.add_argument("--risk", type=float, default=0.03,
-                        help="target probability that a job outlives our bound (default 0.03)")
+    add_trace_arguments(parser)
     parser.add_argument("--procs", type=int, default=None,
                         help="machine size in processors (default: the SWF header's MaxProcs/MaxNodes)")
     parser.add_argument("--all-policies", action="store_true",

@@ -14,16 +14,21 @@ import sys
 FORMAT_CHOICES = ("swf", "sacct-json", "sacct-csv", "sacct-parsable")
 
 
-def register(families) -> None:
-    parser = families.add_parser(
-        "walltime", help="replay a job trace online and score every walltime predictor",
-        description="Replay TRACE in submission order (a job only sees jobs that ended before "
-                    "its submission) and score the baselines and our model.")
+def add_trace_arguments(parser) -> None:
+    """TRACE, --format and --risk: the options of every command that replays a trace."""
     parser.add_argument("trace", metavar="TRACE", help="job trace file (SWF, sacct JSON / -P, sacct-like CSV)")
     parser.add_argument("--format", choices=FORMAT_CHOICES, default=None,
                         help="trace format (default: guessed from the content)")
     parser.add_argument("--risk", type=float, default=0.03,
                         help="target probability that a job outlives our bound (default 0.03)")
+
+
+def register(families) -> None:
+    parser = families.add_parser(
+        "walltime", help="replay a job trace online and score every walltime predictor",
+        description="Replay TRACE in submission order (a job only sees jobs that ended before "
+                    "its submission) and score the baselines and our model.")
+    add_trace_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
