@@ -18,13 +18,14 @@ import importlib
 import json
 import os
 import pkgutil
-import platform
 import shlex
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from benchmarks.machine import machine
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -47,22 +48,6 @@ def _cpu_ticks() -> tuple[float, float]:
     user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
     tick = os.sysconf("SC_CLK_TCK")
     return (user + nice + system + irq + softirq) / tick, steal / tick
-
-
-def machine() -> dict:
-    model = ""
-    try:
-        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    memory_kib = 0
-    try:
-        memory_kib = int(Path("/proc/meminfo").read_text().split()[1])
-    except (OSError, IndexError, ValueError):
-        pass
-    return {"host": platform.node(), "cpu": model, "cores": os.cpu_count(), "memory_gib": round(memory_kib / 2**20, 1),
-            "kernel": platform.release(), "python": platform.python_version()}
 
 
 def run_area(name: str, args: list[str], out: Path | None = None) -> Path:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, MutableMapping
 
 from .errors import ConfigError, ModelArtifactError
+from .plugins import NamedRegistry
 
 SITE_KEY = "_site"          # the key of a site-wide model (registry layout: <kind>/<key>/...)
 TOPOLOGY_FILE = "topology.json"
@@ -53,29 +54,19 @@ class ModelKind(ABC):
         """Put ``model`` (published under ``key``) into the engine's model-set ``slots``."""
 
 
-_KINDS: dict[str, type[ModelKind]] = {}
+_KINDS: NamedRegistry[type[ModelKind]] = NamedRegistry("model kind", UnknownModelKind)
 
 
 def register_model_kind(name: str) -> Callable[[type[ModelKind]], type[ModelKind]]:
     """Class decorator: register a :class:`ModelKind` under ``name`` (once)."""
     def register(cls: type[ModelKind]) -> type[ModelKind]:
-        if name in _KINDS:
-            raise ValueError(f"model kind {name!r} is already registered")
         cls.name = name
-        _KINDS[name] = cls
-        return cls
+        return _KINDS.register(name)(cls)
     return register
 
 
-def get_model_kind(name: str) -> type[ModelKind]:
-    try:
-        return _KINDS[name]
-    except KeyError:
-        raise UnknownModelKind(f"unknown model kind {name!r} (known: {', '.join(sorted(_KINDS))})") from None
-
-
-def model_kind_names() -> tuple[str, ...]:
-    return tuple(_KINDS)
+get_model_kind = _KINDS.get
+model_kind_names = _KINDS.names
 
 
 @register_model_kind("walltime")

@@ -1,6 +1,6 @@
 """Sweep a real application (Debian package) over its inputs and process counts, with repetitions.
 
-    nice -n 10 python benchmarks/runtime/sweep.py gromacs --configs 60 --reps 3 --budget-s 900 \
+    nice -n 10 python -m benchmarks.runtime.sweep gromacs --configs 60 --reps 3 --budget-s 900 \
         --out tests/data/runtime/gromacs_water.csv
 
 Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng, index)``,
@@ -30,7 +30,7 @@ import csv
 import importlib
 import json
 import os
-import platform
+from benchmarks.machine import machine
 import random
 import shlex
 import subprocess
@@ -48,17 +48,6 @@ ENVIRONMENT = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_btl_vader_single_co
 def mpirun(np_: int, command: list[str]) -> list[str]:
     """OpenMPI launcher: ranks unbound (the machine is shared), oversubscription allowed."""
     return ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np_)] + command
-
-
-def machine() -> dict:
-    cpu = ""
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
-            "os": platform.platform()}
 
 
 def package_version(package: str) -> str:
@@ -108,8 +97,7 @@ def main() -> None:
                         help="run only configurations FIRST..END-1 (a second sweep process in parallel)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).parent))
-    code = importlib.import_module(f"sweep_{args.code}")
+    code = importlib.import_module(f"benchmarks.runtime.sweep_{args.code}")
     rng = random.Random(args.seed)
     configs = [dict(config=i, **code.draw_config(rng)) for i in range(args.configs)]
     columns = ["config", "rep"] + code.INPUTS + ["runtime_s", "_wall_s", "_load1", "_utc"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from sweep import mpirun
+from benchmarks.runtime.sweep import mpirun
 
 PACKAGE = "cp2k"
 INPUTS = ["n_water", "box_a", "cutoff_ry", "basis", "ranks"]

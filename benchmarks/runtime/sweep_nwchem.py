@@ -8,8 +8,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from sweep import mpirun
-from sweep_cp2k import water_coordinates
+from benchmarks.runtime.sweep import mpirun
+from benchmarks.runtime.sweep_cp2k import water_coordinates
 
 PACKAGE = "nwchem"
 INPUTS = ["n_water", "basis", "method", "ranks"]

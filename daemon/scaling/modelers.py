@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import ConfigError, InvalidRequest
+from ..plugins import NamedRegistry
 
 if TYPE_CHECKING:
     from .measurements import MeasurementSet
@@ -49,15 +50,12 @@ class Modeler(ABC):
         """The fitted model of ``measurements`` (raises ParseError/InvalidRequest on unusable data)."""
 
 
-_MODELERS: dict[str, type[Modeler]] = {}
+_MODELERS: NamedRegistry[type[Modeler]] = NamedRegistry("modeler", lambda message: UnknownModeler("modeler", message))
 
 
 def register_modeler(cls: type[Modeler]) -> type[Modeler]:
     """Class decorator: register ``cls`` under its ``NAME`` (once)."""
-    if cls.NAME in _MODELERS and _MODELERS[cls.NAME] is not cls:
-        raise ValueError(f"modeler {cls.NAME!r} is already registered")
-    _MODELERS[cls.NAME] = cls
-    return cls
+    return _MODELERS.register(cls.NAME)(cls)
 
 
 def _load_plugins() -> None:
@@ -67,19 +65,16 @@ def _load_plugins() -> None:
 
 def get_modeler(name: str) -> type[Modeler]:
     _load_plugins()
-    try:
-        return _MODELERS[name]
-    except KeyError:
-        raise UnknownModeler("modeler", f"unknown modeler {name!r} (known: {', '.join(sorted(_MODELERS))})") from None
+    return _MODELERS.get(name)
 
 
 def modeler_names() -> tuple[str, ...]:
     _load_plugins()
-    return tuple(_MODELERS)
+    return _MODELERS.names()
 
 
 def describe_modelers() -> list[tuple[str, str]]:
     """(NAME, first docstring line) of every registered modeler, sorted by name."""
     _load_plugins()
     return [(name, (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else "")
-            for name, cls in sorted(_MODELERS.items())]
+            for name, cls in _MODELERS.items()]

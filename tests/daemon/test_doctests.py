@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["faults", "journal", "config", "server"]
+MODULES = ["faults", "journal", "config", "server", "plugins"]
 
 
 @pytest.mark.parametrize("name", MODULES)
