@@ -8,7 +8,7 @@
 #      for `hpcpredict` and `hpcpredictd`
 #   4. directories: the state directory (data_dir, 0750) and the config file from
 #      contrib/site/hpcpredict.toml.example (installed once, never overwritten)
-#   5. the systemd unit (when systemd runs): /etc/systemd/system/hpcpredictd.service
+#   5. when systemd runs: hpcpredictd.service, hpcpredict-refresh.service/.timer (not enabled)
 #   6. with --slurm-etc: the Slurm hooks (contrib/slurm/install-hooks.sh), SlurmUser added to
 #      the daemon's group, the hooks' log file owned by SlurmUser
 # Options:
@@ -100,11 +100,13 @@ fi
 
 # 5. systemd
 if [ "$SYSTEMD" = auto ] && [ -d /run/systemd/system ]; then
-  sed -e "s#/opt/hpcpredict#$PREFIX#g" -e "s#^User=.*#User=$DAEMON_USER#" -e "s#^Group=.*#Group=$DAEMON_USER#" \
-    "$REPO/contrib/systemd/hpcpredictd.service" > /etc/systemd/system/hpcpredictd.service
-  chmod 644 /etc/systemd/system/hpcpredictd.service
+  for unit in hpcpredictd.service hpcpredict-refresh.service hpcpredict-refresh.timer; do
+    sed -e "s#/opt/hpcpredict#$PREFIX#g" -e "s#^User=.*#User=$DAEMON_USER#" -e "s#^Group=.*#Group=$DAEMON_USER#" \
+      "$REPO/contrib/systemd/$unit" > "/etc/systemd/system/$unit"
+    chmod 644 "/etc/systemd/system/$unit"
+  done
   systemctl daemon-reload
-  log "installed /etc/systemd/system/hpcpredictd.service (start: systemctl enable --now hpcpredictd)"
+  log "installed hpcpredictd.service and hpcpredict-refresh.timer in /etc/systemd/system"
 else
   log "no systemd: start the daemon with $PREFIX/sbin/hpcpredictd-foreground (contrib/slurm/ADMIN.md)"
 fi
