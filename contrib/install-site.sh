@@ -49,7 +49,9 @@ log() { printf '[install-site] %s\n' "$*"; }
 die() { printf 'install-site.sh: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (it creates a user and system directories)"
 umask 022
-PYTHON="${PYTHON:-python3}"
+# The venv links to this interpreter: it must be one the daemon's user can run (Debian's, not
+# one under /root such as a pyenv build).
+PYTHON="${PYTHON:-/usr/bin/python3}"
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
   || die "$PYTHON is missing or older than 3.11 (Debian 12: apt-get install python3 python3-venv)"
 "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null || die "$PYTHON has no venv/ensurepip (Debian: apt-get install python3-venv)"
@@ -61,6 +63,14 @@ if ! id "$DAEMON_USER" >/dev/null 2>&1; then
 fi
 
 # 2. the venv and the wheel
+runs_as_daemon_user() { (cd / && setpriv --reuid="$DAEMON_USER" --regid="$DAEMON_USER" --init-groups "$@" >/dev/null 2>&1); }
+runs_as_daemon_user "$PYTHON" -c pass \
+  || die "$DAEMON_USER cannot run $PYTHON (is it under a private directory?): name another with PYTHON=..."
+venv_home="$(sed -n 's/^home *= *//p' "$PREFIX/venv/pyvenv.cfg" 2>/dev/null || true)"
+if [ -e "$PREFIX/venv" ] && ! runs_as_daemon_user test -x "${venv_home:-/nonexistent}/python3"; then
+  log "$DAEMON_USER cannot run the Python of $PREFIX/venv (${venv_home:-no pyvenv.cfg}): creating the venv again"
+  rm -rf "$PREFIX/venv"
+fi
 if [ ! -x "$PREFIX/venv/bin/python" ]; then
   install -d -m 755 "$PREFIX"
   "$PYTHON" -m venv "$PREFIX/venv"
@@ -74,7 +84,9 @@ trap 'rm -rf "$WHEELS"' EXIT
 WHEEL="$(ls "$WHEELS"/hpcpredict-*.whl)"
 "$PREFIX/venv/bin/pip" install -q "$WHEEL"                                  # dependencies
 "$PREFIX/venv/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"      # this build, even at the same version
-"$PREFIX/venv/bin/python" -c 'import hpcpredict.daemon.server, hpcpredict.slurm_plugin' || die "installed package does not import"
+chmod -R a+rX "$PREFIX"
+runs_as_daemon_user "$PREFIX/venv/bin/python" -c 'import hpcpredict.daemon.server, hpcpredict.slurm_plugin' \
+  || die "$DAEMON_USER cannot import the installed package (permissions under $PREFIX?)"
 log "installed $(basename "$WHEEL") into $PREFIX/venv"
 
 # 3. the foreground runner and the commands on PATH
@@ -83,7 +95,6 @@ sed -e "s#^PREFIX=.*#PREFIX=\"\${HPCPREDICT_PREFIX:-$PREFIX}\"#" \
     -e "s#^DAEMON_USER=.*#DAEMON_USER=\"\${HPCPREDICT_USER:-$DAEMON_USER}\"#" \
     "$REPO/contrib/site/hpcpredictd-foreground" > "$PREFIX/sbin/hpcpredictd-foreground"
 chmod 755 "$PREFIX/sbin/hpcpredictd-foreground"
-chmod -R a+rX "$PREFIX"
 if [ "$LINKS" = 1 ]; then
   for command in hpcpredict hpcpredictd; do ln -sfn "$PREFIX/venv/bin/$command" "/usr/local/bin/$command"; done
 fi
