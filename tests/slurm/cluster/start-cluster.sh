@@ -163,7 +163,7 @@ fi
 if [ "$SLURM_USER" != root ]; then   # slurmctld/slurmdbd drop to SlurmUser: state, logs, pid files
   id "$SLURM_USER" >/dev/null 2>&1 || die "SLURM_USER $SLURM_USER does not exist"
   chown -R "$SLURM_USER" "$DIR/state"
-  for f in slurmctld.log slurmdbd.log; do touch "$DIR/log/$f"; chown "$SLURM_USER" "$DIR/log/$f"; done
+  for f in slurmctld.log slurmdbd.log jobcomp.txt; do touch "$DIR/log/$f"; chown "$SLURM_USER" "$DIR/log/$f"; done
   chgrp "$(id -gn "$SLURM_USER")" "$DIR/run"; chmod 775 "$DIR/run"
 fi
 echo "export SLURM_CONF=$DIR/etc/slurm.conf" > "$DIR/env.sh"
