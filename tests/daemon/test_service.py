@@ -44,3 +44,18 @@ def test_our_errors_come_out_and_map_to_one_status_each(service):
     assert status.requests == 3 and status.predictions == 0 and not status.faults   # the three calls before
     assert status_name(ZeroDivisionError()) == "INTERNAL"
     assert error_message("Predict", ZeroDivisionError("secret detail")) == "internal error in Predict: ZeroDivisionError"
+
+
+def test_outcome_of_a_job_submitted_without_nodes_keeps_the_allocated_count(service):
+    """sbatch without -N: the submission asks with nodes=0; the history must learn the count
+    Slurm allocated (from the outcome's node list), not 0."""
+    estimate = service.call("Predict", pb.JobRequest(job=pb.JobIdentity(user="ann"), resources=pb.Resources(ntasks=4),
+                                                      time_limit_s=3600))
+    service.call("ReportOutcome", pb.Outcome(job_id="7", prediction_id=estimate.prediction_id, elapsed_s=60,
+                                             state="COMPLETED", end_time=1_700_000_000, node_list="n[01-03]"))
+    given = service.call("Predict", pb.JobRequest(job=pb.JobIdentity(user="bo"), resources=pb.Resources(nodes=2),
+                                                   time_limit_s=3600))
+    service.call("ReportOutcome", pb.Outcome(job_id="8", prediction_id=given.prediction_id, elapsed_s=60,
+                                             state="COMPLETED", end_time=1_700_000_001, node_list="n[01-03]"))
+    nodes = {job.job_id: job.nodes for job in service.store.iter_jobs()}
+    assert nodes == {"7": 3, "8": 2}     # -N given: the request's count stays
