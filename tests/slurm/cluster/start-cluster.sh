@@ -164,7 +164,7 @@ if [ "$SLURM_USER" != root ]; then   # slurmctld/slurmdbd drop to SlurmUser: sta
   id "$SLURM_USER" >/dev/null 2>&1 || die "SLURM_USER $SLURM_USER does not exist"
   chown -R "$SLURM_USER" "$DIR/state"
   for f in slurmctld.log slurmdbd.log jobcomp.txt; do touch "$DIR/log/$f"; chown "$SLURM_USER" "$DIR/log/$f"; done
-  chgrp "$(id -gn "$SLURM_USER")" "$DIR/run"; chmod 775 "$DIR/run"
+  chgrp "$(id -gn "$SLURM_USER")" "$DIR/run"; chmod 1775 "$DIR/run"   # sticky: munged refuses a group-writable socket dir otherwise
 fi
 echo "export SLURM_CONF=$DIR/etc/slurm.conf" > "$DIR/env.sh"
 export SLURM_CONF="$DIR/etc/slurm.conf"
