@@ -60,8 +60,11 @@ def admin_env() -> dict:
     return env
 
 
-def sh(commands: str, cwd: Path | str = "/", timeout: float = 900) -> subprocess.CompletedProcess:
-    done = subprocess.run(["bash", "-euc", on_test_cluster(commands)], cwd=cwd, env=admin_env(),
+CHECKOUT: Path | None = None
+
+
+def sh(commands: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    done = subprocess.run(["bash", "-euc", on_test_cluster(commands)], cwd=CHECKOUT or "/", env=admin_env(),
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{commands}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
     return done
@@ -123,9 +126,11 @@ def test_admin_guide_from_clone_to_suggestion_refresh_upgrade_uninstall(slurm_lo
         clone_at = time.monotonic()
         checkout = tmp_path / "hpcpredict"
         subprocess.run(["git", "clone", "--quiet", str(REPO), str(checkout)], check=True, timeout=300)
+        global CHECKOUT
+        CHECKOUT = checkout         # the guide's commands run in the checkout (its step 0: cd there)
         snippet = checkout / "contrib" / "slurm" / "slurm.conf.snippet"
         snippet.write_text(snippet.read_text().replace("/etc/slurm", str(SLURM_ETC)))
-        sh(blocks["install"], cwd=checkout)
+        sh(blocks["install"])
         timings["install_s"] = time.monotonic() - clone_at
         installed = subprocess.run(["id", "-nG", "slurm"], capture_output=True, text=True).stdout.split()
         assert "hpcpredict" in installed, "SlurmUser must join the daemon's group"
@@ -165,7 +170,7 @@ def test_admin_guide_from_clone_to_suggestion_refresh_upgrade_uninstall(slurm_lo
         assert not strangers, f"files the daemon's user does not own: {strangers[:5]}"
 
         # Upgrade (the same install again), restart, still serving.
-        sh(blocks["upgrade"], cwd=checkout)
+        sh(blocks["upgrade"])
         sh("start-stop-daemon --stop --pidfile /run/hpcpredictd.pid --retry TERM/30/KILL/5 --remove-pidfile")
         DAEMON_INFO.unlink(missing_ok=True)
         sh(blocks["start-without-systemd"])
