@@ -58,7 +58,10 @@ PYTHON="${PYTHON:-/usr/bin/python3}"
 
 # 1. the daemon's user
 if ! id "$DAEMON_USER" >/dev/null 2>&1; then
-  useradd --system --user-group --home-dir "$STATE_DIR" --no-create-home --shell /usr/sbin/nologin "$DAEMON_USER"
+  group_option="--user-group"
+  getent group "$DAEMON_USER" >/dev/null && group_option="--gid $DAEMON_USER"   # left by an earlier userdel
+  # shellcheck disable=SC2086
+  useradd --system $group_option --home-dir "$STATE_DIR" --no-create-home --shell /usr/sbin/nologin "$DAEMON_USER"
   log "created system user $DAEMON_USER"
 fi
 
