@@ -98,6 +98,7 @@ sed -e "s#^PREFIX=.*#PREFIX=\"\${HPCPREDICT_PREFIX:-$PREFIX}\"#" \
     -e "s#^DAEMON_USER=.*#DAEMON_USER=\"\${HPCPREDICT_USER:-$DAEMON_USER}\"#" \
     "$REPO/contrib/site/hpcpredictd-foreground" > "$PREFIX/sbin/hpcpredictd-foreground"
 chmod 755 "$PREFIX/sbin/hpcpredictd-foreground"
+install -D -m 644 "$REPO/contrib/slurm/ADMIN.md" "$PREFIX/share/doc/hpcpredict/ADMIN.md"   # the unit's Documentation=
 if [ "$LINKS" = 1 ]; then
   for command in hpcpredict hpcpredictd; do ln -sfn "$PREFIX/venv/bin/$command" "/usr/local/bin/$command"; done
 fi
