@@ -14,8 +14,8 @@
 # Options:
 #   --prefix DIR       [/opt/hpcpredict]
 #   --user NAME        the daemon's user [hpcpredict]
-#   --config-dir DIR   [/etc/hpcpredict]
-#   --state-dir DIR    [/var/lib/hpcpredict] (the daemon's data_dir)
+#   --state-dir DIR    [/var/lib/hpcpredict] (the daemon's data_dir; the config file stays
+#                      /etc/hpcpredict/hpcpredict.toml, where the daemon and the CLI look)
 #   --slurm-etc DIR    also install the Slurm hooks next to slurm.conf there (e.g. /etc/slurm)
 #   --slurm-user NAME  SlurmUser, joins the daemon's group [slurm]
 #   --no-systemd       do not install the unit even when systemd runs
@@ -35,7 +35,6 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) PREFIX="$2"; shift 2 ;;
     --user) DAEMON_USER="$2"; shift 2 ;;
-    --config-dir) CONFIG_DIR="$2"; shift 2 ;;
     --state-dir) STATE_DIR="$2"; shift 2 ;;
     --slurm-etc) SLURM_ETC="$2"; shift 2 ;;
     --slurm-user) SLURM_USER="$2"; shift 2 ;;
@@ -118,6 +117,10 @@ if [ "$SYSTEMD" = auto ] && [ -d /run/systemd/system ]; then
   for unit in hpcpredictd.service hpcpredict-refresh.service hpcpredict-refresh.timer; do
     sed -e "s#/opt/hpcpredict#$PREFIX#g" -e "s#^User=.*#User=$DAEMON_USER#" -e "s#^Group=.*#Group=$DAEMON_USER#" \
       "$REPO/contrib/systemd/$unit" > "/etc/systemd/system/$unit"
+    if [ "$STATE_DIR" != /var/lib/hpcpredict ] && [ "$unit" = hpcpredictd.service ]; then
+      # ProtectSystem=strict leaves only StateDirectory= writable: name the other one too
+      sed -i "s#^StateDirectoryMode=.*#&\nReadWritePaths=$STATE_DIR#" "/etc/systemd/system/$unit"
+    fi
     chmod 644 "/etc/systemd/system/$unit"
   done
   systemctl daemon-reload
