@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("area")
     run.add_argument("--out", type=Path, help="write the results here instead")
     args, rest = parser.parse_known_args(argv)
+    # Measure the code's own defaults, not this machine's site config (/etc/hpcpredict): every
+    # daemon and CLI the areas start inherits this (the site area's guide test sets its own).
+    os.environ.setdefault("HPCPREDICT_CONFIG_PATH", "")
     if args.command == "list":
         for name in areas():
             description = getattr(importlib.import_module(f"benchmarks.areas.{name}"), "DESCRIPTION", "")

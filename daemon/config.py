@@ -1,17 +1,24 @@
-"""The one config file (TOML) and the one place that reads it.
+"""The configuration of the daemon and of the CLI, and the one place that reads it.
 
+Both read the same files, so an admin who types ``hpcpredict status`` reaches the site's
+daemon: ``--config FILE`` or ``$HPCPREDICT_CONFIG`` names the only file read; otherwise the
+site file ``/etc/hpcpredict/hpcpredict.toml`` and then the user's
+``$XDG_CONFIG_HOME/hpcpredict/hpcpredict.toml`` (``~/.config/...``) are read when they exist,
+a key of the later file replacing the same key of the earlier one
+(``$HPCPREDICT_CONFIG_PATH``, colon-separated, replaces that search list; ``""`` = no file).
 Every key has a documented default (README "Configuration reference"); any key can be
 overridden by an environment variable ``HPCPREDICT_<SECTION>_<KEY>`` (upper case), which is
 how tests and systemd units point the daemon somewhere else without a file. Paths may use
 ``{data_dir}``. With no file and no variables the daemon runs on embedded defaults: SQLite
 store and models under a per-user data directory.
 
->>> cfg = load_config(None, environ={"HPCPREDICT_DATA_DIR": "/tmp/x"})
+>>> cfg = load_config(None, environ={"HPCPREDICT_DATA_DIR": "/tmp/x", "HPCPREDICT_CONFIG_PATH": ""})
 >>> cfg.store.path
 '/tmp/x/hpcpredict.sqlite'
 """
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -19,6 +26,17 @@ from pathlib import Path
 from typing import Mapping
 
 from .errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+SITE_CONFIG = "/etc/hpcpredict/hpcpredict.toml"
+
+# Keys earlier versions read and this one does not, with what to do instead. Such a key is
+# ignored with a warning naming the fix (an upgrade must not stop a daemon over a key whose
+# removal changes nothing); any other unknown key is an error.
+OBSOLETE_KEYS = {
+    ("daemon", "server"): "the daemon always serves gRPC with grpcio now; delete the line",
+}
 
 
 def default_data_dir(environ: Mapping[str, str]) -> str:
@@ -145,35 +163,86 @@ def _coerce(section: str, key: str, raw, default):
         raise ConfigError(f"{where}: expected {type(default).__name__}, got {raw!r}") from error
 
 
-def load_config(path: str | os.PathLike | None = None, environ: Mapping[str, str] | None = None) -> Config:
-    """Read the TOML file (optional), apply ``HPCPREDICT_<SECTION>_<KEY>`` overrides, expand paths."""
+def config_files(path: str | os.PathLike | None = None, environ: Mapping[str, str] | None = None) -> list[str]:
+    """The files that make the configuration, in the order they apply (a later key wins).
+
+    A named file (``path``, else ``$HPCPREDICT_CONFIG``) is the only one and must exist; the
+    search list (site file, then the user's) keeps only the files that exist.
+    """
     environ = os.environ if environ is None else environ
-    data: dict = {}
-    source = "<defaults>"
     if path is None and environ.get("HPCPREDICT_CONFIG"):
         path = environ["HPCPREDICT_CONFIG"]
     if path is not None:
-        source = str(path)
-        try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError as error:
-            raise ConfigError(f"config file not found: {path}") from error
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-            raise ConfigError(f"{path}: not valid TOML: {error}") from error
-    data_dir = str(data.pop("data_dir", "") or default_data_dir(environ))
-    unknown = set(data) - set(SECTIONS)
+        return [str(path)]
+    if "HPCPREDICT_CONFIG_PATH" in environ:
+        search = [part for part in environ["HPCPREDICT_CONFIG_PATH"].split(":") if part]
+    else:
+        base = environ.get("XDG_CONFIG_HOME") or os.path.join(environ.get("HOME") or "/nonexistent", ".config")
+        search = [SITE_CONFIG, os.path.join(base, "hpcpredict", "hpcpredict.toml")]
+    return [name for name in search if _exists(name)]
+
+
+def _exists(name: str) -> bool:
+    """True also for a file this user may not see: reading it then says "permission denied"
+    instead of silently falling back to other settings."""
+    try:
+        os.stat(name)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _read_file(path: str) -> dict:
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ConfigError(f"config file not found: {path}") from error
+    except PermissionError as error:
+        raise ConfigError(f"{path}: permission denied (readable by the daemon's group; "
+                          f"name another file with --config or $HPCPREDICT_CONFIG)") from error
+    except IsADirectoryError as error:
+        raise ConfigError(f"{path}: is a directory, not a config file") from error
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from error
+    unknown = set(data) - set(SECTIONS) - {"data_dir"}
     if unknown:
-        raise ConfigError(f"{source}: unknown section(s): {', '.join(sorted(unknown))}")
+        raise ConfigError(f"{path}: unknown section(s): {', '.join(sorted(unknown))}")
+    for section in SECTIONS:
+        values = data.get(section, {})
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: [{section}] must be a table")
+        for key in sorted(set(values)):
+            if (section, key) in OBSOLETE_KEYS:
+                log.warning("%s: [%s] %s is obsolete and ignored: %s", path, section, key,
+                            OBSOLETE_KEYS[section, key])
+                del values[key]
+        extra = set(values) - {f.name for f in fields(SECTIONS[section])}
+        if extra:
+            raise ConfigError(f"{path}: [{section}] unknown key(s): {', '.join(sorted(extra))}")
+    return data
+
+
+def load_config(path: str | os.PathLike | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read the config files (:func:`config_files`), apply ``HPCPREDICT_<SECTION>_<KEY>``
+    overrides, expand paths."""
+    environ = os.environ if environ is None else environ
+    files = config_files(path, environ)
+    data: dict = {}
+    for name in files:
+        for key, value in _read_file(name).items():
+            if isinstance(value, dict):
+                data.setdefault(key, {}).update(value)
+            else:
+                data[key] = value
+    source = " + ".join(files) or "<defaults>"
+    data_dir = str(environ.get("HPCPREDICT_DATA_DIR") or data.pop("data_dir", "") or default_data_dir(environ))
     built = {}
     for section, cls in SECTIONS.items():
         values = data.get(section, {})
-        if not isinstance(values, dict):
-            raise ConfigError(f"{source}: [{section}] must be a table")
         defaults = cls()
         known = {f.name for f in fields(cls)}
-        extra = set(values) - known
-        if extra:
-            raise ConfigError(f"{source}: [{section}] unknown key(s): {', '.join(sorted(extra))}")
         changes = {}
         for name in known:
             default = getattr(defaults, name)

@@ -151,11 +151,11 @@ class PredictionEngine:
 
     # ------------------------------------------------------------------ predicting
     def _runtime_estimate(self, spec: JobSpec, job: JobRecord, risk: float,
-                          models: ModelSet) -> tuple[RuntimeEstimate, list[str]]:
-        """The first source's estimate that is not a fallback, else the first fallback; and
-        why the sources that could have answered did not."""
+                          models: ModelSet) -> tuple[RuntimeEstimate, list[str], str]:
+        """The first source's estimate that is not a fallback, else the first fallback; why
+        the sources that could have answered did not; the model kind that answered ("" = a rule)."""
         recent = self.recent
-        first_fallback: RuntimeEstimate | None = None
+        first_fallback: tuple[RuntimeEstimate, str] | None = None
         notes: list[str] = []
         for source in SOURCES:
             try:
@@ -166,11 +166,33 @@ class PredictionEngine:
             if estimate is None:
                 continue
             if not estimate.fallback:
-                return estimate, notes
+                return estimate, notes, source.kind
             if first_fallback is None:
-                first_fallback = estimate
+                first_fallback = estimate, source.kind
         assert first_fallback is not None, "the request source always answers"
-        return first_fallback, notes
+        return first_fallback[0], notes, first_fallback[1]
+
+    @staticmethod
+    def _published(models: ModelSet, kind: str, application: str = "") -> Artifact | None:
+        """The served artifact of ``kind`` that answered: the site's walltime model; the
+        runtime folder; the scaling artifact holding ``application``."""
+        for (entry_kind, entry_key), (artifact, model) in models.loaded.items():
+            if entry_kind != kind or (kind == "walltime" and entry_key != SITE_KEY):
+                continue
+            if kind == "scaling" and application not in model:
+                continue
+            return artifact
+        return None
+
+    def _provenance(self, models: ModelSet, kind: str, application: str, name: str,
+                    version: str) -> tuple[str, str]:
+        """(model_name, model_version) of an answer: a published model is named by its kind, key
+        and registry version (``hpcpredict [walltime/_site]``, ``2026...-c890b7``), so every
+        stored prediction can be traced to the artifact that made it; a rule keeps its own."""
+        artifact = self._published(models, kind, application) if kind else None
+        if artifact is None:
+            return name, version
+        return f"{name} [{artifact.kind}/{artifact.key}]", artifact.version
 
     def estimate(self, spec: JobSpec, *, at_allocation: bool = False) -> Answer:
         models = self.models
@@ -178,9 +200,10 @@ class PredictionEngine:
         risk = spec.risk or policy.risk
         requested = 0 if spec.time_limit_is_default else spec.time_limit_s
         job = spec.record()
-        answer, notes = self._runtime_estimate(spec, job, risk, models)
+        answer, notes, kind = self._runtime_estimate(spec, job, risk, models)
         point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
         name, version, fallback = answer.model_name, answer.model_version, answer.fallback
+        name, version = self._provenance(models, kind, spec.application, name, version)
         explanation = list(answer.explanation) + notes
 
         comm_time = None
@@ -200,7 +223,9 @@ class PredictionEngine:
                 point = at_request.runtime_s
                 low = high = point
                 coverage = 0.0
-                name, version, fallback = f"scaling/{spec.application}", getattr(scaling, "modeler", "1"), False
+                name, version = self._provenance(models, "scaling", spec.application, f"scaling/{spec.application}",
+                                                 getattr(scaling, "modeler", "1"))
+                fallback = False
                 explanation = [f"scaling model of {spec.application} at {at_request.nodes} nodes: {human(point)}"] + \
                     [line for line in explanation if not line.startswith("no history")]
 

@@ -194,7 +194,9 @@ def pin_to_cpus(spec) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hpcpredictd", description="The hpcpredict prediction daemon.")
-    parser.add_argument("--config", help="TOML config file (default: embedded defaults)")
+    parser.add_argument("--config",
+                        help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
+                             " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")
     parser.add_argument("--socket", help="gRPC Unix socket path (overrides [daemon] socket)")
     args = parser.parse_args(argv)
     try:

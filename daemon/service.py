@@ -35,6 +35,7 @@ from .jobspec import job_spec_from_request
 from .records import JobRecord
 from .store import PredictionRow
 from ..proto.v1 import hpcpredict_pb2 as pb
+from ..topology.hostlist import count as count_hosts
 
 logger = logging.getLogger(__name__)
 
@@ -255,9 +256,15 @@ class PredictionService:
             except InvalidRequest:
                 pass  # unknown prediction: the outcome's own (empty) request is then refused below
         spec = job_spec_from_request(request, self.limits, job_id=outcome.job_id)
+        allocated = {}
+        if not spec.nodes and outcome.node_list:
+            # Submitted without -N: the history keeps the node count Slurm allocated, not 0.
+            nodes = count_hosts(outcome.node_list)
+            if 0 < nodes <= self.limits.max_nodes:
+                allocated = {"nodes": nodes, "requested_procs": spec.ntasks * spec.cpus_per_task or nodes}
         record = spec.record(submit_time=float(outcome.submit_time or spec.submit_time), runtime_s=float(elapsed),
                              start_time=float(outcome.start_time or -1), end_time=float(outcome.end_time or time.time()),
-                             state=state, exit_code=int(outcome.exit_code))
+                             state=state, exit_code=int(outcome.exit_code), **allocated)
         return record, prediction_id
 
     def report_runtime_features(self, request: pb.RuntimeFeatures) -> pb.Estimate:

@@ -68,11 +68,12 @@ def from_request(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, jo
 class Source:
     name: str     # as the explanation names it when it could not answer ("runtime model not used: ...")
     estimate: Callable[["ModelSet", RecentHistoryModel, JobSpec, JobRecord, float], Optional[RuntimeEstimate]]
+    kind: str = ""  # the published model kind it answers from ("" = a rule, not a published model)
 
 
 SOURCES: tuple[Source, ...] = (
-    Source("runtime model", from_inputs),
-    Source("walltime model", from_walltime_model),
+    Source("runtime model", from_inputs, "runtime"),
+    Source("walltime model", from_walltime_model, "walltime"),
     Source("recent history", from_recent_history),
     Source("request", from_request),
 )

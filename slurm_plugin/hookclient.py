@@ -140,13 +140,20 @@ def run_command(args: list[str], settings: dict, *, timeout: float = 10.0, stdin
 
 
 def log(settings: dict, hook: str, message: str) -> None:
-    """One line to ``log_file`` (or stderr, which slurmctld/slurmd log) - never raises."""
+    """One line to ``log_file`` (or stderr, which slurmctld/slurmd log) - never raises. A line
+    the file refuses (the hook's user may not write it) goes to stderr with the reason, so it
+    lands in slurmctld's/slurmd's log instead of being lost."""
     line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {hook} job {os.environ.get('SLURM_JOB_ID', '?')}: {message}\n"
-    try:
-        if settings.get("log_file"):
-            with open(settings["log_file"], "a", encoding="utf-8") as handle:
+    path = settings.get("log_file")
+    if path:
+        try:
+            with open(path, "a", encoding="utf-8") as handle:
                 handle.write(line)
-        else:
-            sys.stderr.write(line)
-    except OSError:
+            return
+        except OSError as error:
+            line = f"{line.rstrip()} (not written to log_file {path}: {error.strerror or error})\n"
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except (OSError, ValueError):
         pass

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -9,6 +10,29 @@ def config_of(args):
     from ..config import load_config
 
     return load_config(args.config)
+
+
+def writer_config_of(args):
+    """The config of a command that writes the daemon's store or models (ingest, train,
+    publish, refresh). Run by root on a data_dir another user owns (the daemon's), the command
+    continues as that user, so every file it creates is the daemon's to read and write: a root
+    cron line cannot leave a store or a model the daemon cannot open."""
+    config = config_of(args)
+    if os.geteuid() == 0:
+        try:
+            owner = os.stat(config.data_dir).st_uid
+        except OSError:
+            owner = 0
+        if owner != 0:
+            import pwd
+
+            entry = pwd.getpwuid(owner)
+            os.initgroups(entry.pw_name, entry.pw_gid)
+            os.setgid(entry.pw_gid)
+            os.setuid(entry.pw_uid)
+            os.umask(0o007)
+            print(f"note: running as {entry.pw_name}, the owner of {config.data_dir}", file=sys.stderr)
+    return config
 
 
 def socket_of(args, config) -> str:

@@ -16,11 +16,11 @@ def _ingest(args) -> int:
 
     from rich.progress import Progress
 
-    from .common import config_of, reload_daemon, socket_of
+    from .common import reload_daemon, socket_of, writer_config_of
     from ..history.traces import read_trace
     from ..store import open_store
 
-    config = config_of(args)
+    config = writer_config_of(args)
     store = open_store(config)
     total_added = 0
     try:

@@ -40,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--socket", default=None,
                         help="daemon Unix socket (default: from config / $HPCPREDICT_SOCKET)")
-    parser.add_argument("--config", default=None, help="TOML config file (default: embedded defaults)")
+    parser.add_argument("--config", default=None,
+                        help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
+                             " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     register_modules(subparsers, COMMAND_MODULES)

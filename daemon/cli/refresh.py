@@ -85,13 +85,13 @@ def _refresh(args) -> int:
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from .common import ask_reload, config_of, print_json, socket_of
+    from .common import ask_reload, print_json, socket_of, writer_config_of
     from .train import train_and_publish
     from ..errors import ParseError
     from ..history.traces import read_sacct_json
     from ..store import open_store
 
-    config = config_of(args)
+    config = writer_config_of(args)
     console = Console(stderr=True)
     result: dict = {}
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())

@@ -63,11 +63,11 @@ def train_and_publish(config):
 
 
 def _train(args) -> int:
-    from .common import config_of, print_json, reload_daemon, socket_of
+    from .common import print_json, reload_daemon, socket_of, writer_config_of
 
     from rich.console import Console
 
-    config = config_of(args)
+    config = writer_config_of(args)
     with Console(stderr=True).status("training the walltime model on the stored history..."):
         artifact, count = train_and_publish(config)
     if args.json:
@@ -84,7 +84,7 @@ def _train_runtime(args) -> int:
     import tempfile
     from pathlib import Path
 
-    from .common import config_of, reload_daemon, socket_of
+    from .common import reload_daemon, socket_of, writer_config_of
     from ..errors import HpcPredictError, ModelNotFound
     from ..registry import ModelRegistry
     from ..runtime.training import train_application
@@ -95,7 +95,7 @@ def _train_runtime(args) -> int:
         if not sep or field not in ("nodes", "ntasks", "cpus_per_task"):
             raise HpcPredictError(f"--alias {item!r}: expected INPUT=nodes|ntasks|cpus_per_task")
         aliases[name] = field
-    config = config_of(args)
+    config = writer_config_of(args)
     registry = ModelRegistry(config.models.dir)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "runtime"
@@ -123,10 +123,10 @@ def _train_runtime(args) -> int:
 
 
 def _publish(args) -> int:
-    from .common import config_of, reload_daemon, socket_of
+    from .common import reload_daemon, socket_of, writer_config_of
     from ..registry import ModelRegistry
 
-    config = config_of(args)
+    config = writer_config_of(args)
     artifact = ModelRegistry(config.models.dir).publish(args.kind, args.folder, key=args.key)
     print(f"published {artifact.kind} model {artifact.key} version {artifact.version}")
     if not args.no_reload:

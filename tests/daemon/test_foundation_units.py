@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -111,3 +112,56 @@ def test_predict_cli_reads_its_own_options_after_the_script():
     assert (args.user, args.json) == ("91", True)
     args = build_parser().parse_args(["predict", "--user", "7", "job.sh", "-N", "2"])
     assert split_own_options(args) == ["-N", "2"] and args.user == "7"
+
+
+def test_config_site_then_user_file_then_environment(tmp_path):
+    """Daemon and CLI read the same files: the site's, then the user's (a later key wins), then
+    ``HPCPREDICT_<SECTION>_<KEY>``; a named file replaces the search."""
+    site = tmp_path / "etc" / "hpcpredict.toml"
+    site.parent.mkdir()
+    site.write_text('data_dir = "/srv/hp"\n[daemon]\nsocket = "/run/hp/d.sock"\nworkers = 3\n[policy]\nrisk = 0.05\n')
+    user = tmp_path / "home" / ".config" / "hpcpredict" / "hpcpredict.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("[daemon]\nworkers = 4\n")
+    environ = {"HPCPREDICT_CONFIG_PATH": f"{site}:{user}:{tmp_path / 'absent.toml'}"}
+    config = load_config(None, environ=environ)
+    assert (config.daemon.socket, config.daemon.workers, config.policy.risk) == ("/run/hp/d.sock", 4, 0.05)
+    assert config.store.path == "/srv/hp/hpcpredict.sqlite"
+    assert config.source == f"{site} + {user}"
+    assert load_config(None, environ={**environ, "HPCPREDICT_DAEMON_WORKERS": "5"}).daemon.workers == 5
+    assert load_config(None, environ={**environ, "HPCPREDICT_DATA_DIR": "/d"}).store.path == "/d/hpcpredict.sqlite"
+    assert load_config(site, environ=environ).daemon.workers == 3          # --config: that file only
+    assert load_config(None, environ={**environ, "HPCPREDICT_CONFIG": str(user)}).daemon.socket != "/run/hp/d.sock"
+    # Without HPCPREDICT_CONFIG_PATH the user's file is found under XDG_CONFIG_HOME.
+    from hpcpredict.daemon.config import config_files
+    assert str(user) in config_files(None, {"XDG_CONFIG_HOME": str(user.parents[1])})
+
+
+def test_config_obsolete_key_is_ignored_with_the_fix_named(tmp_path, caplog):
+    path = tmp_path / "old.toml"
+    path.write_text('[daemon]\nserver = "native"\nworkers = 2\n')
+    with caplog.at_level("WARNING"):
+        config = load_config(path, environ={})
+    assert config.daemon.workers == 2
+    assert "[daemon] server is obsolete" in caplog.text and "delete the line" in caplog.text
+
+
+def test_config_unreadable_file_says_permission_denied(tmp_path):
+    """The CLI as an ordinary user (nobody) on a site file it may not read: one line naming
+    the cause, not a traceback."""
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or not shutil.which("runuser"):
+        pytest.skip("needs root to run the CLI as another user")
+    tmp_path.chmod(0o755)
+    path = tmp_path / "hpcpredict.toml"
+    path.write_text("[daemon]\n")
+    path.chmod(0o600)
+    cli = os.path.join(os.path.dirname(sys.executable), "hpcpredict")
+    done = subprocess.run(["runuser", "-u", "nobody", "--", "env", f"HPCPREDICT_CONFIG_PATH={path}", cli, "status"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip() == f"hpcpredict: {path}: permission denied (readable by the daemon's group; " \
+                                  "name another file with --config or $HPCPREDICT_CONFIG)"

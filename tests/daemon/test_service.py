@@ -44,3 +44,49 @@ def test_our_errors_come_out_and_map_to_one_status_each(service):
     assert status.requests == 3 and status.predictions == 0 and not status.faults   # the three calls before
     assert status_name(ZeroDivisionError()) == "INTERNAL"
     assert error_message("Predict", ZeroDivisionError("secret detail")) == "internal error in Predict: ZeroDivisionError"
+
+
+def test_outcome_of_a_job_submitted_without_nodes_keeps_the_allocated_count(service):
+    """sbatch without -N: the submission asks with nodes=0; the history must learn the count
+    Slurm allocated (from the outcome's node list), not 0."""
+    estimate = service.call("Predict", pb.JobRequest(job=pb.JobIdentity(user="ann"), resources=pb.Resources(ntasks=4),
+                                                      time_limit_s=3600))
+    service.call("ReportOutcome", pb.Outcome(job_id="7", prediction_id=estimate.prediction_id, elapsed_s=60,
+                                             state="COMPLETED", end_time=1_700_000_000, node_list="n[01-03]"))
+    given = service.call("Predict", pb.JobRequest(job=pb.JobIdentity(user="bo"), resources=pb.Resources(nodes=2),
+                                                   time_limit_s=3600))
+    service.call("ReportOutcome", pb.Outcome(job_id="8", prediction_id=given.prediction_id, elapsed_s=60,
+                                             state="COMPLETED", end_time=1_700_000_001, node_list="n[01-03]"))
+    nodes = {job.job_id: job.nodes for job in service.store.iter_jobs()}
+    assert nodes == {"7": 3, "8": 2}     # -N given: the request's count stays
+
+
+def test_stored_prediction_names_the_published_model_that_made_it(service):
+    """A prediction answered by a published model is stored with that artifact's kind, key and
+    registry version (not a constant "1"), so it can be traced to the model that made it; one
+    answered by a rule (the user's request) keeps the rule's name."""
+    served = {info.kind: info for info in service.call("ListModels", pb.ListModelsRequest(), os.getuid()).models}
+    runtime = served["runtime"]                   # the bundled LAMMPS runtime model
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "contrib" / "examples" / "lammps-job.sh"
+    request = pb.JobRequest(job=pb.JobIdentity(user="ann"), resources=pb.Resources(nodes=4, ntasks=64),
+                            time_limit_s=14400, script=script.read_bytes())
+    estimate = service.call("Predict", request)
+    assert not estimate.fallback, list(estimate.explanation)
+    assert estimate.model_version == runtime.version
+    assert estimate.model_name.endswith(f"[runtime/{runtime.key}]")
+    row = poll_row(service, estimate.prediction_id)
+    assert (row.model_name, row.model_version) == (estimate.model_name, runtime.version)
+    rule = service.call("Predict", pb.JobRequest(job=pb.JobIdentity(user="new"), time_limit_s=3600))
+    assert rule.fallback and "[" not in rule.model_name
+
+
+def poll_row(service, prediction_id):
+    import time
+
+    deadline = time.monotonic() + 10
+    while (row := service.store.prediction(prediction_id)) is None:
+        assert time.monotonic() < deadline, "prediction never reached the store"
+        time.sleep(0.05)
+    return row

@@ -111,3 +111,17 @@ def test_insane_estimates(estimate, insane):
     assert bool(slurmjob.insane_estimate(estimate, 31622400)) is insane
     line = f"predicted runtime ? on n01 [runtime_s={estimate['runtime_s']} low_s=0 high_s=0 id=x]"
     assert slurmjob.sane_advice(line, 31622400) is not (insane and estimate.get("suggested_time_limit_s") == 960)
+
+
+def test_hook_log_line_the_file_refuses_goes_to_stderr_with_the_reason(tmp_path, capsys):
+    """A log_file the hook's user cannot write (here: a directory, refused even to root) must
+    not swallow the line: it goes to stderr, which slurmctld/slurmd log."""
+    from hpcpredict.slurm_plugin import hookclient
+
+    hookclient.log({"log_file": str(tmp_path)}, "prolog_slurmctld", "stored advice")
+    err = capsys.readouterr().err
+    assert "prolog_slurmctld job" in err and "stored advice" in err
+    assert f"not written to log_file {tmp_path}" in err
+    written = tmp_path / "hooks.log"
+    hookclient.log({"log_file": str(written)}, "epilog_slurmctld", "outcome stored")
+    assert "outcome stored" in written.read_text() and capsys.readouterr().err == ""
