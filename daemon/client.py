@@ -22,9 +22,19 @@ _SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
 _REPLIES = {method.name: getattr(pb, method.output_type.name) for method in _SERVICE.methods}
 
 
+#: Where contrib/systemd and ADMIN.md put the local socket.
+SITE_SOCKET = "/run/hpcpredict/hook.sock"
+
+
 def resolve_socket(cli_socket: str | None, config) -> str:
-    """--socket, else $HPCPREDICT_SOCKET, else the config's local socket."""
-    path = cli_socket or os.environ.get("HPCPREDICT_SOCKET") or config.daemon.hook_socket
+    """--socket, else $HPCPREDICT_SOCKET, else the config's local socket, else (when that does
+    not exist) the site's socket of contrib/systemd, so users need no configuration."""
+    path = cli_socket or os.environ.get("HPCPREDICT_SOCKET")
+    if path:
+        return path
+    path = config.daemon.hook_socket
+    if (not path or not os.path.exists(path)) and os.path.exists(SITE_SOCKET):
+        return SITE_SOCKET
     if not path:
         raise DaemonUnavailable("the daemon's local socket is off ([daemon] hook_socket is empty): "
                                 "pass --socket PATH")

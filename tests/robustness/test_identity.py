@@ -207,3 +207,30 @@ def test_an_exhausted_descriptor_table_never_stops_the_listeners(world_dir):
         assert daemon.proc.poll() is None
     finally:
         daemon.stop()
+
+
+def test_every_user_can_ask_with_the_cli_and_errors_name_the_real_cause(daemon, intruder, world_dir):
+    """`hpcpredict predict` as an ordinary user on the local socket; `status` is refused as an
+    admin call, a missing daemon and an unreachable socket are told apart."""
+    cli = os.path.join(os.path.dirname(sys.executable), "hpcpredict")
+    script = world_dir / "job.sh"
+    script.write_text("#!/bin/sh\n#SBATCH -N 2 -t 1:00:00\nsrun ./lmp -in in.lj\n")
+    os.chmod(script, 0o644)
+    closed = world_dir / "closed"
+    closed.mkdir(mode=0o700)
+
+    def run(*args):
+        return subprocess.run([cli, *args], user=intruder.pw_uid, group=intruder.pw_gid, extra_groups=[],
+                              capture_output=True, text=True, timeout=120, cwd="/tmp",
+                              env={"HOME": "/tmp", "PATH": "/usr/bin:/bin"})
+    predicted = run("--socket", daemon.hook_socket, "predict", "--json", str(script))
+    assert predicted.returncode == 0, predicted.stderr
+    assert json.loads(predicted.stdout)["runtime_s"] > 0
+    other = run("--socket", daemon.hook_socket, "predict", "--user", "bob", str(script))
+    assert other.returncode == 1 and "permission denied: job.user" in other.stderr
+    status = run("--socket", daemon.hook_socket, "status")
+    assert status.returncode == 1 and "GetStatus: permission denied" in status.stderr
+    missing = run("--socket", str(world_dir / "none.sock"), "status")
+    assert missing.returncode == 1 and "no daemon at" in missing.stderr
+    unreachable = run("--socket", str(closed / "hook.sock"), "status")
+    assert unreachable.returncode == 1 and "permission denied opening" in unreachable.stderr
