@@ -26,7 +26,16 @@ Bounded on every side, so one user cannot starve the hooks of others:
   waiting for a worker, ``busy`` at once instead of queueing (the hooks fail open on it);
 * one event loop thread multiplexes every connection, so a slow client holds no worker; an
   accept that fails (EMFILE) pauses accepting for a second and goes on (asyncio's own
-  back-off), it never stops the listener.
+  back-off), it never stops the listener;
+* overload is shed, not queued: while the loop runs more than ``max_lag`` behind (measured by
+  a 10 ms heartbeat), a new connection is told ``busy`` at once. A hook gives up after its
+  budget (300 ms) anyway; answering it later would only delay the calls behind it. The
+  listen backlog stays short (128) for the same reason: a hook that cannot connect fails open
+  at once instead of waiting in the kernel.
+
+A ``Predict`` whose record goes to the memory-mapped journal (``inline``) is answered on the
+loop's own thread: a hand-off to a worker and back costs more than the call itself, and two
+threads taking turns on one interpreter lock wait for each other's switch interval.
 
 Example (``service`` is the daemon's ``PredictionService``)::
 
@@ -65,7 +74,8 @@ class HookServer:
 
     def __init__(self, path: str, service, *, max_line_bytes: int = 4 << 20, workers: int = 8,
                  max_pending: int = 64, max_connections: int = 512, max_connections_per_user: int = 32,
-                 request_timeout: float = 5.0, idle_timeout: float = 30.0, mode: int = 0o666):
+                 request_timeout: float = 5.0, idle_timeout: float = 30.0, mode: int = 0o666,
+                 inline: frozenset[str] = frozenset(), max_lag: float = 0.25):
         self.path = path
         self.service = service
         self.max_line_bytes = max_line_bytes
@@ -76,6 +86,9 @@ class HookServer:
         self.request_timeout = request_timeout
         self.idle_timeout = idle_timeout
         self.mode = mode
+        self.inline = inline
+        self.max_lag = max_lag
+        self._lag = 0.0
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="local-call")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -102,6 +115,7 @@ class HookServer:
             loop.close()
             raise
         self._loop = loop
+        self._heartbeat = loop.create_task(self._measure_lag())
         self._thread = threading.Thread(target=self._run, name="local-socket", daemon=True)
         self._thread.start()
         logger.info("local socket listening on %s (mode %#o, %d workers)", self.path, self.mode, self.workers)
@@ -133,7 +147,15 @@ class HookServer:
             logger.warning("could not remove local socket %s: %s", self.path, error)
         logger.info("local socket %s stopped", self.path)
 
+    async def _measure_lag(self, period: float = 0.01) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + period
+            await asyncio.sleep(period)
+            self._lag = loop.time() - due
+
     async def _drain(self, grace: float) -> None:
+        self._heartbeat.cancel()
         self._server.close()
         deadline = time.monotonic() + grace
         while self._pending and time.monotonic() < deadline:
@@ -145,7 +167,7 @@ class HookServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         uid = _peer_uid(writer.get_extra_info("socket"))
         capped = not self.service.privileged(uid)   # the hooks' own users are bounded by the total only
-        if len(self._connections) >= self.max_connections or (
+        if len(self._connections) >= self.max_connections or self._lag > self.max_lag or (
                 capped and self._per_uid.get(uid, 0) >= self.max_connections_per_user):
             self.service.metrics.rejected.inc()
             writer.write(BUSY)
@@ -194,7 +216,10 @@ class HookServer:
                 return
             self._pending += 1
             try:
-                reply = await self._loop.run_in_executor(self._pool, self._answer, line, uid)
+                if self.inline and _method_of(line) in self.inline:
+                    reply = self._answer(line, uid)   # no thread hand-off (module docstring)
+                else:
+                    reply = await self._loop.run_in_executor(self._pool, self._answer, line, uid)
             finally:
                 self._pending -= 1
             writer.write(reply)
@@ -234,6 +259,15 @@ class HookServer:
             return {"ok": False, "error": error_message(method, error), "code": code}
         return {"ok": True, "response": json_format.MessageToDict(
             response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
+
+
+def _method_of(line: bytes) -> str:
+    """The method a request line names, cheaply: the hooks and the CLI put it first."""
+    head = line[:40]
+    for method in METHODS:
+        if head.startswith(b'{"method":"' + method.encode() + b'"') or head.startswith(b'{"method": "' + method.encode() + b'"'):
+            return method
+    return ""
 
 
 def _encode(reply: dict) -> bytes:
