@@ -28,7 +28,7 @@ Bounded on every side, so one user cannot starve the hooks of others:
   accept that fails (EMFILE) pauses accepting for a second and goes on (asyncio's own
   back-off), it never stops the listener;
 * overload is shed, not queued: while the loop runs more than ``max_lag`` behind (measured by
-  a 10 ms heartbeat), a new connection is told ``busy`` at once. A hook gives up after its
+  a 50 ms heartbeat), a new connection is told ``busy`` at once. A hook gives up after its
   budget (300 ms) anyway; answering it later would only delay the calls behind it. The
   listen backlog stays short (128) for the same reason: a hook that cannot connect fails open
   at once instead of waiting in the kernel.
@@ -147,7 +147,7 @@ class HookServer:
             logger.warning("could not remove local socket %s: %s", self.path, error)
         logger.info("local socket %s stopped", self.path)
 
-    async def _measure_lag(self, period: float = 0.01) -> None:
+    async def _measure_lag(self, period: float = 0.05) -> None:
         loop = asyncio.get_running_loop()
         while True:
             due = loop.time() + period
@@ -177,8 +177,8 @@ class HookServer:
         self._per_uid[uid] = self._per_uid.get(uid, 0) + 1
         try:
             await self._requests(reader, writer, uid)
-        except (ConnectionError, OSError):
-            pass   # the client went away
+        except (ConnectionError, OSError, TimeoutError):
+            pass   # the client went away, or does not read its replies
         except Exception:  # a bug here must never stop the listener; log it and drop the client
             logger.exception("local socket connection failed")
         finally:

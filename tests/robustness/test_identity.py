@@ -97,7 +97,7 @@ def test_an_ordinary_user_gets_permission_denied_for_history_and_admin_calls_on_
 
 
 def test_forged_peer_paths_grant_nothing(daemon, intruder):
-    """The old admin relay trusted a client socket's bound path; paths mean nothing now."""
+    """A client socket's bound path (what an admin relay once trusted) grants nothing."""
     assert not (daemon.data_dir / "private").exists()
     replies = as_user(intruder, '''
         import tempfile
