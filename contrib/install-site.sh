@@ -10,14 +10,14 @@
 #      contrib/site/hpcpredict.toml.example (installed once, never overwritten)
 #   5. when systemd runs: hpcpredictd.service, hpcpredict-refresh.service/.timer (not enabled)
 #   6. with --slurm-etc: the Slurm hooks (contrib/slurm/install-hooks.sh), SlurmUser added to
-#      the daemon's group, the hooks' log file owned by SlurmUser
+#      the hooks' log file owned by SlurmUser
 # Options:
 #   --prefix DIR       [/opt/hpcpredict]
 #   --user NAME        the daemon's user [hpcpredict]
 #   --state-dir DIR    [/var/lib/hpcpredict] (the daemon's data_dir; the config file stays
 #                      /etc/hpcpredict/hpcpredict.toml, where the daemon and the CLI look)
 #   --slurm-etc DIR    also install the Slurm hooks next to slurm.conf there (e.g. /etc/slurm)
-#   --slurm-user NAME  SlurmUser, joins the daemon's group [slurm]
+#   --slurm-user NAME  SlurmUser, owns the hooks' log file [slurm]
 #   --no-systemd       do not install the unit even when systemd runs
 #   --no-links         do not link the commands into /usr/local/bin
 # Uninstall: contrib/slurm/ADMIN.md, "Uninstall".
@@ -133,8 +133,6 @@ fi
 if [ -n "$SLURM_ETC" ]; then
   PYTHON="$PREFIX/venv/bin/python" sh "$REPO/contrib/slurm/install-hooks.sh" "$SLURM_ETC"
   if id "$SLURM_USER" >/dev/null 2>&1; then
-    usermod -a -G "$DAEMON_USER" "$SLURM_USER"
-    log "$SLURM_USER joined group $DAEMON_USER (the hook socket is mode 0660)"
     hooks_log="$(sed -n 's/^log_file *= *//p' "$SLURM_ETC/hpcpredict/hpcpredict-hooks.conf" | tail -n 1)"
     if [ -n "$hooks_log" ] && [ ! -e "$hooks_log" ]; then
       install -d -m 755 "$(dirname "$hooks_log")"
@@ -142,7 +140,7 @@ if [ -n "$SLURM_ETC" ]; then
       log "created $hooks_log for $SLURM_USER"
     fi
   else
-    log "warning: no user $SLURM_USER: add SlurmUser to group $DAEMON_USER yourself (--slurm-user NAME)"
+    log "warning: no user $SLURM_USER: create SlurmUser's hooks log file yourself (--slurm-user NAME)"
   fi
 fi
 log "done"

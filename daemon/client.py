@@ -1,28 +1,53 @@
-"""The CLI's side of the wire: a channel to the daemon with a deadline on every call."""
+"""The CLI's side of the wire: one JSON line to the daemon's local socket, with a deadline.
+
+The local socket (:mod:`.hookserver`) is where the kernel tells the daemon who calls, so the
+CLI asks there for everything: a user's ``predict`` and an admin's ``status`` alike; the
+daemon decides what the caller may do. Errors name the real cause: no daemon, a socket the
+caller may not open, a call the daemon refused.
+"""
 from __future__ import annotations
 
+import json
 import os
+import pwd
+import socket
+import time
 
-import grpc
+from google.protobuf import json_format
 
-from .errors import DaemonUnavailable, HpcPredictError
+from .errors import DaemonUnavailable, HpcPredictError, PermissionDenied
 from ..proto.v1 import hpcpredict_pb2 as pb
-from ..proto.v1 import hpcpredict_pb2_grpc as pb_grpc
+
+_SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
+_REPLIES = {method.name: getattr(pb, method.output_type.name) for method in _SERVICE.methods}
+
+
+#: Where contrib/systemd and ADMIN.md put the local socket.
+SITE_SOCKET = "/run/hpcpredict/hook.sock"
 
 
 def resolve_socket(cli_socket: str | None, config) -> str:
-    return cli_socket or os.environ.get("HPCPREDICT_SOCKET") or config.daemon.socket
+    """--socket, else $HPCPREDICT_SOCKET, else the config's local socket, else (when that does
+    not exist) the site's socket of contrib/systemd, so users need no configuration."""
+    path = cli_socket or os.environ.get("HPCPREDICT_SOCKET")
+    if path:
+        return path
+    path = config.daemon.hook_socket
+    if (not path or not os.path.exists(path)) and os.path.exists(SITE_SOCKET):
+        return SITE_SOCKET
+    if not path:
+        raise DaemonUnavailable("the daemon's local socket is off ([daemon] hook_socket is empty): "
+                                "pass --socket PATH")
+    return path
 
 
 class DaemonClient:
     def __init__(self, socket_path: str, *, timeout: float = 10.0):
         self.socket_path = socket_path
         self.timeout = timeout
-        self.channel = grpc.insecure_channel(f"unix:{socket_path}")
-        self.stub = pb_grpc.PredictorStub(self.channel)
 
     def close(self) -> None:
-        self.channel.close()
+        pass   # one connection per call: nothing held between calls
 
     def __enter__(self):
         return self
@@ -31,21 +56,71 @@ class DaemonClient:
         self.close()
 
     def call(self, method: str, request):
+        """Send ``request`` for RPC ``method``; the reply message, or an HpcPredictError."""
+        line = json.dumps({"method": method, "request": json_format.MessageToDict(
+            request, preserving_proto_field_name=True)}, separators=(",", ":")).encode() + b"\n"
+        reply = self._exchange(line)
+        if not isinstance(reply, dict):
+            raise HpcPredictError(f"{method}: the daemon at {self.socket_path} answered something that is not a reply")
+        if not reply.get("ok"):
+            code, error = reply.get("code", ""), reply.get("error", "refused")
+            if code == "PERMISSION_DENIED":
+                raise PermissionDenied(f"{method}: permission denied: {error}")
+            if error == "busy":
+                raise DaemonUnavailable(f"{method}: the daemon is busy; try again")
+            raise HpcPredictError(f"{method}: {code + ': ' if code else ''}{error}")
         try:
-            return getattr(self.stub, method)(request, timeout=self.timeout)
-        except grpc.RpcError as error:
-            code = error.code()
-            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not os.path.exists(self.socket_path):
-                raise DaemonUnavailable(f"no daemon at {self.socket_path} (start it with `hpcpredictd` "
+            return json_format.ParseDict(reply.get("response", {}), _REPLIES[method](), ignore_unknown_fields=True)
+        except json_format.ParseError as error:
+            raise HpcPredictError(f"{method}: reply does not decode: {error}") from error
+
+    def _exchange(self, line: bytes):
+        deadline = time.monotonic() + self.timeout
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.settimeout(self.timeout)
+            try:
+                conn.connect(self.socket_path)
+            except (FileNotFoundError, ConnectionRefusedError) as error:
+                raise DaemonUnavailable(f"no daemon at {self.socket_path} (start it with `hpcpredictd`, "
                                         f"or pass --socket)") from error
-            raise HpcPredictError(f"{method}: {code.name}: {error.details()}") from error
+            except PermissionError as error:
+                raise DaemonUnavailable(
+                    f"permission denied opening {self.socket_path} as user {_me()}: the daemon runs, but the "
+                    f"socket or a directory above it does not let you in (ADMIN.md: RuntimeDirectoryMode=0755, "
+                    f"[daemon] hook_socket_mode = 0o666)") from error
+            conn.sendall(line)
+            data = b""
+            while not data.endswith(b"\n"):
+                conn.settimeout(max(0.001, deadline - time.monotonic()))
+                chunk = conn.recv(1 << 20)
+                if not chunk:
+                    break
+                data += chunk
+        except socket.timeout as error:
+            raise DaemonUnavailable(f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s") from error
+        except OSError as error:
+            raise DaemonUnavailable(f"daemon at {self.socket_path}: {error}") from error
+        finally:
+            conn.close()
+        if not data:
+            raise DaemonUnavailable(f"the daemon at {self.socket_path} closed the connection without an answer")
+        try:
+            return json.loads(data)
+        except ValueError as error:
+            raise HpcPredictError(f"the daemon at {self.socket_path} answered something that is not JSON") from error
 
     def predict(self, request: pb.JobRequest) -> pb.Estimate:
         return self.call("Predict", request)
 
 
-def admin_client(socket_path: str, *, timeout: float = 60.0) -> DaemonClient:
-    """A client on the admin socket (SO_PEERCRED-checked) next to the daemon's socket."""
-    from .server import admin_socket_path
+def _me() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
 
-    return DaemonClient(admin_socket_path(socket_path), timeout=timeout)
+
+def admin_client(socket_path: str, *, timeout: float = 60.0) -> DaemonClient:
+    """A client for admin calls: the same local socket, with a deadline long enough for a reload."""
+    return DaemonClient(socket_path, timeout=timeout)

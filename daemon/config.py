@@ -48,18 +48,25 @@ def default_data_dir(environ: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True)
 class DaemonConfig:
-    socket: str = "{data_dir}/hpcpredictd.sock"   # gRPC Unix socket
-    socket_mode: int = 0o666                      # who may connect; admin RPCs are checked by SO_PEERCRED
-    hook_socket: str = "{data_dir}/hook.sock"     # line-JSON socket for the Slurm hook; "" = off
-    tcp: str = ""                                 # "127.0.0.1:50051" to also listen on TCP (requires TLS)
-    tls_cert: str = ""
-    tls_key: str = ""
+    # gRPC, for trusted tools only: whoever can open it acts as the daemon's own user, so its
+    # mode may not let others in (0600, or 0660 with a group of trusted tools).
+    socket: str = "{data_dir}/hpcpredictd.sock"
+    socket_mode: int = 0o600
+    # The local socket (line-JSON, every method): the kernel says who calls (SO_PEERCRED), so
+    # everyone may connect and each call is checked against its caller (README "Who may call what").
+    hook_socket: str = "{data_dir}/hook.sock"     # "" = off
+    hook_socket_mode: int = 0o666
     workers: int = 2                              # Python threads answering calls; more only adds GIL contention
     cpu_affinity: str = ""                        # "1" or "0,2-3": pin the daemon to these CPUs; "" = no pinning
     max_concurrent: int = 64                      # beyond this, RESOURCE_EXHAUSTED at once
+    max_connections: int = 512                    # open connections to the local socket
+    max_connections_per_user: int = 32            # ... of one unprivileged uid
+    request_timeout_s: float = 5.0                # a whole request line must arrive within this
+    idle_timeout_s: float = 30.0                  # a connection with no request for this long is closed
     metrics: str = "127.0.0.1:0"                  # Prometheus endpoint host:port; port 0 = any free port; "" = off
     grace_s: float = 5.0                          # SIGTERM: drain in-flight calls this long
-    admin_users: tuple[str, ...] = ("root", "slurm", "hpcpredict")
+    slurm_user: str = "slurm"                     # SlurmUser: its hooks record predictions and outcomes
+    admin_users: tuple[str, ...] = ("root", "hpcpredict")
     log_format: str = "text"                      # text | json
     log_level: str = "INFO"
 
@@ -268,7 +275,12 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"[store] journal_mib must be 0..1024, got {config.store.journal_mib}")
     if config.daemon.workers < 1 or config.daemon.max_concurrent < 1:
         raise ConfigError("[daemon] workers and max_concurrent must be >= 1")
-    if config.daemon.tcp and not (config.daemon.tls_cert and config.daemon.tls_key):
-        raise ConfigError("[daemon] tcp requires tls_cert and tls_key (a TCP listener always uses TLS)")
+    if config.daemon.socket_mode & 0o007:
+        raise ConfigError(f"[daemon] socket_mode {config.daemon.socket_mode:#o} would let every user act as the "
+                          f"daemon on the gRPC socket: use 0600 or 0660 (users ask on the local socket)")
+    if config.daemon.max_connections < 1 or config.daemon.max_connections_per_user < 1:
+        raise ConfigError("[daemon] max_connections and max_connections_per_user must be >= 1")
+    if config.daemon.request_timeout_s <= 0 or config.daemon.idle_timeout_s <= 0:
+        raise ConfigError("[daemon] request_timeout_s and idle_timeout_s must be > 0")
     if config.daemon.log_format not in ("text", "json"):
         raise ConfigError(f"[daemon] log_format must be text or json, got {config.daemon.log_format!r}")

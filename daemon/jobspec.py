@@ -262,7 +262,7 @@ def invalid_utf8_fields(data: bytes, descriptor, prefix: str = "") -> list[str]:
     try:
         holder.ParseFromString(data)
     except Exception:
-        return [prefix or "request"]
+        return []   # not well-formed protobuf at all: no field to blame for bad UTF-8
     bad: list[str] = []
     for item in UnknownFieldSet(holder):
         fd = descriptor.fields_by_number.get(item.field_number)

@@ -1,9 +1,10 @@
 """hpcpredictd: build the daemon from a config, serve until SIGTERM, drain, exit.
 
 ``create_daemon(config)`` builds everything (store, registry, engine, the transport-free
-:class:`~hpcpredict.daemon.service.PredictionService`, its gRPC server, admin relay and hook
-socket, metrics) and binds; ``Daemon.start()`` starts serving; ``Daemon.stop(grace)`` drains.
-``main()`` is the console entry point: ``hpcpredictd [--config FILE] [--socket PATH]``.
+:class:`~hpcpredict.daemon.service.PredictionService`, its local socket, gRPC server and
+metrics) and binds; ``Daemon.start()`` starts serving; ``Daemon.stop(grace)`` drains.
+``main()`` is the console entry point:
+``hpcpredictd [--config FILE] [--socket GRPC_PATH] [--local-socket PATH]``.
 Signals: SIGTERM/SIGINT drain and exit (health turns NOT_SERVING first), SIGHUP reloads the
 models. ``[daemon] cpu_affinity`` (env ``HPCPREDICT_DAEMON_CPU_AFFINITY``) pins the process to
 CPUs: see :func:`pin_to_cpus`.
@@ -11,9 +12,11 @@ CPUs: see :func:`pin_to_cpus`.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
+import resource
 import signal
 import sys
 import threading
@@ -21,10 +24,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import grpc
 from ClusterShell.RangeSet import RangeSet, RangeSetParseError
 
-from .adminsock import AdminRelay, admin_uids, peer_uid
 from .config import Config, load_config
 from .engine import PredictionEngine
 from .errors import ConfigError, HpcPredictError
@@ -40,18 +41,11 @@ logger = logging.getLogger(__name__)
 BUNDLED_MODELS = Path(__file__).resolve().parent / "bundled_models"
 
 
-def admin_socket_path(socket_path: str) -> str:
-    base = socket_path[:-5] if socket_path.endswith(".sock") else socket_path
-    return base + ".admin.sock"
-
-
 class Daemon:
     def __init__(self, config: Config):
         self.config = config
         daemon_cfg = config.daemon
         self.socket_path = daemon_cfg.socket
-        self.admin_socket_path = admin_socket_path(self.socket_path)
-        self.private_dir = os.path.join(config.data_dir, "private")
         os.makedirs(os.path.dirname(os.path.abspath(self.socket_path)) or ".", exist_ok=True)
         # lazy: a broken store is a fault, not a refusal to serve
         self.store = open_store(config, lazy=True, journal=True)
@@ -59,21 +53,17 @@ class Daemon:
         self.engine = PredictionEngine(config, self.store, self.registry)
         self.metrics = Metrics()
         self.metrics.watch(self.engine.faults, self.engine, self.store)
-        self.service = PredictionService(self.engine, self.store, self.metrics, config,
-                                         admin_uids=admin_uids(daemon_cfg.admin_users))
-        # gRPC Python cannot see a Unix-socket peer's credentials: admin callers come through
-        # the relay, which names their uid in the peer address (adminsock.py); others are None.
+        self.service = PredictionService(self.engine, self.store, self.metrics, config)
+        # gRPC Python cannot see who is on the other end of a Unix socket. So the gRPC socket is
+        # for trusted tools only: its mode (never open to others, config.py) admits the daemon's
+        # user (and a group the admin chose), and every gRPC call acts as the daemon's own user.
+        # Users, the hooks and the CLI use the local socket, where the kernel names each caller.
         self.server, self.health = grpc_server(
             self.service, workers=daemon_cfg.workers, max_concurrent=daemon_cfg.max_concurrent,
-            caller_uid=lambda context: peer_uid(context.peer(), self.private_dir))
+            caller_uid=lambda context: os.getuid())
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)  # a stale socket from a killed daemon
         self.server.add_insecure_port(f"unix:{self.socket_path}")
-        self.tcp_port = None
-        if daemon_cfg.tcp:
-            key, cert = Path(daemon_cfg.tls_key).read_bytes(), Path(daemon_cfg.tls_cert).read_bytes()
-            self.tcp_port = self.server.add_secure_port(daemon_cfg.tcp, grpc.ssl_server_credentials([(key, cert)]))
-        self.relay = None
         self.hook_server = None
         self.metrics_server = None
         self.metrics_port = None
@@ -81,24 +71,41 @@ class Daemon:
 
     def start(self) -> "Daemon":
         self.service.reload()
-        self.server.start()
+        # The models and the history replay are a few million long-lived objects: out of the
+        # cyclic collector's sight, a full collection no longer walks them (a 100+ ms pause
+        # that landed on whichever call was running).
+        gc.freeze()
+        # gRPC binds in start(): no moment in which the umask leaves the socket open to others
+        umask = os.umask(0o177)
+        try:
+            self.server.start()
+        finally:
+            os.umask(umask)
         os.chmod(self.socket_path, self.config.daemon.socket_mode)
-        self.relay = AdminRelay(self.admin_socket_path, self.socket_path, self.private_dir).start()
-        if self.config.daemon.hook_socket:
-            self.hook_server = HookServer(self.config.daemon.hook_socket, self.service).start()
+        daemon_cfg = self.config.daemon
+        if daemon_cfg.hook_socket:
+            self.hook_server = HookServer(
+                daemon_cfg.hook_socket, self.service, max_pending=daemon_cfg.max_concurrent,
+                max_connections=daemon_cfg.max_connections,
+                max_connections_per_user=daemon_cfg.max_connections_per_user,
+                request_timeout=daemon_cfg.request_timeout_s, idle_timeout=daemon_cfg.idle_timeout_s,
+                mode=daemon_cfg.hook_socket_mode,
+                # A Predict whose record goes to the memory-mapped journal never waits for the
+                # disk: answered on the socket's own thread, without a hand-off to a worker.
+                inline=frozenset({"Predict"}) if self.config.store.journal_mib else frozenset()).start()
         if self.config.daemon.metrics:
             self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)
         set_serving(self.health, True)
         self._write_runtime_info()
-        logger.info("hpcpredictd serving on unix:%s (admin %s, hook %s, metrics port %s)", self.socket_path,
-                    self.admin_socket_path, self.config.daemon.hook_socket or "off", self.metrics_port)
+        logger.info("hpcpredictd serving on unix:%s (gRPC) and %s (local), metrics port %s", self.socket_path,
+                    self.config.daemon.hook_socket or "no local socket", self.metrics_port)
         return self
 
     def _write_runtime_info(self) -> None:
         """<data_dir>/hpcpredictd.json: where this daemon listens (for admins, tests, scripts)."""
-        info = {"pid": os.getpid(), "socket": self.socket_path, "admin_socket": self.admin_socket_path,
+        info = {"pid": os.getpid(), "socket": self.socket_path,
                 "hook_socket": self.config.daemon.hook_socket if self.hook_server else "",
-                "metrics_port": self.metrics_port, "tcp_port": self.tcp_port, "started": time.time()}
+                "metrics_port": self.metrics_port, "started": time.time()}
         path = Path(self.config.data_dir) / "hpcpredictd.json"
         temporary = path.with_name(f".{path.name}.{os.getpid()}")
         temporary.write_text(json.dumps(info, indent=1), encoding="utf-8")
@@ -112,8 +119,6 @@ class Daemon:
         self.health.enter_graceful_shutdown()   # Check and Watch say NOT_SERVING while we drain
         if self.hook_server is not None:
             self.hook_server.stop(grace)
-        if self.relay is not None:
-            self.relay.stop()
         self.server.stop(grace).wait()
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
@@ -192,18 +197,33 @@ def pin_to_cpus(spec) -> None:
         logger.info("pinned to CPUs %s", sorted(cpus))
 
 
+def raise_open_file_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit: the connection caps, not a default of 1024,
+    should bound the sockets (nothing here uses select(), which needs fds below 1024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as error:
+            logger.warning("cannot raise the open file limit from %d to %d: %s", soft, hard, error)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hpcpredictd", description="The hpcpredict prediction daemon.")
     parser.add_argument("--config",
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
                              " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")
     parser.add_argument("--socket", help="gRPC Unix socket path (overrides [daemon] socket)")
+    parser.add_argument("--local-socket", help="the local socket's path (overrides [daemon] hook_socket)")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
         if args.socket:
             config = replace(config, daemon=replace(config.daemon, socket=args.socket))
+        if args.local_socket:
+            config = replace(config, daemon=replace(config.daemon, hook_socket=args.local_socket))
         _setup_logging(config)
+        raise_open_file_limit()
         pin_to_cpus(config.daemon.cpu_affinity)
         daemon = create_daemon(config).start()
     except HpcPredictError as error:

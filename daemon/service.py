@@ -9,15 +9,23 @@ that decode a request, say who calls, and map the errors below to their own repl
 error                      status name          meaning
 =========================  ===================  ==========================================
 InvalidRequest             INVALID_ARGUMENT     a field is wrong; the message names it
-PermissionDenied           PERMISSION_DENIED    an admin call from someone who is not
+PermissionDenied           PERMISSION_DENIED    the caller may not make this call
 StoreError                 UNAVAILABLE          not stored, so never acknowledged
 other HpcPredictError      FAILED_PRECONDITION
 anything else (a bug)      INTERNAL             logged with its traceback
 =========================  ===================  ==========================================
 
 Who calls is the caller's uid as the transport learned it from the kernel (SO_PEERCRED on
-the connection, or the admin relay's tag), or None when it cannot know. Every call goes
-through :meth:`PredictionService.call`, which times and counts it and keeps the fault board.
+the connection that carries the call), or None when it cannot know. Every call goes through
+:meth:`PredictionService.call`, which checks who may make it (:data:`METHODS`), times and
+counts it and keeps the fault board:
+
+* anyone: ``Predict`` about their own jobs. An unprivileged caller's ``job.user`` must be
+  empty (then it becomes the caller's user name) or the caller's user name, so a prediction,
+  and its explanation drawn from that user's history, never shows another user's jobs;
+* history writers (root, the daemon's own user, ``[daemon] slurm_user``, ``admin_users``):
+  also the calls that write history, and ``Predict`` for any user (the submit hook);
+* admins (root, the daemon's own user, ``[daemon] admin_users``): also the admin calls.
 """
 from __future__ import annotations
 
@@ -25,7 +33,9 @@ import hashlib
 import itertools
 import logging
 import os
+import pwd
 import threading
+from functools import lru_cache
 import time
 
 from . import __version__, records
@@ -42,16 +52,38 @@ logger = logging.getLogger(__name__)
 STATES = frozenset({records.COMPLETED, records.FAILED, records.CANCELLED, records.TIMEOUT,
                     records.OUT_OF_MEMORY, records.NODE_FAIL, "PREEMPTED", "BOOT_FAIL", "DEADLINE"})
 
-#: RPC name -> (method of the service, admin only)
+ANYONE, HISTORY_WRITER, ADMIN = "anyone", "history writer", "admin"
+
+#: RPC name -> (method of the service, who may call it)
 METHODS = {
-    "Predict": ("predict", False),
-    "PredictAtAllocation": ("predict_at_allocation", False),
-    "ReportOutcome": ("report_outcome", False),
-    "ReportRuntimeFeatures": ("report_runtime_features", False),
-    "ReloadModels": ("reload_models", True),
-    "ListModels": ("list_models", True),
-    "GetStatus": ("get_status", True),
+    "Predict": ("predict", ANYONE),
+    "PredictAtAllocation": ("predict_at_allocation", HISTORY_WRITER),   # records the prediction
+    "ReportOutcome": ("report_outcome", HISTORY_WRITER),
+    "ReportRuntimeFeatures": ("report_runtime_features", HISTORY_WRITER),
+    "ReloadModels": ("reload_models", ADMIN),
+    "ListModels": ("list_models", ADMIN),
+    "GetStatus": ("get_status", ADMIN),
 }
+
+
+def uids_of(names) -> frozenset[int]:
+    """root, the daemon's own user, and those of ``names`` that exist on this host."""
+    uids = {0, os.getuid()}
+    for name in names:
+        try:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            logger.debug("user %s does not exist here", name)
+    return frozenset(uids)
+
+
+@lru_cache(maxsize=4096)
+def user_name(uid: int) -> str | None:
+    """The login name of ``uid`` (cached: with LDAP behind NSS a lookup can take milliseconds)."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
 
 
 def status_name(error: BaseException) -> str:
@@ -92,13 +124,15 @@ def estimate_message(answer, prediction_id: str) -> pb.Estimate:
 
 
 class PredictionService:
-    def __init__(self, engine, store, metrics, config, *, admin_uids=frozenset()):
+    def __init__(self, engine, store, metrics, config):
         self.engine = engine
         self.store = store
         self.metrics = metrics
         self.faults: FaultBoard = engine.faults
         self.limits = config.limits
-        self.admin_uids = frozenset(admin_uids)
+        self.slurm_user = config.daemon.slurm_user
+        self.admin_uids = uids_of(config.daemon.admin_users)
+        self.writer_uids = self.admin_uids | uids_of([self.slurm_user] if self.slurm_user else [])
         self.started = time.time()
         self._requests = 0
         self._fallbacks = 0
@@ -111,15 +145,18 @@ class PredictionService:
         store.on_fault = self._journal_fault
 
     # ------------------------------------------------------------------ dispatch
-    def call(self, method: str, request, caller_uid: int | None = None):
-        """Answer ``request`` for RPC ``method``; raises the errors in the module docstring."""
+    def privileged(self, caller_uid: int | None) -> bool:
+        """May this caller write history and ask about any user's jobs?"""
+        return caller_uid in self.writer_uids
+
+    def call(self, method: str, request, caller_uid: int | None):
+        """Answer ``request`` for RPC ``method`` made by ``caller_uid`` (None: unknown);
+        raises the errors in the module docstring."""
         start = time.perf_counter()
         code = "OK"
         try:
-            name, admin_only = METHODS[method]
-            if admin_only and caller_uid not in self.admin_uids:
-                raise PermissionDenied(f"{method} is an admin call: make it as root or a configured "
-                                       f"admin user over the admin socket")
+            name, who = METHODS[method]
+            self._authorize(method, who, request, caller_uid)
             answer = getattr(self, name)(request)
             self.faults.clear("store", method)
             return answer
@@ -137,6 +174,26 @@ class PredictionService:
         finally:
             self._requests += 1
             self._observe(method, code, time.perf_counter() - start)
+
+    def _authorize(self, method: str, who: str, request, caller_uid: int | None) -> None:
+        if who == ADMIN:
+            if caller_uid not in self.admin_uids:
+                raise PermissionDenied(f"{method} is an admin call: make it as root or an [daemon] admin_users user")
+            return
+        if caller_uid in self.writer_uids:
+            return
+        if who == HISTORY_WRITER:
+            raise PermissionDenied(f"{method} writes job history: only root, the Slurm user "
+                                   f"({self.slurm_user or 'none configured'}) or an admin may call it")
+        # Predict from an ordinary user: about that user's own jobs, and nobody else's
+        name = user_name(caller_uid) if caller_uid is not None else None
+        if name is None:
+            raise PermissionDenied(f"{method}: the caller's user is not known here, so it may not predict")
+        if not request.job.user:
+            request.job.user = name
+        elif request.job.user != name:
+            raise PermissionDenied(f"job.user: you ({name}) may only ask about your own jobs, "
+                                   f"not {request.job.user!r}")
 
     def _observe(self, method: str, code: str, seconds: float) -> None:
         children = self._children.get((method, code))

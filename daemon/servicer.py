@@ -6,6 +6,10 @@ is answered ``INVALID_ARGUMENT`` naming the field where it can (invalid UTF-8), 
 transport's generic error. Past ``max_concurrent`` calls (running plus queued for a worker),
 gRPC itself answers ``RESOURCE_EXHAUSTED`` at once, so a burst never queues behind slow calls.
 Health is grpcio's own ``HealthServicer`` (``Check`` and ``Watch``); reflection is on.
+
+gRPC Python does not tell a servicer who is on the other end of a Unix socket, so the daemon
+serves gRPC to trusted tools only (the socket's mode admits no one else) and says who they
+act as with ``caller_uid``; everyone else uses the local socket (:mod:`.hookserver`).
 """
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ def _lenient(message_class):
             fields = invalid_utf8_fields(data, message_class.DESCRIPTOR)
             if fields:
                 return _BadRequest(f"{', '.join(fields)}: not valid UTF-8 text")
-            return _BadRequest(f"request is not a valid {message_class.DESCRIPTOR.full_name}")
+            return _BadRequest(f"request is not a valid {message_class.DESCRIPTOR.full_name}: malformed protobuf")
     return deserialize
 
 
@@ -59,13 +63,14 @@ def _handler(service, method: str, caller_uid):
 
 def grpc_server(service, *, workers: int, max_concurrent: int, caller_uid) -> tuple[grpc.Server, health.HealthServicer]:
     """The server (ports not yet added, not started) and its health service (every name SERVING
-    once :func:`set_serving` says so). ``caller_uid(context)`` says who calls, or None."""
+    once :func:`set_serving` says so). ``caller_uid(context)`` says who the call acts as."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpc"),
         maximum_concurrent_rpcs=max_concurrent,
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                 ("grpc.so_reuseport", 0)])
+                 ("grpc.so_reuseport", 0),
+                 ("grpc.max_connection_idle_ms", 60_000)])   # idle tool connections do not pile up
     handlers = {}
     for method in SERVICE.methods:
         handlers[method.name] = grpc.unary_unary_rpc_method_handler(

@@ -83,7 +83,7 @@ def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
 
 
 def ask_reload(socket_path: str):
-    """ReloadModels over the admin socket; returns the ReloadReply, raises HpcPredictError."""
+    """ReloadModels over the local socket (an admin call); returns the ReloadReply, raises HpcPredictError."""
     from ..client import admin_client
     from ...proto.v1 import hpcpredict_pb2 as pb
 

@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Runtime, walltime and communication-time prediction for Slurm jobs.",
     )
     parser.add_argument("--socket", default=None,
-                        help="daemon Unix socket (default: from config / $HPCPREDICT_SOCKET)")
+                        help="the daemon's local socket (default: $HPCPREDICT_SOCKET, else [daemon] hook_socket)")
     parser.add_argument("--config", default=None,
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
                              " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")

@@ -11,7 +11,7 @@ Steps, each with a progress line: (1) ``sacct --json -a -S SINCE -E now`` throug
 with the history reader and add the finished jobs to the store as source ``sacct`` (jobs
 already present, e.g. reported by EpilogSlurmctld, are skipped, so nothing counts twice), (3) train the walltime model on the whole store and
 publish it atomically as a new version, (4) ask the running daemon to reload (ReloadModels on
-its admin socket) and print the versions it now serves.
+its local socket, an admin call) and print the versions it now serves.
 """
 from __future__ import annotations
 

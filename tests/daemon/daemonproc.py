@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -15,13 +16,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 class DaemonProcess:
     def __init__(self, data_dir: Path, *, env: dict | None = None, config: Path | None = None,
-                 user: str | None = None):
+                 user: str | None = None, open_files: int | None = None):
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket = str(self.data_dir / "hpcpredictd.sock")
         self.env = {**os.environ, "HPCPREDICT_DATA_DIR": str(self.data_dir), **(env or {})}
         self.config = config
         self.user = user
+        self.open_files = open_files   # RLIMIT_NOFILE (soft and hard) of the daemon, None = inherited
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir / "daemon.log"
 
@@ -33,7 +35,10 @@ class DaemonProcess:
         if self.config:
             argv += ["--config", str(self.config)]
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(argv, env=self.env, stdout=self._log, stderr=self._log, user=self.user)
+        limit = self.open_files
+        preexec = None if limit is None else (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))
+        self.proc = subprocess.Popen(argv, env=self.env, stdout=self._log, stderr=self._log, user=self.user,
+                                     preexec_fn=preexec)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

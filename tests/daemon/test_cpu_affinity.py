@@ -33,7 +33,7 @@ def test_daemon_threads_are_pinned(world_dir):
     with DaemonProcess(world_dir, env={"HPCPREDICT_DAEMON_CPU_AFFINITY": str(cpu)}) as daemon:
         pid = daemon.proc.pid
         threads = os.listdir(f"/proc/{pid}/task")
-        assert len(threads) > 3                       # gRPC, workers, admin relay, metrics...
+        assert len(threads) > 3                       # gRPC, workers, local socket, metrics...
         assert {_allowed(pid, tid) for tid in threads} == {str(cpu)}
 
 

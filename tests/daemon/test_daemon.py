@@ -13,7 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from hpcpredict.daemon.server import admin_socket_path
+from hpcpredict.daemon.client import DaemonClient
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 from hpcpredict.proto.v1 import hpcpredict_pb2_grpc as pb_grpc
 
@@ -32,10 +32,8 @@ def stub(daemon):
 
 
 @pytest.fixture
-def admin_stub(daemon):
-    channel = grpc.insecure_channel(f"unix:{admin_socket_path(daemon.socket)}")
-    yield pb_grpc.PredictorStub(channel)
-    channel.close()
+def admin_stub(stub):
+    return stub   # the gRPC socket admits trusted tools only (here root), who act as the daemon
 
 
 def test_predict_then_outcome_uses_history(stub):
@@ -148,27 +146,31 @@ def test_health_reflection_metrics(daemon, stub):
     assert "hpcpredict_request_seconds_bucket" in text
 
 
-def test_admin_rpcs_need_the_admin_socket_and_an_admin_uid(daemon, stub, admin_stub):
-    with pytest.raises(grpc.RpcError) as caught:
-        stub.GetStatus(pb.StatusRequest(), timeout=5)  # the public socket carries no identity
-    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+def test_grpc_socket_admits_only_trusted_tools_and_users_ask_on_the_local_socket(daemon, stub):
     assert os.getuid() == 0, "the test suite runs as root (CI does)"
-    status = admin_stub.GetStatus(pb.StatusRequest(), timeout=5)  # root over the admin socket
-    assert status.version
+    assert oct(os.stat(daemon.socket).st_mode & 0o777) == "0o600"
+    assert stub.GetStatus(pb.StatusRequest(), timeout=5).version   # root: a trusted tool
     script = textwrap.dedent(f"""
         import grpc, sys
+        from hpcpredict.daemon.client import DaemonClient
+        from hpcpredict.daemon.errors import HpcPredictError
         from hpcpredict.proto.v1 import hpcpredict_pb2 as pb, hpcpredict_pb2_grpc as g
-        stub = g.PredictorStub(grpc.insecure_channel("unix:{admin_socket_path(daemon.socket)}"))
+        stub = g.PredictorStub(grpc.insecure_channel("unix:{daemon.socket}"))
         try:
-            stub.ReloadModels(pb.ReloadRequest(), timeout=5)
+            stub.Predict(pb.JobRequest(job=pb.JobIdentity(user="nobody")), timeout=5)
             print("OK")
         except grpc.RpcError as e:
             print(e.code().name)
-        print(stub.Predict(pb.JobRequest(job=pb.JobIdentity(user="nobody")), timeout=5).runtime_s > 0)
+        client = DaemonClient("{daemon.hook_socket}")
+        try:
+            client.call("ReloadModels", pb.ReloadRequest())
+        except HpcPredictError as e:
+            print("denied" if "permission denied" in str(e) else e)
+        print(client.predict(pb.JobRequest(job=pb.JobIdentity(user="nobody"))).runtime_s > 0)
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                             user="nobody", env={**os.environ, "HOME": "/tmp"})
-    assert result.stdout.split() == ["PERMISSION_DENIED", "True"], result.stderr
+    assert result.stdout.split() == ["UNAVAILABLE", "denied", "True"], result.stderr
 
 
 def test_corrupt_model_is_refused_and_the_old_one_keeps_serving(daemon, admin_stub, tmp_path):
@@ -220,8 +222,7 @@ def test_daemon_runs_unprivileged_and_root_is_still_admin(world_dir):
         with grpc.insecure_channel(f"unix:{process.socket}") as channel:
             assert pb_grpc.PredictorStub(channel).Predict(job(), timeout=5).prediction_id
         assert os.stat(data / "hpcpredict.sqlite").st_uid == nobody.pw_uid
-        with grpc.insecure_channel(f"unix:{admin_socket_path(process.socket)}") as channel:
-            status = pb_grpc.PredictorStub(channel).GetStatus(pb.StatusRequest(), timeout=5)
+        status = DaemonClient(process.hook_socket).call("GetStatus", pb.StatusRequest())   # root, by SO_PEERCRED
         assert status.predictions == 1
     finally:
         process.stop()

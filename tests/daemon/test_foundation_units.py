@@ -31,7 +31,7 @@ def test_config_defaults_file_and_environment(tmp_path):
     ("[daemon]\nworkerz = 3\n", "unknown key"),
     ("[daemon]\nworkers = 'many'\n", "[daemon] workers"),
     ("[daemon\n", "not valid TOML"),
-    ("[daemon]\ntcp = '127.0.0.1:1'\n", "TLS"),
+    ("[daemon]\nsocket_mode = 0o666\n", "socket_mode 0o666 would let every user act as the daemon"),
 ])
 def test_config_errors_are_one_clear_line(tmp_path, text, expected):
     path = tmp_path / "bad.toml"

@@ -1,4 +1,4 @@
-"""The hook socket (daemon/hookserver.py) of the real daemon, and the hooks' client of it.
+"""The local socket (daemon/hookserver.py) of the real daemon, and the hooks' client of it.
 
 Raw lines go over a real Unix socket; answers are checked for the contract the Lua hook and
 the prolog scripts rely on: one JSON line back, ok/response or ok=false/error naming the field.
@@ -84,7 +84,9 @@ def test_several_requests_on_one_connection(daemon):
 @pytest.mark.parametrize("payload, expected", [
     (b"not json\n", "request is not JSON"),
     (b"[1, 2]\n", "request must be a JSON object"),
-    (b'{"method": "ReloadModels", "request": {}}\n', "method: must be one of"),
+    (b'{"method": "Shutdown", "request": {}}\n', "method: must be one of"),
+    (b'{"method": "Predict", "request": ' + b'{"a": ' * 100_000 + b'1' + b'}' * 100_001 + b'\n', "nested too deeply"),
+    (b'[' * 100_000 + b']' * 100_000 + b'\n', "nested too deeply"),
     (b'{"method": "Predict", "request": 7}\n', "request: must be a JSON object"),
     (b'{"method": "Predict", "request": {"resources": {"nodes": -4}}}\n', "request: "),
     (b'{"method": "Predict", "request": {"no_such_field": 1}}\n', "no_such_field"),
@@ -153,18 +155,70 @@ def test_overlong_line_is_refused(private_server):
     assert reply == {"ok": False, "error": "request line longer than 1000 bytes"}
 
 
-def test_busy_server_answers_at_once_instead_of_queueing(private_server):
-    server = private_server(workers=1, read_timeout=5.0)
-    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    holder.connect(server.path)        # takes the only worker and sends nothing
+def test_past_the_connection_cap_a_client_is_told_busy_at_once(private_server):
+    server = private_server(max_connections=2)
+    holders = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2)]
+    for holder in holders:
+        holder.connect(server.path)        # hold both connections, send nothing
     time.sleep(0.2)
     try:
         reply = exchange(server.path, json.dumps({"method": "Predict", "request": JOB}).encode() + b"\n", timeout=2)
         assert reply == {"ok": False, "error": "busy"}
     finally:
-        holder.close()
+        for holder in holders:
+            holder.close()
     time.sleep(0.2)
     assert exchange(server.path, json.dumps({"method": "Predict", "request": JOB}).encode() + b"\n")["ok"]
+
+
+def test_slow_clients_hold_no_worker_and_are_cut_at_the_request_deadline(private_server):
+    """Eight clients trickling one byte every 0.2 s: a Predict still answers at once, and each
+    trickler is cut off when its whole line has not arrived within the request deadline."""
+    server = private_server(workers=8, request_timeout=1.5)
+    line = json.dumps({"method": "Predict", "request": JOB}).encode() + b"\n"
+    cut_after = []
+
+    def trickle():
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(server.path)
+        start = time.monotonic()
+        try:
+            for byte in line[:-1]:
+                conn.sendall(bytes([byte]))
+                time.sleep(0.2)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+        cut_after.append(time.monotonic() - start)
+    threads = [threading.Thread(target=trickle) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    start = time.monotonic()
+    assert exchange(server.path, line)["ok"]
+    assert time.monotonic() - start < 1.0
+    for thread in threads:
+        thread.join(30)
+    assert len(cut_after) == 8 and max(cut_after) < 5.0    # the line takes > 20 s at that pace
+
+
+def test_trickled_request_gets_a_deadline_reply_and_idle_connections_close(private_server):
+    server = private_server(request_timeout=0.5, idle_timeout=0.5)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(5)
+    conn.connect(server.path)
+    conn.sendall(b'{"method"')
+    reply = json.loads(conn.makefile("rb").readline())
+    assert reply == {"ok": False, "error": "request line not complete within 0.5 s"}
+    conn.close()
+    idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    idle.settimeout(5)
+    idle.connect(server.path)
+    start = time.monotonic()
+    assert idle.recv(10) == b""     # closed by the daemon, without an answer
+    assert 0.4 < time.monotonic() - start < 3
+    idle.close()
 
 
 def test_stop_removes_socket_and_second_server_refuses_live_socket(private_server):

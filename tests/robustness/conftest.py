@@ -8,7 +8,6 @@ from pathlib import Path
 import grpc
 import pytest
 
-from hpcpredict.daemon.server import admin_socket_path
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 from hpcpredict.proto.v1 import hpcpredict_pb2_grpc as pb_grpc
 from tests.daemon.daemonproc import DaemonProcess
@@ -29,14 +28,13 @@ def outcome(job_id: str, prediction_id: str = "", elapsed_s: float = 600.0, user
 
 
 class Client:
-    """Public and admin stubs of one daemon, plus its status and metrics."""
+    """gRPC stubs of one daemon (a trusted tool: the tests run as root), its status and metrics."""
 
     def __init__(self, daemon: DaemonProcess):
         self.daemon = daemon
         self._public = grpc.insecure_channel(f"unix:{daemon.socket}")
-        self._admin = grpc.insecure_channel(f"unix:{admin_socket_path(daemon.socket)}")
         self.stub = pb_grpc.PredictorStub(self._public)
-        self.admin = pb_grpc.PredictorStub(self._admin)
+        self.admin = self.stub
 
     def faults(self) -> dict[str, str]:
         status = self.admin.GetStatus(pb.StatusRequest(), timeout=10)
@@ -57,7 +55,6 @@ class Client:
 
     def close(self) -> None:
         self._public.close()
-        self._admin.close()
 
 
 def start(data_dir: Path, **env) -> tuple[DaemonProcess, Client]:

@@ -82,7 +82,7 @@ class Daemon:
         self.process = None
 
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([str(VENV_BIN / "hpcpredict"), "--socket", self.socket, *args], env=self.cli_env(),
+        return subprocess.run([str(VENV_BIN / "hpcpredict"), "--socket", self.hook_socket, *args], env=self.cli_env(),
                               capture_output=True, text=True, timeout=timeout)
 
     def cli_env(self) -> dict:
