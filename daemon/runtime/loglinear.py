@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import RidgeCV
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .compiled import fill_and_log, log_linear_trend
+from .compiled import fill_and_log, log_linear_trend, with_pairs
 from .conformal import conformal_multiplier, trainable_folds
 
 
@@ -52,8 +52,20 @@ def check_runtimes(y: np.ndarray) -> None:
         raise ValueError("runtimes must be positive and finite")
 
 
-def fit_log_trend(X: np.ndarray, log_y: np.ndarray, *, columns=None, alpha: float = 1e-3, groups=None):
-    """(fill, log_columns, coef, intercept) of a ridge fit of log y on log(positive inputs).
+def all_pairs(n: int) -> np.ndarray:
+    """Every pair (i, j), i ≤ j, of ``n`` columns: the second-order terms of the trend."""
+    return np.array([(i, j) for i in range(n) for j in range(i, n)], dtype=np.int64).reshape(-1, 2)
+
+
+def fit_log_trend(X: np.ndarray, log_y: np.ndarray, *, columns=None, alpha: float = 1e-3, groups=None,
+                  interactions: bool = False):
+    """(fill, log_columns, coef, intercept, pairs) of a ridge fit of log y on log(positive inputs).
+
+    ``interactions``: the trend also has the product of every pair of (log) inputs, squares
+    included (``pairs``; ``coef`` then covers the inputs and then the pairs): a second-order
+    log-log surface, where a categorical input changes a scaling exponent (DFT vs SCF against
+    the number of molecules) or an exponent drifts with size. The ridge penalty chosen by
+    leave-one-out keeps the extra terms small unless the runs support them.
 
     ``columns``: the inputs allowed into the trend (default all). Penalty by leave-one-out
     among ``alpha × n × 10^k``: strong when runs are few. With ``groups`` (configuration of
@@ -69,6 +81,11 @@ def fit_log_trend(X: np.ndarray, log_y: np.ndarray, *, columns=None, alpha: floa
     L = fill_and_log(X, fill, log_columns)
     unused = np.zeros(n, dtype=bool) if columns is None else ~np.isin(np.arange(n), list(columns))
     L[:, unused] = 0.0
+    pairs = all_pairs(n) if interactions else np.zeros((0, 2), dtype=np.int64)
+    if pairs.size:
+        pairs = pairs[~(unused[pairs[:, 0]] | unused[pairs[:, 1]])]
+        L = with_pairs(L, pairs)
+        unused = np.concatenate([unused, np.zeros(len(pairs), dtype=bool)])
     if groups is not None and np.unique(np.asarray(groups)).size >= 3:
         _, first, index = np.unique(np.asarray(groups), return_index=True, return_inverse=True)
         log_y = np.bincount(index, weights=log_y) / np.bincount(index)
@@ -79,12 +96,13 @@ def fit_log_trend(X: np.ndarray, log_y: np.ndarray, *, columns=None, alpha: floa
     ridge = RidgeCV(alphas=alphas).fit((L - mean) / std, log_y)
     coef = np.where(unused, 0.0, ridge.coef_ / std)
     intercept = float(ridge.intercept_ - np.sum(ridge.coef_ * mean / std))
-    return fill, log_columns, coef, intercept
+    return fill, log_columns, coef, intercept, pairs
 
 
 class LogLinearRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
-    def __init__(self, alpha=1e-3, calibration_folds=5, random_state=None):
+    def __init__(self, alpha=1e-3, interactions=False, calibration_folds=5, random_state=None):
         self.alpha = alpha
+        self.interactions = interactions
         self.calibration_folds = calibration_folds
         self.random_state = random_state
 
@@ -92,21 +110,21 @@ class LogLinearRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
         return runtime_tags(super().__sklearn_tags__())
 
     def _fit_trend(self, X, y, groups=None):
-        return fit_log_trend(X, np.log(y), alpha=self.alpha, groups=groups)
+        return fit_log_trend(X, np.log(y), alpha=self.alpha, groups=groups, interactions=self.interactions)
 
     def fit(self, X, y, groups=None, feature_names=None):
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64, y_numeric=True)
         y = y.astype(float)
         check_runtimes(y)
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
-        self.fill_, self.log_columns_, self.coef_, self.intercept_ = self._fit_trend(X, y, groups)
+        self.fill_, self.log_columns_, self.coef_, self.intercept_, self.pairs_ = self._fit_trend(X, y, groups)
         n_folds = min(self.calibration_folds or 0, np.unique(groups).size)
         scores = []
         if n_folds >= 2:
             seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
             for held_out in trainable_folds(groups, n_folds, seed):
-                fill, logs, coef, intercept = self._fit_trend(X[~held_out], y[~held_out], groups[~held_out])
-                m = log_linear_trend(X[held_out], fill, logs, coef, intercept)
+                fill, logs, coef, intercept, pairs = self._fit_trend(X[~held_out], y[~held_out], groups[~held_out])
+                m = log_linear_trend(X[held_out], fill, logs, coef, intercept, pairs)
                 scores.append(np.abs(np.log(y[held_out]) - m))
         self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)
         return self
@@ -114,6 +132,6 @@ class LogLinearRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def predict_log_dist(self, X):
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
-        m = log_linear_trend(X, self.fill_, self.log_columns_, self.coef_, self.intercept_)
+        m = log_linear_trend(X, self.fill_, self.log_columns_, self.coef_, self.intercept_, self.pairs_)
         return m, np.ones_like(m)
 
