@@ -4,7 +4,7 @@ Inputs: cubic box edge ``box_nm``, ``nsteps`` (2 fs steps), cut-off ``rc_nm`` (C
 electrostatics ``coulomb`` (PME or reaction-field), MPI ranks ``ranks`` (1 or 2, one OpenMP
 thread each) of the Open MPI build ``gmx_mpi`` (shipped in the same Debian package) under
 ``mpirun``: its waiting ranks yield like the other codes' (the sweep's ``mpi_yield_when_idle``),
-where the default thread-MPI build ``gmx`` spins. Untimed before the timed `gmx mdrun`: 200 steps of steepest-descent
+a parameter that does not reach the thread-MPI build ``gmx``, whose ranks are threads. Untimed before the timed `gmx mdrun`: 200 steps of steepest-descent
 minimisation (a tiled spc216 box has bad contacts at the tile faces: without it, larger boxes
 crash in SETTLE) and `gmx grompp`. A run counts only when md.log says "Finished mdrun": without
 the minimisation some runs stopped early with exit status 0 (0.2 s for 800 steps of 3900 atoms);
