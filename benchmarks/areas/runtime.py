@@ -11,7 +11,7 @@ held out, all repetitions of a configuration on one side), over ``--seeds`` rand
 * MAPE, rank accuracy (pairs of held-out runs ordered right), coverage of the 80 % and 95 %
   intervals;
 * at 50 %, the served ``auto`` model's MAPE on the held-out runs of each process count
-  (``ranks``: the 2-rank runs' CPU time includes busy-waiting on this shared machine);
+  (``ranks``), and the noise floor per process count;
 * the code's repetition noise, the floor: ``repetition_mape`` (each run predicted by the mean
   of its configuration's other repetitions: the MAPE of a perfect model of the inputs) and the
   median relative spread (max − min) / median of a configuration's repetitions.
@@ -20,7 +20,9 @@ held out, all repetitions of a configuration on one side), over ``--seeds`` rand
 are that learner's scores on the split; the first split of every code also runs the full
 ``auto`` evaluation and checks that the two agree (``auto_shortcut_checked``).
 
-    python -m benchmarks run runtime [--seeds 3] [--codes lammps,gromacs,cp2k,nwchem] [--fractions 0.1,0.25,0.5]
+    python -m benchmarks run runtime [--seeds 3] [--codes lammps,gromacs,cp2k,nwchem] [--fractions 0.1,0.25,0.5] [--jobs 4]
+
+``--jobs N`` evaluates up to N codes at once in separate processes (the results are the same).
 """
 from __future__ import annotations
 
@@ -137,6 +139,7 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--codes", default=",".join(CODES))
     parser.add_argument("--fractions", default="0.1,0.25,0.5")
+    parser.add_argument("--jobs", type=int, default=1, help="codes evaluated at once (processes)")
     options = parser.parse_args(args)
     fractions = [float(f) for f in options.fractions.split(",")]
     codes = [c for c in options.codes.split(",") if c]
@@ -145,6 +148,14 @@ def run(args: list[str]) -> dict:
         raise SystemExit(f"unknown codes: {', '.join(unknown)} (known: {', '.join(CODES)})")
     results = {"seeds": options.seeds, "fractions": fractions, "target": "runtime_s (CPU seconds)",
                "inputs": "submission-time inputs only (no runtime features)", "codes": {}}
-    for code in codes:
-        results["codes"][code] = evaluate_code(code, DATA / CODES[code], fractions, options.seeds)
+    if options.jobs > 1 and len(codes) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(options.jobs, len(codes))) as pool:
+            futures = {code: pool.submit(evaluate_code, code, DATA / CODES[code], fractions, options.seeds)
+                       for code in codes}
+            results["codes"] = {code: future.result() for code, future in futures.items()}
+    else:
+        for code in codes:
+            results["codes"][code] = evaluate_code(code, DATA / CODES[code], fractions, options.seeds)
     return results

@@ -17,11 +17,17 @@ budget still leaves every finished block with all its repetitions. ``--resume`` 
 existing CSV and skips the (configuration, repetition) pairs it already has.
 
 Target ``runtime_s``: CPU seconds (user + system) of the whole process tree (``os.wait4`` on the
-launcher reaps every rank), i.e. core-seconds, what Slurm's accounting calls TotalCPU. Wall
-time is kept as ``_wall_s``: on this 2-core machine shared with other jobs it measures the
-neighbours more than the code. ``_load1`` is the 1-minute load average just before the run,
-``_utc`` its start. ``<out>.json`` beside the CSV records the package version, the command
-template, the machine and the sweep's arguments.
+launcher reaps every rank), i.e. core-seconds, what Slurm's accounting calls TotalCPU, measured
+so that it counts the code's work and not its neighbours': every run is pinned to one CPU
+(``taskset -c --cpu``: all ranks share it) and OpenMPI's waiting ranks yield the processor
+(``mpi_yield_when_idle``). A rank waiting for a message then hands the core to the rank it waits
+for instead of spinning on a core of its own, so busy-waiting, which on this shared 2-core
+machine used to be 30-60 % of a 2-rank run's CPU time and varied with the neighbours' load, is
+reduced to the cost of the yields. What remains in a 2-rank run besides the computation is the
+code's parallel overhead (communication, duplicated work) and those yields. Wall time is kept
+as ``_wall_s``: on this machine it measures the neighbours more than the code. ``_load1`` is
+the 1-minute load average just before the run, ``_utc`` its start. ``<out>.json`` beside the
+CSV records the package version, the command template, the machine and the sweep's arguments.
 """
 from __future__ import annotations
 
@@ -41,12 +47,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 CODES = ("gromacs", "cp2k", "nwchem")
+# mpi_yield_when_idle: a rank waiting in MPI calls sched_yield in its progress loop (Open MPI 4.1;
+# `ompi_info --all | grep yield`), which, with all ranks pinned to one CPU, runs the rank it waits for.
 ENVIRONMENT = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_btl_vader_single_copy_mechanism="none",
+                   OMPI_MCA_mpi_yield_when_idle="1",
                    OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
 def mpirun(np_: int, command: list[str]) -> list[str]:
-    """OpenMPI launcher: ranks unbound (the machine is shared), oversubscription allowed."""
+    """OpenMPI launcher: no binding of its own (the sweep pins the whole run to one CPU), oversubscription allowed."""
     return ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np_)] + command
 
 
@@ -55,8 +64,8 @@ def package_version(package: str) -> str:
     return result.stdout.strip() or "unknown"
 
 
-def run_once(code, config: dict, folder: Path, timeout_s: float) -> dict | None:
-    command = code.prepare(config, folder)
+def run_once(code, config: dict, folder: Path, timeout_s: float, cpu: str) -> dict | None:
+    command = ["taskset", "-c", cpu] + code.prepare(config, folder)
     load1 = os.getloadavg()[0]
     started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     start = time.time()
@@ -91,6 +100,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--budget-s", type=float, default=900.0)
     parser.add_argument("--timeout-s", type=float, default=120.0, help="a run longer than this is dropped")
+    parser.add_argument("--cpu", default="0", help="the CPU every rank of every run is pinned to (taskset -c)")
     parser.add_argument("--block", type=int, default=10, help="configurations whose repetitions interleave")
     parser.add_argument("--resume", action="store_true", help="append to --out, skipping runs it has")
     parser.add_argument("--only", default="", metavar="FIRST:END",
@@ -105,8 +115,11 @@ def main() -> None:
         "code": args.code, "package": code.PACKAGE, "package_version": package_version(code.PACKAGE),
         "program_version": code.version(), "command_template": code.COMMAND, "inputs": code.INPUTS,
         "input_ranges": code.RANGES, "machine": machine(), "arguments": vars(args) | {"out": str(args.out)},
+        "nice": os.nice(0),
         "started_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "target": "runtime_s: CPU seconds (user+system) of the whole process tree, from os.wait4",
+        "target": ("runtime_s: CPU seconds (user+system) of the whole process tree, from os.wait4; all ranks "
+                   "pinned to one CPU (taskset -c CPU), Open MPI waiting ranks yield (OMPI_MCA_mpi_yield_when_idle=1)"),
+        "environment": {k: v for k, v in ENVIRONMENT.items() if k.startswith(("OMP", "OMPI_MCA"))},
     }
     meta = args.out.with_suffix(".json")
     done = set()
@@ -115,7 +128,8 @@ def main() -> None:
             done = {(int(row["config"]), int(row["rep"])) for row in csv.DictReader(existing)}
         if meta.exists():
             provenance = json.loads(meta.read_text()) | {"resumed_utc": provenance["started_utc"],
-                                                         "resume_arguments": provenance["arguments"]}
+                                                         "resume_arguments": provenance["arguments"],
+                                                         "resume_nice": provenance["nice"]}
     if args.only:
         first, end = (int(part) for part in args.only.split(":"))
         configs = configs[first:end]
@@ -134,7 +148,7 @@ def main() -> None:
                 break
             folder = Path(tmp) / f"c{config['config']}"
             folder.mkdir(exist_ok=True)
-            row = run_once(code, config, folder, args.timeout_s)
+            row = run_once(code, config, folder, args.timeout_s, args.cpu)
             if row is None:
                 failures += 1
                 continue

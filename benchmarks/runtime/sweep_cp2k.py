@@ -13,7 +13,7 @@ from benchmarks.runtime.sweep import mpirun
 
 PACKAGE = "cp2k"
 INPUTS = ["n_water", "box_a", "cutoff_ry", "basis", "ranks"]
-RANGES = {"n_water": "1-3", "box_a": "6-8 by 0.5", "cutoff_ry": "100-250 by 50", "basis": "SZV|DZVP|TZVP",
+RANGES = {"n_water": "1-3", "box_a": "6-8 by 0.5", "cutoff_ry": "100-200 by 25", "basis": "SZV|DZVP|TZVP",
           "ranks": "1|2"}
 COMMAND = "mpirun -np RANKS cp2k.psmp -i water.inp -o water.out"
 DATA = "/usr/share/cp2k"
@@ -74,7 +74,7 @@ def water_coordinates(n: int, spacing: float = 3.0) -> list[tuple[str, float, fl
 
 def draw_config(rng) -> dict:
     return {"n_water": rng.randint(1, 3), "box_a": rng.randrange(12, 17) / 2,
-            "cutoff_ry": rng.randrange(100, 251, 50), "basis": rng.choice(["SZV", "DZVP", "TZVP"]),
+            "cutoff_ry": rng.randrange(100, 201, 25), "basis": rng.choice(["SZV", "DZVP", "TZVP"]),
             "ranks": rng.choice([1, 2])}
 
 

@@ -1,8 +1,10 @@
 """GROMACS (Debian `gromacs`): MD of an SPC water box built with `gmx solvate` from the bundled spc216.gro.
 
 Inputs: cubic box edge ``box_nm``, ``nsteps`` (2 fs steps), cut-off ``rc_nm`` (Coulomb and vdW),
-electrostatics ``coulomb`` (PME or reaction-field), thread-MPI ranks ``ranks`` (1 or 2, one
-OpenMP thread each). Untimed before the timed `gmx mdrun`: 200 steps of steepest-descent
+electrostatics ``coulomb`` (PME or reaction-field), MPI ranks ``ranks`` (1 or 2, one OpenMP
+thread each) of the Open MPI build ``gmx_mpi`` (shipped in the same Debian package) under
+``mpirun``: its waiting ranks yield like the other codes' (the sweep's ``mpi_yield_when_idle``),
+a parameter that does not reach the thread-MPI build ``gmx``, whose ranks are threads. Untimed before the timed `gmx mdrun`: 200 steps of steepest-descent
 minimisation (a tiled spc216 box has bad contacts at the tile faces: without it, larger boxes
 crash in SETTLE) and `gmx grompp`. A run counts only when md.log says "Finished mdrun": without
 the minimisation some runs stopped early with exit status 0 (0.2 s for 800 steps of 3900 atoms);
@@ -13,11 +15,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from benchmarks.runtime.sweep import mpirun
+
 PACKAGE = "gromacs"
 INPUTS = ["box_nm", "nsteps", "rc_nm", "coulomb", "ranks"]
 RANGES = {"box_nm": "2.6-3.6 by 0.1", "nsteps": "100-1000 by 100", "rc_nm": "0.8-1.2 by 0.05",
           "coulomb": "pme|rf", "ranks": "1|2"}
-COMMAND = ("gmx mdrun -s md.tpr -deffnm md -ntmpi RANKS -ntomp 1 -pin off -notunepme -nb cpu -noconfout "
+COMMAND = ("mpirun -np RANKS gmx_mpi mdrun -s md.tpr -deffnm md -ntomp 1 -pin off -notunepme -nb cpu -noconfout "
            "(after gmx solvate -cs spc216.gro -box B B B; grompp + mdrun of em.mdp (steep, 200 steps); "
            "gmx grompp -f md.mdp -c em.gro -p topol.top)")
 
@@ -99,5 +103,5 @@ def prepare(config: dict, folder: Path) -> list[str]:
             epsilon_rf="" if pme else "epsilon-rf = 0\n"))
         _run(["gmx", "grompp", "-f", "md.mdp", "-c", "em.gro", "-p", "topol.top", "-o", "md.tpr",
               "-maxwarn", "2"], folder)
-    return ["gmx", "mdrun", "-s", "md.tpr", "-deffnm", "md", "-ntmpi", str(config["ranks"]), "-ntomp", "1",
-            "-pin", "off", "-notunepme", "-nb", "cpu", "-noconfout"]
+    return mpirun(config["ranks"], ["gmx_mpi", "mdrun", "-s", "md.tpr", "-deffnm", "md", "-ntomp", "1",
+                                    "-pin", "off", "-notunepme", "-nb", "cpu", "-noconfout"])

@@ -53,7 +53,7 @@ def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
         return "ann", arrays, {"ann": compiled.settings()}
     if isinstance(estimator, BoostedTreesRuntime) and hasattr(estimator, "parts_"):
         parts = estimator.parts_
-        arrays = _trend_arrays(parts["fill"], parts["log_columns"], parts["coef"], parts["intercept"])
+        arrays = _trend_arrays(parts["fill"], parts["log_columns"], parts["coef"], parts["intercept"], parts["pairs"])
         arrays["calibration_scores"] = np.asarray(estimator.calibration_scores_, dtype=float)
         for name in BOOSTED_PARTS:
             if name in parts:
@@ -62,15 +62,19 @@ def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
                 arrays[f"{name}_baseline"] = np.asarray([baseline])
         return "boosted-trees", arrays, {"boosted_parts": [name for name in BOOSTED_PARTS if name in parts]}
     if isinstance(estimator, LogLinearRuntime) and hasattr(estimator, "coef_"):
-        arrays = _trend_arrays(estimator.fill_, estimator.log_columns_, estimator.coef_, estimator.intercept_)
+        arrays = _trend_arrays(estimator.fill_, estimator.log_columns_, estimator.coef_, estimator.intercept_,
+                               estimator.pairs_)
         arrays["calibration_scores"] = np.asarray(estimator.calibration_scores_, dtype=float)
         return "log-linear", arrays, {}
     raise ModelArtifactError(f"only fitted {', '.join(SERVABLE)} runtime models can be saved")
 
 
-def _trend_arrays(fill, log_columns, coef, intercept) -> dict[str, np.ndarray]:
-    return {"fill": np.asarray(fill, dtype=float), "log_columns": np.asarray(log_columns).astype(np.int8),
-            "trend_coef": np.asarray(coef, dtype=float), "trend_intercept": np.asarray([intercept], dtype=float)}
+def _trend_arrays(fill, log_columns, coef, intercept, pairs=None) -> dict[str, np.ndarray]:
+    arrays = {"fill": np.asarray(fill, dtype=float), "log_columns": np.asarray(log_columns).astype(np.int8),
+              "trend_coef": np.asarray(coef, dtype=float), "trend_intercept": np.asarray([intercept], dtype=float)}
+    if pairs is not None and len(pairs):  # absent: a first-order trend (artifacts written before pairs load unchanged)
+        arrays["trend_pairs"] = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    return arrays
 
 
 class _Trend:
@@ -82,14 +86,23 @@ class _Trend:
             self.log_columns = arrays["log_columns"].astype(bool)
             self.coef = arrays["trend_coef"].astype(float)
             self.intercept = float(arrays["trend_intercept"].ravel()[0])
+            self.pairs = np.asarray(arrays.get("trend_pairs", np.zeros((0, 2))), dtype=np.int64).reshape(-1, 2)
         except (KeyError, ValueError, TypeError, IndexError) as error:
             raise ModelArtifactError(f"trend arrays: {error}") from error
-        if not (self.fill.shape == self.log_columns.shape == self.coef.shape == (n_inputs,)):
+        if not (self.fill.shape == self.log_columns.shape == (n_inputs,)
+                and self.coef.shape == (n_inputs + len(self.pairs),)):
             raise ModelArtifactError("array shapes do not match")
+        if self.pairs.size and (self.pairs.min() < 0 or self.pairs.max() >= n_inputs):
+            raise ModelArtifactError("trend pairs name columns that do not exist")
 
     def inputs(self, vector: np.ndarray) -> np.ndarray:
         from .compiled import fill_and_log
         return fill_and_log(vector, self.fill, self.log_columns)
+
+    def value(self, z: np.ndarray) -> float:
+        """The trend at the (filled, logged) inputs ``z`` of one row."""
+        from .compiled import with_pairs
+        return float(with_pairs(z, self.pairs)[0] @ self.coef + self.intercept)
 
 
 class LogLinearPredictor:
@@ -101,7 +114,7 @@ class LogLinearPredictor:
         self.trend = _Trend(arrays, n_inputs)
 
     def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
-        return float(self.trend.inputs(vector)[0] @ self.trend.coef + self.trend.intercept), 1.0
+        return self.trend.value(self.trend.inputs(vector)), 1.0
 
     def describe(self) -> str:
         return "log-linear model (runtime a product of powers of the inputs)"
@@ -142,7 +155,7 @@ class BoostedPredictor:
         from .boosting import MIN_SCALE
 
         z = self.trend.inputs(vector)
-        m = float(z[0] @ self.trend.coef + self.trend.intercept) + self._sum("centre", z)
+        m = self.trend.value(z) + self._sum("centre", z)
         if "lower" not in self.parts:
             return m, 1.0
         return m, max((self._sum("upper", z) - self._sum("lower", z)) / 2, MIN_SCALE)

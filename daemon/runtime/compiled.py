@@ -19,9 +19,20 @@ def fill_and_log(X, fill, log_columns) -> np.ndarray:
     return np.where(log_columns, np.log(np.maximum(X, 1e-300)), X)
 
 
-def log_linear_trend(X, fill, log_columns, coef, intercept) -> np.ndarray:
-    """Log-runtime trend: linear in log(positive inputs) and in the other inputs."""
-    return fill_and_log(X, fill, log_columns) @ coef + intercept
+def with_pairs(L: np.ndarray, pairs) -> np.ndarray:
+    """The trend's terms: the (log) inputs, then the product of each pair of columns in ``pairs``
+    (rows of two column indices; None or empty: no interaction terms)."""
+    if pairs is None or len(pairs) == 0:
+        return L
+    pairs = np.asarray(pairs, dtype=np.int64)
+    return np.hstack([L, L[:, pairs[:, 0]] * L[:, pairs[:, 1]]])
+
+
+def log_linear_trend(X, fill, log_columns, coef, intercept, pairs=None) -> np.ndarray:
+    """Log-runtime trend: linear in log(positive inputs), in the other inputs and, with ``pairs``,
+    in products of two of them (an exponent that depends on another input, a categorical switch
+    that changes a scaling)."""
+    return with_pairs(fill_and_log(X, fill, log_columns), pairs) @ coef + intercept
 
 
 def transform_features(X, fill, powers, mean, scale, kept) -> np.ndarray:
