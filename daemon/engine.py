@@ -16,6 +16,7 @@ model's runtime at the requested size answers.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
@@ -119,8 +120,14 @@ class PredictionEngine:
             recent = RecentHistoryModel(self.config.policy.history_window, self.config.policy.default_runtime_s)
             with self._history_lock:
                 self._pending = []
+            # Only what the models keep: each user's (and user x application's) recent jobs,
+            # and the jobs the walltime model has not been trained on (bounded start-up time).
+            since = None
+            if new.walltime is not None:
+                trained_until = getattr(getattr(new.walltime, "state", None), "trained_until", -math.inf)
+                since = trained_until if math.isfinite(trained_until) else -math.inf
             try:
-                for record in self.store.iter_jobs():
+                for record in self.store.recent_jobs(self.config.policy.history_window, since_end=since):
                     recent.observe(record)
                     if new.walltime is not None:
                         new.walltime.observe(record)

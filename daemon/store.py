@@ -83,7 +83,18 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX predictions_job ON predictions (job_id);
     """,
+    # 2: indexes for reads that stream: training in submission order, the start-up replay of
+    # each user's (and user x application's) recent jobs, and per-user reports
+    """
+    CREATE INDEX jobs_submit ON jobs (submit_time, end_time);
+    CREATE INDEX jobs_user_end ON jobs (user, end_time);
+    CREATE INDEX jobs_user_app_end ON jobs (user, application, end_time);
+    DROP INDEX jobs_user_app;
+    """,
 )
+
+#: Rows fetched per step by streaming reads (memory stays bounded whatever the history).
+STREAM_BATCH_ROWS = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +170,22 @@ class Store(ABC):
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
         """Every ended job in end-time order (history replays depend on that order)."""
 
+    def count_jobs(self, *, scorable: bool = False) -> int:
+        """Stored jobs; ``scorable``: only those with a known submit time and runtime."""
+        return sum(1 for job in self.iter_jobs() if not scorable or (job.runtime_s >= 0 and job.submit_time >= 0))
+
+    def jobs_by_submit(self, *, with_inputs: bool = True) -> Iterator[JobRecord]:
+        """Jobs with a known submit time and runtime in submission order, ties in end-time
+        order (what training replays). A backend streams them; this default does not."""
+        usable = [job for job in self.iter_jobs() if job.runtime_s >= 0 and job.submit_time >= 0]
+        return iter(sorted(usable, key=lambda job: job.submit_time))
+
+    def recent_jobs(self, window: int, *, since_end: float | None = None) -> Iterator[JobRecord]:
+        """In end-time order: the last ``window`` jobs (runtime > 0) of every user and of every
+        (user, application), plus every job that ended after ``since_end`` (None: none).
+        That is all a daemon start replays into its history models; this default replays all."""
+        return self.iter_jobs()
+
     @abstractmethod
     def counts(self) -> dict[str, int]: ...
 
@@ -206,7 +233,7 @@ def _job_from_row(row: tuple) -> JobRecord:
                      requested_procs=requested_procs, allocated_procs=allocated_procs,
                      requested_time_s=requested_time_s, submit_time=submit_time, start_time=start_time,
                      end_time=end_time, runtime_s=runtime_s, state=state, exit_code=exit_code,
-                     inputs=json.loads(inputs or "{}"))
+                     inputs=json.loads(inputs) if inputs and inputs != "{}" else {})
 
 
 class SQLiteStore(Store):
@@ -480,8 +507,75 @@ class SQLiteStore(Store):
 
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
         where, params = ("WHERE end_time >= ?", (since_end,)) if since_end is not None else ("", ())
-        rows = self._read(f"SELECT {', '.join(_JOB_COLUMNS)} FROM jobs {where} ORDER BY end_time, id", params)
+        rows = self._stream(f"SELECT {', '.join(_JOB_COLUMNS)} FROM jobs {where} ORDER BY end_time, id", params)
         return (_job_from_row(row) for row in rows)
+
+    def count_jobs(self, *, scorable: bool = False) -> int:
+        where = " WHERE runtime_s >= 0 AND submit_time >= 0" if scorable else ""
+        return int(self._read(f"SELECT COUNT(*) FROM jobs{where}")[0][0])
+
+    def jobs_by_submit(self, *, with_inputs: bool = True) -> Iterator[JobRecord]:
+        columns = ", ".join(_JOB_COLUMNS[:-1]) + (", inputs" if with_inputs else ", ''")
+        rows = self._stream(f"SELECT {columns} FROM jobs WHERE runtime_s >= 0 AND submit_time >= 0 "
+                            "ORDER BY submit_time, end_time, id")
+        return (_job_from_row(row) for row in rows)
+
+    def recent_jobs(self, window: int, *, since_end: float | None = None) -> Iterator[JobRecord]:
+        return (_job_from_row(row) for row in self._stream_recent(int(window), since_end))
+
+    def _stream_recent(self, window: int, since_end: float | None) -> Iterator[tuple]:
+        """One snapshot: the ids of each user's and each (user, application)'s last ``window``
+        jobs, each found through its index (a few rows per key, not a scan of the history),
+        and of the jobs newer than ``since_end``, collected in a temporary table (on disk, so
+        memory stays bounded); then those rows in end-time order."""
+        with self._snapshot() as db:
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS replay_ids (id INTEGER PRIMARY KEY)")
+            db.execute("DELETE FROM replay_ids")
+            for user, application in db.execute("SELECT DISTINCT user, application FROM jobs").fetchall():
+                db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE user = ? AND application = ? "
+                           "AND runtime_s > 0 ORDER BY end_time DESC, id DESC LIMIT ?", (user, application, window))
+            for (user,) in db.execute("SELECT DISTINCT user FROM jobs").fetchall():
+                db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE user = ? AND runtime_s > 0 "
+                           "ORDER BY end_time DESC, id DESC LIMIT ?", (user, window))
+            if since_end is not None:
+                db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE end_time > ? OR end_time < 0",
+                           (since_end,))
+            cursor = db.execute(f"SELECT {', '.join('j.' + c for c in _JOB_COLUMNS)} FROM replay_ids r "
+                                "JOIN jobs j ON j.id = r.id ORDER BY j.end_time, j.id")
+            while rows := cursor.fetchmany(STREAM_BATCH_ROWS):
+                yield from rows
+
+    @contextmanager
+    def _snapshot(self):
+        """A connection of its own, in one read transaction (a consistent snapshot; in WAL
+        mode writers go on meanwhile), for reads that stream: rows are fetched in batches, so
+        memory does not grow with the history. SQLite errors become StoreError."""
+        if self.path == ":memory:":   # tests: one connection only, held for the whole read
+            with self._lock:
+                db = self._connection()
+                try:
+                    yield db
+                except sqlite3.Error as error:
+                    raise StoreError(f"store read failed ({self.path}): {error}") from error
+            return
+        try:
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                 timeout=self._busy_timeout_ms / 1000)
+        except (sqlite3.Error, OSError) as error:
+            raise StoreError(f"cannot open store {self.path}: {error}") from error
+        try:
+            db.execute("BEGIN")
+            yield db
+        except sqlite3.Error as error:
+            raise StoreError(f"store read failed ({self.path}): {error}") from error
+        finally:
+            db.close()
+
+    def _stream(self, sql: str, params=()) -> Iterator[tuple]:
+        with self._snapshot() as db:
+            cursor = db.execute(sql, params)
+            while rows := cursor.fetchmany(STREAM_BATCH_ROWS):
+                yield from rows
 
     # -- predictions
     def record_prediction(self, row: PredictionRow) -> None:

@@ -44,22 +44,22 @@ def train_and_publish(config):
     from pathlib import Path
 
     from ..errors import HpcPredictError
-    from ..history import save_model, train_model
+    from ..history import save_model
     from ..registry import ModelRegistry
     from ..store import open_store
+    from ..training import train_from_store
 
     store = open_store(config)
-    try:
-        records = list(store.iter_jobs())
+    try:   # streamed from the store: memory does not grow with the history
+        model, count = train_from_store(store)
     finally:
         store.close()
-    if not records:
+    if not count:
         raise HpcPredictError("the store has no job history: run `hpcpredict ingest TRACE` first")
-    model = train_model(records)
     with tempfile.TemporaryDirectory() as tmp:
         save_model(model, Path(tmp))
         registry = ModelRegistry(config.models.dir)
-        return registry.publish("walltime", tmp, metadata={"jobs": len(records)}), len(records)
+        return registry.publish("walltime", tmp, metadata={"jobs": count}), count
 
 
 def _train(args) -> int:
