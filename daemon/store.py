@@ -28,6 +28,7 @@ from typing import Iterable, Iterator
 from .errors import StoreError
 from .journal import JournalFile, decode_row, encode_row
 from .records import JobRecord
+from .store_lookups import StoreLookups
 
 logger = logging.getLogger(__name__)
 
@@ -236,7 +237,7 @@ def _job_from_row(row: tuple) -> JobRecord:
                      inputs=json.loads(inputs) if inputs and inputs != "{}" else {})
 
 
-class SQLiteStore(Store):
+class SQLiteStore(StoreLookups, Store):
     """The embedded default. One connection guarded by a lock: writes serialise anyway.
 
     ``lazy`` (the daemon): a store that cannot be opened (read-only or full file system, bad
