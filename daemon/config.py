@@ -42,6 +42,7 @@ class DaemonConfig:
     metrics: str = "127.0.0.1:0"                  # Prometheus endpoint host:port; port 0 = any free port; "" = off
     grace_s: float = 5.0                          # SIGTERM: drain in-flight calls this long
     admin_users: tuple[str, ...] = ("root", "slurm", "hpcpredict")
+    clusters: tuple[str, ...] = ()                # Slurm clusters served; the first is the one of requests naming none
     log_format: str = "text"                      # text | json
     log_level: str = "INFO"
 

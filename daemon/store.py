@@ -92,6 +92,55 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX jobs_user_app_end ON jobs (user, application, end_time);
     DROP INDEX jobs_user_app;
     """,
+    # 3: clusters: jobs and outcomes are unique per (cluster, source, job id) and predictions
+    # name their cluster; rows stored before get cluster '' (the site's only cluster). SQLite
+    # cannot change a UNIQUE constraint in place: the jobs table is rebuilt (ids kept).
+    """
+    CREATE TABLE jobs_with_cluster (
+        id INTEGER PRIMARY KEY,
+        cluster TEXT NOT NULL DEFAULT '',
+        source TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        user TEXT NOT NULL,
+        grp TEXT NOT NULL DEFAULT '',
+        account TEXT NOT NULL DEFAULT '',
+        partition TEXT NOT NULL DEFAULT '',
+        qos TEXT NOT NULL DEFAULT '',
+        application TEXT NOT NULL DEFAULT '',
+        job_name TEXT NOT NULL DEFAULT '',
+        nodes INTEGER NOT NULL DEFAULT 0,
+        requested_procs INTEGER NOT NULL DEFAULT 0,
+        allocated_procs INTEGER NOT NULL DEFAULT 0,
+        requested_time_s REAL NOT NULL DEFAULT 0,
+        submit_time REAL NOT NULL,
+        start_time REAL NOT NULL DEFAULT -1,
+        end_time REAL NOT NULL DEFAULT -1,
+        runtime_s REAL NOT NULL,
+        state TEXT NOT NULL,
+        exit_code INTEGER NOT NULL DEFAULT 0,
+        inputs TEXT NOT NULL DEFAULT '{}',
+        prediction_id TEXT NOT NULL DEFAULT '',
+        node_list TEXT NOT NULL DEFAULT '',
+        stored_at REAL NOT NULL,
+        UNIQUE (cluster, source, job_id)
+    );
+    INSERT INTO jobs_with_cluster (id, cluster, source, job_id, user, grp, account, partition, qos, application,
+        job_name, nodes, requested_procs, allocated_procs, requested_time_s, submit_time, start_time, end_time,
+        runtime_s, state, exit_code, inputs, prediction_id, node_list, stored_at)
+    SELECT id, '', source, job_id, user, grp, account, partition, qos, application, job_name, nodes,
+        requested_procs, allocated_procs, requested_time_s, submit_time, start_time, end_time, runtime_s, state,
+        exit_code, inputs, prediction_id, node_list, stored_at FROM jobs;
+    DROP TABLE jobs;
+    ALTER TABLE jobs_with_cluster RENAME TO jobs;
+    CREATE INDEX jobs_end ON jobs (end_time);
+    CREATE INDEX jobs_submit ON jobs (submit_time, end_time);
+    CREATE INDEX jobs_user_end ON jobs (user, end_time);
+    CREATE INDEX jobs_user_app_end ON jobs (user, application, end_time);
+    CREATE INDEX jobs_cluster_job ON jobs (cluster, job_id);
+    ALTER TABLE predictions ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+    DROP INDEX predictions_job;
+    CREATE INDEX predictions_job ON predictions (job_id, cluster);
+    """,
 )
 
 #: Rows fetched per step by streaming reads (memory stays bounded whatever the history).
@@ -116,12 +165,16 @@ class PredictionRow:
     model_version: str
     fallback: bool
     request: bytes = b""
+    cluster: str = ""
 
 
 _INSERT_PREDICTION = (
     "INSERT OR REPLACE INTO predictions (prediction_id, job_id, stage, user, application, created, runtime_s, "
-    "low_s, high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    "low_s, high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_PREDICTION_SELECT = ("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, high_s, "
+                      "bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster "
+                      "FROM predictions")
 
 
 @contextmanager
@@ -162,23 +215,29 @@ class Store(ABC):
     @abstractmethod
     def prediction(self, prediction_id: str) -> PredictionRow | None: ...
 
-    def prediction_for_job(self, job_id: str, *, since: float = 0.0) -> PredictionRow | None:
+    def prediction_for_job(self, job_id: str, *, since: float = 0.0,
+                           cluster: str | None = None) -> PredictionRow | None:
         """The latest prediction recorded for ``job_id`` (at allocation) created at or after
-        ``since``; None when there is none (or the store cannot look it up)."""
+        ``since``, on ``cluster`` (None: any); None when there is none (or the store cannot
+        look it up)."""
         return None
 
     @abstractmethod
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
         """Every ended job in end-time order (history replays depend on that order)."""
 
-    def count_jobs(self, *, scorable: bool = False) -> int:
-        """Stored jobs; ``scorable``: only those with a known submit time and runtime."""
-        return sum(1 for job in self.iter_jobs() if not scorable or (job.runtime_s >= 0 and job.submit_time >= 0))
+    def count_jobs(self, *, scorable: bool = False, cluster: str | None = None) -> int:
+        """Stored jobs (of ``cluster``; None: all); ``scorable``: only those with a known
+        submit time and runtime."""
+        return sum(1 for job in self.iter_jobs() if (not scorable or (job.runtime_s >= 0 and job.submit_time >= 0))
+                   and (cluster is None or job.cluster == cluster))
 
-    def jobs_by_submit(self, *, with_inputs: bool = True) -> Iterator[JobRecord]:
-        """Jobs with a known submit time and runtime in submission order, ties in end-time
-        order (what training replays). A backend streams them; this default does not."""
-        usable = [job for job in self.iter_jobs() if job.runtime_s >= 0 and job.submit_time >= 0]
+    def jobs_by_submit(self, *, with_inputs: bool = True, cluster: str | None = None) -> Iterator[JobRecord]:
+        """Jobs (of ``cluster``; None: all) with a known submit time and runtime in submission
+        order, ties in end-time order (what training replays). A backend streams them; this
+        default does not."""
+        usable = [job for job in self.iter_jobs() if job.runtime_s >= 0 and job.submit_time >= 0
+                  and (cluster is None or job.cluster == cluster)]
         return iter(sorted(usable, key=lambda job: job.submit_time))
 
     def recent_jobs(self, window: int, *, since_end: float | None = None) -> Iterator[JobRecord]:
@@ -201,7 +260,7 @@ def _prediction_values(row: PredictionRow) -> tuple:
     """The ``predictions`` row (the INSERT's parameters; also what the journal stores)."""
     return (row.prediction_id, row.job_id, row.stage, row.user, row.application, row.created, row.runtime_s,
             row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
-            row.model_version, int(row.fallback), row.request)
+            row.model_version, int(row.fallback), row.request, row.cluster)
 
 
 def _prediction_from_values(values) -> PredictionRow:
@@ -214,7 +273,7 @@ def _prediction_from_values(values) -> PredictionRow:
 
 _JOB_COLUMNS = ("job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
                 "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time",
-                "start_time", "end_time", "runtime_s", "state", "exit_code", "inputs")
+                "start_time", "end_time", "runtime_s", "state", "exit_code", "cluster", "inputs")
 
 
 def _job_values(record: JobRecord) -> tuple:
@@ -222,19 +281,19 @@ def _job_values(record: JobRecord) -> tuple:
             record.application, record.job_name, int(record.nodes), int(record.requested_procs),
             int(record.allocated_procs), float(record.requested_time_s), float(record.submit_time),
             float(record.start_time), float(record.end_time), float(record.runtime_s), record.state,
-            int(record.exit_code), json.dumps(record.inputs, sort_keys=True, default=str))
+            int(record.exit_code), record.cluster, json.dumps(record.inputs, sort_keys=True, default=str))
 
 
 def _job_from_row(row: tuple) -> JobRecord:
     (job_id, user, grp, account, partition, qos, application, job_name, nodes, requested_procs,
      allocated_procs, requested_time_s, submit_time, start_time, end_time, runtime_s, state,
-     exit_code, inputs) = row
+     exit_code, cluster, inputs) = row
     return JobRecord(job_id=job_id, user=user, group=grp, account=account, partition=partition, qos=qos,
                      application=application, job_name=job_name, nodes=nodes,
                      requested_procs=requested_procs, allocated_procs=allocated_procs,
                      requested_time_s=requested_time_s, submit_time=submit_time, start_time=start_time,
                      end_time=end_time, runtime_s=runtime_s, state=state, exit_code=exit_code,
-                     inputs=json.loads(inputs) if inputs and inputs != "{}" else {})
+                     inputs=json.loads(inputs) if inputs and inputs != "{}" else {}, cluster=cluster)
 
 
 class SQLiteStore(StoreLookups, Store):
@@ -511,14 +570,18 @@ class SQLiteStore(StoreLookups, Store):
         rows = self._stream(f"SELECT {', '.join(_JOB_COLUMNS)} FROM jobs {where} ORDER BY end_time, id", params)
         return (_job_from_row(row) for row in rows)
 
-    def count_jobs(self, *, scorable: bool = False) -> int:
-        where = " WHERE runtime_s >= 0 AND submit_time >= 0" if scorable else ""
-        return int(self._read(f"SELECT COUNT(*) FROM jobs{where}")[0][0])
+    def count_jobs(self, *, scorable: bool = False, cluster: str | None = None) -> int:
+        where = ["runtime_s >= 0 AND submit_time >= 0"] if scorable else []
+        if cluster is not None:
+            where.append("cluster = ?")
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        return int(self._read(f"SELECT COUNT(*) FROM jobs{clause}", () if cluster is None else (cluster,))[0][0])
 
-    def jobs_by_submit(self, *, with_inputs: bool = True) -> Iterator[JobRecord]:
+    def jobs_by_submit(self, *, with_inputs: bool = True, cluster: str | None = None) -> Iterator[JobRecord]:
         columns = ", ".join(_JOB_COLUMNS[:-1]) + (", inputs" if with_inputs else ", ''")
-        rows = self._stream(f"SELECT {columns} FROM jobs WHERE runtime_s >= 0 AND submit_time >= 0 "
-                            "ORDER BY submit_time, end_time, id")
+        on_cluster, params = ("", ()) if cluster is None else (" AND cluster = ?", (cluster,))
+        rows = self._stream(f"SELECT {columns} FROM jobs WHERE runtime_s >= 0 AND submit_time >= 0{on_cluster} "
+                            "ORDER BY submit_time, end_time, id", params)
         return (_job_from_row(row) for row in rows)
 
     def recent_jobs(self, window: int, *, since_end: float | None = None) -> Iterator[JobRecord]:
@@ -589,22 +652,21 @@ class SQLiteStore(StoreLookups, Store):
         pending = self._pending_ids.get(prediction_id)
         if pending is not None:
             return _prediction_from_values(pending)
-        rows = self._read("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, "
-                          "high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, "
-                          "request FROM predictions WHERE prediction_id = ?", (prediction_id,))
+        rows = self._read(f"{_PREDICTION_SELECT} WHERE prediction_id = ?", (prediction_id,))
         return _prediction_from_values(rows[0]) if rows else None
 
-    def prediction_for_job(self, job_id: str, *, since: float = 0.0) -> PredictionRow | None:
+    def prediction_for_job(self, job_id: str, *, since: float = 0.0,
+                           cluster: str | None = None) -> PredictionRow | None:
         if not job_id:
             return None
         with self._journal_lock:
-            pending = [values for values in self._pending_ids.values() if values[1] == job_id and values[5] >= since]
+            pending = [values for values in self._pending_ids.values() if values[1] == job_id and values[5] >= since
+                       and (cluster is None or values[16] == cluster)]
         if pending:
             return _prediction_from_values(max(pending, key=lambda values: values[5]))
-        rows = self._read("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, "
-                          "high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, "
-                          "request FROM predictions WHERE job_id = ? AND created >= ? ORDER BY created DESC LIMIT 1",
-                          (job_id, since))
+        on_cluster, params = ("", (job_id, since)) if cluster is None else (" AND cluster = ?", (job_id, since, cluster))
+        rows = self._read(f"{_PREDICTION_SELECT} WHERE job_id = ? AND created >= ?{on_cluster} "
+                          "ORDER BY created DESC LIMIT 1", params)
         return _prediction_from_values(rows[0]) if rows else None
 
     # -- status

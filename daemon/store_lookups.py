@@ -11,13 +11,13 @@ from __future__ import annotations
 from .records import JobRecord
 
 #: Columns of a job row as :meth:`StoreLookups.job_rows` returns them (dict keys).
-JOB_ROW_COLUMNS = ("source", "job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
+JOB_ROW_COLUMNS = ("cluster", "source", "job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
                    "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time", "start_time",
                    "end_time", "runtime_s", "state", "exit_code", "inputs", "prediction_id", "node_list")
 _PREDICTION_COLUMNS = ("prediction_id, job_id, stage, user, application, created, runtime_s, low_s, high_s, bound_s, "
-                       "requested_time_s, comm_time_s, model_name, model_version, fallback, request")
+                       "requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster")
 #: Columns of :meth:`StoreLookups.outcome_rows` (one row per ended job, its prediction if any).
-OUTCOME_COLUMNS = ("job_id", "source", "user", "account", "partition", "state", "procs", "requested_time_s",
+OUTCOME_COLUMNS = ("cluster", "job_id", "source", "user", "account", "partition", "state", "procs", "requested_time_s",
                    "runtime_s", "submit_time", "end_time", "predicted_s", "bound_s", "fallback", "model_version")
 
 
@@ -27,23 +27,29 @@ class StoreLookups:
     def _read(self, sql: str, params=()) -> list:   # provided by the backend
         raise NotImplementedError
 
-    def job_rows(self, job_id: str) -> list[dict]:
-        """Every stored row of ``job_id`` (an ingested trace and a reported outcome may both
-        hold it), oldest first."""
-        rows = self._read(f"SELECT {', '.join(JOB_ROW_COLUMNS)} FROM jobs WHERE job_id = ? ORDER BY stored_at, id",
-                          (str(job_id),))
+    def job_rows(self, job_id: str, cluster: str | None = None) -> list[dict]:
+        """Every stored row of ``job_id`` on ``cluster`` (None: any; an ingested trace and a
+        reported outcome may both hold it), oldest first."""
+        on_cluster, params = ("", (str(job_id),)) if cluster is None else (" AND cluster = ?", (str(job_id), cluster))
+        rows = self._read(f"SELECT {', '.join(JOB_ROW_COLUMNS)} FROM jobs WHERE job_id = ?{on_cluster} "
+                          "ORDER BY stored_at, id", params)
         return [dict(zip(JOB_ROW_COLUMNS, row)) for row in rows]
 
-    def job_predictions(self, job_id: str, prediction_ids=()) -> list:
-        """Predictions recorded for ``job_id`` or named by ``prediction_ids`` (a submission
-        is predicted before Slurm gives the job its id), in creation order."""
+    def job_predictions(self, job_id: str, prediction_ids=(), cluster: str | None = None) -> list:
+        """Predictions recorded for ``job_id`` (on ``cluster``; None: any) or named by
+        ``prediction_ids`` (a submission is predicted before Slurm gives the job its id), in
+        creation order."""
         from .store import _prediction_from_values
 
         self.flush_pending()
         ids = [i for i in dict.fromkeys(prediction_ids) if i]
-        where = "job_id = ?" + (f" OR prediction_id IN ({', '.join('?' * len(ids))})" if ids else "")
+        where, params = "job_id = ?", [str(job_id)]
+        if cluster is not None:
+            where, params = "(job_id = ? AND cluster = ?)", [str(job_id), cluster]
+        if ids:
+            where += f" OR prediction_id IN ({', '.join('?' * len(ids))})"
         rows = self._read(f"SELECT {_PREDICTION_COLUMNS} FROM predictions WHERE {where} ORDER BY created",
-                          (str(job_id), *ids))
+                          (*params, *ids))
         return [_prediction_from_values(row) for row in rows]
 
     def user_history(self, user: str, before: float, limit: int = 10) -> list[JobRecord]:
@@ -55,18 +61,19 @@ class StoreLookups:
         return [_job_from_row(row) for row in reversed(rows)]
 
     def outcome_rows(self, *, user: str | None = None, account: str | None = None,
-                     since: float | None = None) -> list[tuple]:
+                     since: float | None = None, cluster: str | None = None) -> list[tuple]:
         """Ended jobs (runtime known) with their prediction where one was recorded, as tuples
         ordered as :data:`OUTCOME_COLUMNS` (predicted_s/bound_s/fallback/model_version are None
         for a job without one), in end-time order."""
         self.flush_pending()
         where, params = ["j.runtime_s >= 0"], []
-        for clause, value in (("j.user = ?", user), ("j.account = ?", account), ("j.end_time >= ?", since)):
+        for clause, value in (("j.user = ?", user), ("j.account = ?", account), ("j.end_time >= ?", since),
+                              ("j.cluster = ?", cluster)):
             if value is not None:
                 where.append(clause)
                 params.append(value)
         return self._read(
-            "SELECT j.job_id, j.source, j.user, j.account, j.partition, j.state, "
+            "SELECT j.cluster, j.job_id, j.source, j.user, j.account, j.partition, j.state, "
             "CASE WHEN j.requested_procs > 0 THEN j.requested_procs ELSE j.allocated_procs END, "
             "j.requested_time_s, j.runtime_s, j.submit_time, j.end_time, p.runtime_s, p.bound_s, p.fallback, "
             "p.model_version FROM jobs j LEFT JOIN predictions p ON p.prediction_id = j.prediction_id "

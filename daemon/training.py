@@ -20,22 +20,23 @@ from .store import Store
 
 
 def train_from_store(store: Store, params: ModelParams | None = None, risk: float = 0.03,
-                     replay_last: int = 200_000,
-                     progress: Callable[[int, int], None] | None = None) -> tuple[HpcPredictModel, int]:
-    """The walltime model fit on every scorable job of ``store``, and how many jobs it saw.
+                     replay_last: int = 200_000, progress: Callable[[int, int], None] | None = None,
+                     cluster: str | None = None) -> tuple[HpcPredictModel, int]:
+    """The walltime model fit on every scorable job of ``store`` (of ``cluster``; None: of
+    every cluster, one shared model), and how many jobs it saw.
 
     As :func:`~hpcpredict.daemon.history.persist.train_model`: jobs are predicted at submit and
     observed at end, only the last ``replay_last`` submissions in full (older ones are only
     remembered: the model keeps nothing of them but each user's last jobs and the ratio
     window). ``replay_last`` is counted from the store's count taken before the stream opens;
     jobs ingested in between shift it by as many, which changes nothing that matters."""
-    total = store.count_jobs(scorable=True)
+    total = store.count_jobs(scorable=True, cluster=cluster)
     model = HpcPredictModel(params)
     full_from = max(total - replay_last, 0)
     running: list[tuple[float, int, object]] = []   # (end, index, job) of jobs not yet ended
     last_end = -math.inf
     seen = 0
-    for index, job in enumerate(store.jobs_by_submit(with_inputs=False)):
+    for index, job in enumerate(store.jobs_by_submit(with_inputs=False, cluster=cluster)):
         while running and running[0][0] <= job.submit_time:
             _, done, record = heapq.heappop(running)
             (model.remember if done < full_from else model.observe)(record)

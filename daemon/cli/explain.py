@@ -55,8 +55,8 @@ def explain_job(store, job_id: str, *, floor_s: float, history: int = 5, cluster
     from ..errors import HpcPredictError
     from ..walltime_policy import plan_limits
 
-    rows = store.job_rows(job_id, cluster=cluster) if cluster is not None else store.job_rows(job_id)
-    predictions = store.job_predictions(job_id, [row["prediction_id"] for row in rows])
+    rows = store.job_rows(job_id, cluster=cluster)
+    predictions = store.job_predictions(job_id, [row["prediction_id"] for row in rows], cluster=cluster)
     if not rows and not predictions:
         where = f" on cluster {cluster}" if cluster else ""
         raise HpcPredictError(f"no job {job_id}{where} in the store (neither an outcome, history nor a prediction)")

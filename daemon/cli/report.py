@@ -50,10 +50,8 @@ def outcome_frame(store, *, user=None, account=None, since=None, cluster=None):
 
     from ..store_lookups import OUTCOME_COLUMNS
 
-    options = {"user": user, "account": account, "since": since}
-    if cluster is not None:
-        options["cluster"] = cluster
-    return pd.DataFrame(store.outcome_rows(**options), columns=list(OUTCOME_COLUMNS))
+    rows = store.outcome_rows(user=user, account=account, since=since, cluster=cluster)
+    return pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS))
 
 
 def summarize(jobs, *, by: str = "user", risk: float = 0.03):
