@@ -708,8 +708,15 @@ class SQLiteStore(StoreLookups, Store):
 
 
 def open_store(config, *, lazy: bool = False, journal: bool = False) -> Store:
-    """Build the store named by the config (only SQLite ships today); ``lazy``: see SQLiteStore;
-    ``journal``: the daemon's prediction journal (one process only: the files are locked)."""
+    """Build the store named by the config (``[store] backend``: SQLite, the default, or
+    PostgreSQL); ``lazy``: see SQLiteStore; ``journal``: the SQLite daemon's prediction journal
+    (one process only: the files are locked; the PostgreSQL store needs none)."""
+    if getattr(config.store, "backend", "sqlite") == "postgres":
+        from .store_postgres import PostgresStore
+
+        if not config.store.dsn:
+            raise StoreError("[store] backend = postgres needs [store] dsn (a libpq connection string)")
+        return PostgresStore(config.store.dsn, lazy=lazy)
     return SQLiteStore(config.store.path, synchronous=config.store.synchronous,
                        busy_timeout_ms=config.store.busy_timeout_ms, lazy=lazy,
                        journal_bytes=config.store.journal_mib << 20 if journal else 0)

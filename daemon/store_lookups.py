@@ -3,7 +3,8 @@
 
 A mixin of the store backends: plain SQL (``?`` placeholders) run through the backend's
 ``_read(sql, params) -> list[tuple]``, so every backend answers the same questions the same
-way. None of this is on the prediction path: ``explain`` and ``report`` are admin commands
+way. The column ``user`` is always written quoted: in PostgreSQL a bare ``user`` is the
+session's user name, not the column. None of this is on the prediction path: ``explain`` and ``report`` are admin commands
 reading the store directly; the accuracy gauges run one aggregate query per scrape.
 """
 from __future__ import annotations
@@ -14,11 +15,16 @@ from .records import JobRecord
 JOB_ROW_COLUMNS = ("cluster", "source", "job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
                    "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time", "start_time",
                    "end_time", "runtime_s", "state", "exit_code", "inputs", "prediction_id", "node_list")
-_PREDICTION_COLUMNS = ("prediction_id, job_id, stage, user, application, created, runtime_s, low_s, high_s, bound_s, "
-                       "requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster")
+_PREDICTION_COLUMNS = ('prediction_id, job_id, stage, "user", application, created, runtime_s, low_s, high_s, bound_s, '
+                       'requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster')
 #: Columns of :meth:`StoreLookups.outcome_rows` (one row per ended job, its prediction if any).
 OUTCOME_COLUMNS = ("cluster", "job_id", "source", "user", "account", "partition", "state", "procs", "requested_time_s",
                    "runtime_s", "submit_time", "end_time", "predicted_s", "bound_s", "fallback", "model_version")
+
+
+def quoted(columns) -> str:
+    """A column list for SQL, ``user`` quoted (see the module doc)."""
+    return ", ".join(f'"{c}"' if c == "user" else c for c in columns)
 
 
 class StoreLookups:
@@ -31,7 +37,7 @@ class StoreLookups:
         """Every stored row of ``job_id`` on ``cluster`` (None: any; an ingested trace and a
         reported outcome may both hold it), oldest first."""
         on_cluster, params = ("", (str(job_id),)) if cluster is None else (" AND cluster = ?", (str(job_id), cluster))
-        rows = self._read(f"SELECT {', '.join(JOB_ROW_COLUMNS)} FROM jobs WHERE job_id = ?{on_cluster} "
+        rows = self._read(f"SELECT {quoted(JOB_ROW_COLUMNS)} FROM jobs WHERE job_id = ?{on_cluster} "
                           "ORDER BY stored_at, id", params)
         return [dict(zip(JOB_ROW_COLUMNS, row)) for row in rows]
 
@@ -56,7 +62,7 @@ class StoreLookups:
         """The ``limit`` last jobs of ``user`` that ended before ``before``, oldest first."""
         from .store import _JOB_COLUMNS, _job_from_row
 
-        rows = self._read(f"SELECT {', '.join(_JOB_COLUMNS)} FROM jobs WHERE user = ? AND end_time >= 0 "
+        rows = self._read(f'SELECT {quoted(_JOB_COLUMNS)} FROM jobs WHERE "user" = ? AND end_time >= 0 '
                           "AND end_time < ? ORDER BY end_time DESC, id DESC LIMIT ?", (user, before, int(limit)))
         return [_job_from_row(row) for row in reversed(rows)]
 
@@ -67,13 +73,13 @@ class StoreLookups:
         for a job without one), in end-time order."""
         self.flush_pending()
         where, params = ["j.runtime_s >= 0"], []
-        for clause, value in (("j.user = ?", user), ("j.account = ?", account), ("j.end_time >= ?", since),
+        for clause, value in (('j."user" = ?', user), ("j.account = ?", account), ("j.end_time >= ?", since),
                               ("j.cluster = ?", cluster)):
             if value is not None:
                 where.append(clause)
                 params.append(value)
         return self._read(
-            "SELECT j.cluster, j.job_id, j.source, j.user, j.account, j.partition, j.state, "
+            'SELECT j.cluster, j.job_id, j.source, j."user", j.account, j.partition, j.state, '
             "CASE WHEN j.requested_procs > 0 THEN j.requested_procs ELSE j.allocated_procs END, "
             "j.requested_time_s, j.runtime_s, j.submit_time, j.end_time, p.runtime_s, p.bound_s, p.fallback, "
             "p.model_version FROM jobs j LEFT JOIN predictions p ON p.prediction_id = j.prediction_id "
