@@ -125,7 +125,11 @@ class PostgresStore(StoreLookups, Store):
             raise StoreError("the PostgreSQL store needs psycopg: pip install 'psycopg[binary]'") from error
         self._psycopg = psycopg
         self.dsn = dsn
-        self.path = f"postgresql ({dsn})"
+        try:   # what status and logs show: the connection string without its password
+            shown = psycopg.conninfo.conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as error:
+            raise StoreError(f"[store] dsn is not a libpq connection string: {error}") from error
+        self.path = "postgresql " + " ".join(f"{k}={v}" for k, v in shown.items() if k != "password")
         self._connect_timeout_s = connect_timeout_s
         self._lazy, self._retry_s = lazy, retry_s
         self._lock = threading.Lock()

@@ -7,8 +7,10 @@ daemon (this is off the prediction path).
 Columns: ``jobs`` ended in the period; ``predicted`` of them had a prediction recorded;
 ``our_accuracy`` mean min(p, r)/max(p, r) of those predictions (p predicted, r actual runtime);
 ``request_accuracy`` the same for the users' own requests; ``requested_h`` / ``used_h``
-processor-hours asked for and used; ``killed_by_our_limit`` jobs that ended in TIMEOUT while
-the limit was ours (a prediction whose bound lay below the request, or no request at all);
+processor-hours asked for and used; ``killed_by_our_limit`` jobs that ended in TIMEOUT before
+their own request (more than a minute short of it, or without a request) while a prediction
+of ours had a bound below it: killed at a limit we set (``--time`` or a ``--time-min`` that
+backfill used), not at the user's own;
 ``suggested_time`` the limit the user's runtimes in the period suggest: their (1 - risk)
 quantile plus 10 %, at most their largest request, in whole minutes.
 """
@@ -78,7 +80,8 @@ def summarize(jobs, *, by: str = "user", risk: float = 0.03):
     frame["requested_h"] = np.where(request > 0, request * procs / 3600.0, np.nan)
     frame["used_h"] = runtime * procs / 3600.0
     ours = has_prediction & ((request <= 0) | (frame["bound_s"].astype(float) < request))
-    frame["killed_by_our_limit"] = (ours & (frame["state"] == "TIMEOUT")).astype(int)
+    before_request = (request <= 0) | (frame["runtime_s"] < request - 60.0)
+    frame["killed_by_our_limit"] = (ours & before_request & (frame["state"] == "TIMEOUT")).astype(int)
     frame["predicted"] = has_prediction.astype(int)
     frame["request"] = request.where(request > 0)
     groups = frame.groupby(by, sort=False)

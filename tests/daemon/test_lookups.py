@@ -45,8 +45,8 @@ def gauge(text: str, name: str, partition: str) -> float:
 
 @pytest.fixture
 def predicted_world(daemon):
-    """alice: three ended jobs, then job 501 predicted and ended (batch); bob: job 601 predicted
-    with no history (a fallback: not scored) and job 602 predicted and killed (TIMEOUT, short)."""
+    """alice: three ended jobs, then job 501 predicted and ended (batch); bob: two ended jobs,
+    then job 602 predicted and killed (TIMEOUT) at 15 min of its 20 (short): at our limit."""
     now = int(time.time())
     with grpc.insecure_channel(f"unix:{daemon.socket}") as channel:
         stub = pb_grpc.PredictorStub(channel)
@@ -62,7 +62,7 @@ def predicted_world(daemon):
                                           submit_time=now - 9000, end_time=now - 6000 + number,
                                           request=job("bob", "short", time_limit_s=1200)), timeout=5)
         bob = stub.Predict(job("bob", "short", "602", time_limit_s=1200), timeout=5)
-        stub.ReportOutcome(pb.Outcome(job_id="602", prediction_id=bob.prediction_id, elapsed_s=1200.0,
+        stub.ReportOutcome(pb.Outcome(job_id="602", prediction_id=bob.prediction_id, elapsed_s=900.0,
                                       state="TIMEOUT", submit_time=now - 3000, end_time=now - 50), timeout=5)
     assert not alice.fallback and not bob.fallback
     return alice, bob
