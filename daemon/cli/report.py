@@ -147,19 +147,25 @@ def _report(args) -> int:
     if jobs.empty:
         raise HpcPredictError("no ended job matches (check --user/--account/--since, or ingest history first)")
     table = summarize(jobs, by=args.by, risk=config.policy.risk)
+    overall = summarize(jobs.assign(everyone="all"), by="everyone", risk=config.policy.risk).iloc[0]
     if args.plot:
         what = ", ".join(f"{k} {v}" for k, v in (("user", args.user), ("account", args.account),
                                                     ("since", args.since)) if v) or "all jobs"
         plot_report(table, args.plot, f"hpcpredict report by {args.by} ({what})")
     if args.json:
         records = json.loads(table.reset_index().to_json(orient="records"))
-        print_json({"by": args.by, "rows": records})
+        print_json({"by": args.by, "rows": records, "all": json.loads(overall.to_json())})
         return 0
     shown = table.copy()
     for column in ("median_request", "suggested_time"):
         shown[column] = shown[column].map(lambda s: slurm_time(int(s)) if isinstance(s, (int, float)) and
                                           not math.isnan(s) and s > 0 else "-")
     print(shown.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-"))
+    ours = "-" if math.isnan(overall["our_accuracy"]) else f"{overall['our_accuracy']:.3f}"
+    theirs = "-" if math.isnan(overall["request_accuracy"]) else f"{overall['request_accuracy']:.3f}"
+    print(f"all: {int(overall['jobs'])} jobs, {int(overall['predicted'])} predicted; accuracy of our estimates "
+          f"{ours}, of the requests {theirs}; processor-hours requested {overall['requested_h']:.0f}, used "
+          f"{overall['used_h']:.0f}; killed under our limit: {int(overall['killed_by_our_limit'])}")
     if args.plot:
         print(f"plot written to {args.plot}")
     return 0
