@@ -145,6 +145,16 @@ MIGRATIONS: tuple[str, ...] = (
 
 #: Rows fetched per step by streaming reads (memory stays bounded whatever the history).
 STREAM_BATCH_ROWS = 5000
+# Distinct keys by index seeks ("skip scan"): one seek per key instead of reading every index
+# entry, so a daemon's start-up costs as many seeks as there are users, not history rows.
+_DISTINCT_USERS = (
+    "WITH RECURSIVE walk(user) AS (SELECT MIN(user) FROM jobs UNION ALL "
+    "SELECT (SELECT MIN(user) FROM jobs WHERE user > walk.user) FROM walk WHERE walk.user IS NOT NULL) "
+    "SELECT user FROM walk WHERE user IS NOT NULL")
+_DISTINCT_APPLICATIONS = (
+    "WITH RECURSIVE walk(application) AS (SELECT MIN(application) FROM jobs WHERE user = ?1 UNION ALL "
+    "SELECT (SELECT MIN(application) FROM jobs WHERE user = ?1 AND application > walk.application) FROM walk "
+    "WHERE walk.application IS NOT NULL) SELECT application FROM walk WHERE application IS NOT NULL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -589,18 +599,19 @@ class SQLiteStore(StoreLookups, Store):
 
     def _stream_recent(self, window: int, since_end: float | None) -> Iterator[tuple]:
         """One snapshot: the ids of each user's and each (user, application)'s last ``window``
-        jobs, each found through its index (a few rows per key, not a scan of the history),
-        and of the jobs newer than ``since_end``, collected in a temporary table (on disk, so
-        memory stays bounded); then those rows in end-time order."""
+        jobs, each found through its index (a few rows per key, not a scan of the history:
+        the users and their applications are walked by index seeks, one per key), and of the
+        jobs newer than ``since_end``, collected in a temporary table (on disk, so memory stays
+        bounded); then those rows in end-time order."""
         with self._snapshot() as db:
             db.execute("CREATE TEMP TABLE IF NOT EXISTS replay_ids (id INTEGER PRIMARY KEY)")
             db.execute("DELETE FROM replay_ids")
-            for user, application in db.execute("SELECT DISTINCT user, application FROM jobs").fetchall():
-                db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE user = ? AND application = ? "
-                           "AND runtime_s > 0 ORDER BY end_time DESC, id DESC LIMIT ?", (user, application, window))
-            for (user,) in db.execute("SELECT DISTINCT user FROM jobs").fetchall():
+            for (user,) in db.execute(_DISTINCT_USERS).fetchall():
                 db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE user = ? AND runtime_s > 0 "
                            "ORDER BY end_time DESC, id DESC LIMIT ?", (user, window))
+                for (application,) in db.execute(_DISTINCT_APPLICATIONS, (user,)).fetchall():
+                    db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE user = ? AND application = ? "
+                               "AND runtime_s > 0 ORDER BY end_time DESC, id DESC LIMIT ?", (user, application, window))
             if since_end is not None:
                 db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE end_time > ? OR end_time < 0",
                            (since_end,))

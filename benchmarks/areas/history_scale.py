@@ -2,6 +2,7 @@
 
     python -m benchmarks run history_scale                      # 10^6 jobs
     python -m benchmarks run history_scale --jobs 1000000 10000000
+    python -m benchmarks run history_scale --jobs 1000000 10000000 --start-up-only   # models trained before
 
 For each size: a store of real jobs replayed from KTH-SP2 and HPC2N with shifted times and
 users (benchmarks/history_scale/build.py says how; built once, reused from --cache), then,
@@ -47,8 +48,8 @@ def _timed_child(argv: list[str], env: dict) -> dict:
 
 
 def _start_up(env: dict, work: Path, timeout: float = 600.0) -> dict:
-    """Start hpcpredictd; seconds until it serves (runtime info written after the replay) and
-    its peak RSS then (VmHWM)."""
+    """Start hpcpredictd; seconds until it serves (runtime info written after the replay), the
+    CPU time it used until then, and its peak RSS then (VmHWM)."""
     info = work / "hpcpredictd.json"
     if info.exists():
         info.unlink()
@@ -65,7 +66,9 @@ def _start_up(env: dict, work: Path, timeout: float = 600.0) -> dict:
         serving = time.perf_counter() - started
         status = Path(f"/proc/{proc.pid}/status").read_text()
         hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
-        return {"start_s": round(serving, 1), "peak_rss_mib": round(hwm / 1024)}
+        ticks = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13]
+        cpu = sum(int(t) for t in ticks) / os.sysconf("SC_CLK_TCK")
+        return {"start_s": round(serving, 1), "start_cpu_s": round(cpu, 1), "peak_rss_mib": round(hwm / 1024)}
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -81,6 +84,8 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--jobs", type=int, nargs="+", default=[1_000_000], help="history sizes (default 10^6)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/hpcpredict-history-scale"),
                         help="where the built stores are kept between runs")
+    parser.add_argument("--start-up-only", action="store_true",
+                        help="measure the daemon start only, on the models an earlier run published in --cache")
     options = parser.parse_args(args)
     sizes, headline = {}, {}
     for total in options.jobs:
@@ -88,12 +93,21 @@ def run(args: list[str]) -> dict:
         store = work / "history.sqlite"
         built = build_store(store, total)
         env = _environment(work, store)
-        train = _timed_child([sys.executable, "-m", "hpcpredict.daemon.cli.main", "train", "--no-reload", "--json"], env)
-        trained = json.loads(train.pop("stdout"))
+        if options.start_up_only:
+            if not (work / "models" / "walltime").is_dir():
+                raise SystemExit(f"--start-up-only: no walltime model in {work / 'models'}: run without it first")
+            train = None
+        else:
+            train = _timed_child([sys.executable, "-m", "hpcpredict.daemon.cli.main", "train", "--no-reload", "--json"],
+                                 env)
+            trained = json.loads(train.pop("stdout"))
+            train.update(jobs=trained["jobs"], version=trained["version"])
         start = _start_up(env, work)
-        sizes[str(total)] = {"store": built, "train": {**train, "jobs": trained["jobs"], "version": trained["version"]},
-                             "start_up": start, "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
-        headline[f"{total:.0e}".replace("+0", "")] = {
-            "train_s": train["wall_s"], "train_peak_rss_mib": train["peak_rss_mib"],
-            "start_up_s": start["start_s"], "daemon_peak_rss_mib": start["peak_rss_mib"]}
+        sizes[str(total)] = {"store": built, "train": train, "start_up": start,
+                             "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+        row = {"start_up_s": start["start_s"], "daemon_peak_rss_mib": start["peak_rss_mib"]}
+        if train is not None:
+            row = {"train_s": train["wall_s"], "train_cpu_s": train["cpu_s"],
+                   "train_peak_rss_mib": train["peak_rss_mib"], **row}
+        headline[f"{total:.0e}".replace("+0", "")] = row
     return {"headline": headline, "sizes": sizes}
