@@ -1,11 +1,12 @@
 """A long history made of real traces: KTH-SP2 and HPC2N replayed back to back, shifted.
 
 Copy k of a trace is shifted in time so that it starts one hour after the previous copy ended,
-so the history is one continuous, time-ordered stream of real jobs. Users are renamed
-``g<k mod USER_GROUPS>:<trace>:<user>``: there are at most USER_GROUPS x (the traces' users)
-users (about 50 x 470 = 23 500, a large site), and a user's history goes on from one copy to
-the next of the same group (years of accounting per user, as at a real site), instead of
-every copy adding new users. Runtimes, requests, sizes, states and applications are the
+so the history is one continuous, time-ordered stream of real jobs (10^7 jobs span ~350
+years of these small machines' accounting). Users are renamed ``g<k mod USER_GROUPS>:<trace>:<user>``:
+5,775 users in a 10^6 or 10^7 history (50 groups of KTH-SP2's and HPC2N's users), and a
+user's history goes on from one copy to the next of the same group, as years of accounting do
+at a real site, instead of every copy adding new users. The traces name no application
+(SWF executable -1), so each user has one (user, application) key. Runtimes, requests, sizes, states and applications are the
 traces' own, unchanged. Job ids are ``<copy>.<id>``. Rows go through :meth:`SQLiteStore.add_jobs`
 (the ingest path) from a generator: building 10^7 jobs holds one batch in memory.
 """
