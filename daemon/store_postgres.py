@@ -279,13 +279,19 @@ class PostgresStore(StoreLookups, Store):
 
     def recent_jobs(self, window: int, *, since_end: float | None = None) -> Iterator[JobRecord]:
         # Each (user, application)'s and each user's last jobs through their index (LATERAL),
-        # the jobs after since_end, sorted by the server.
+        # the jobs after since_end, sorted by the server. The keys are walked by index seeks
+        # (a recursive "skip scan", one seek per key), not by reading the whole index.
         newer = "UNION SELECT id FROM jobs WHERE end_time > %s OR end_time < 0" if since_end is not None else ""
-        sql = (f"SELECT {_COLUMNS} FROM jobs WHERE id IN ("
-               ' SELECT last.id FROM (SELECT DISTINCT "user", application FROM jobs) pair CROSS JOIN LATERAL'
+        pairs = ('WITH RECURSIVE pair("user", application) AS ('
+                 ' (SELECT "user", application FROM jobs ORDER BY "user", application LIMIT 1)'
+                 ' UNION ALL SELECT next."user", next.application FROM pair CROSS JOIN LATERAL'
+                 '  (SELECT "user", application FROM jobs WHERE ("user", application) > (pair."user", pair.application)'
+                 '   ORDER BY "user", application LIMIT 1) next) ')
+        sql = (f"{pairs}SELECT {_COLUMNS} FROM jobs WHERE id IN ("
+               ' SELECT last.id FROM pair CROSS JOIN LATERAL'
                '  (SELECT id FROM jobs j WHERE j."user" = pair."user" AND j.application = pair.application'
                "   AND j.runtime_s > 0 ORDER BY j.end_time DESC, j.id DESC LIMIT %s) last"
-               ' UNION SELECT last.id FROM (SELECT DISTINCT "user" FROM jobs) person CROSS JOIN LATERAL'
+               ' UNION SELECT last.id FROM (SELECT DISTINCT "user" FROM pair) person CROSS JOIN LATERAL'
                '  (SELECT id FROM jobs j WHERE j."user" = person."user" AND j.runtime_s > 0'
                "   ORDER BY j.end_time DESC, j.id DESC LIMIT %s) last "
                f"{newer}) ORDER BY end_time, id")

@@ -136,3 +136,21 @@ def test_an_unreachable_postgres_is_a_store_error_not_a_crash(tmp_path):
     with pytest.raises(StoreError):
         lazy.counts()
     lazy.close()
+
+
+def test_start_up_replay_keeps_each_users_last_jobs_of_every_application(store):
+    """Several applications per user (the keys the replay walks one index seek at a time)."""
+    jobs = [JobRecord(str(n), f"u{n % 3}", float(n), runtime_s=10.0 + n, end_time=n + 10.0 + n,
+                      application=("", "lmp", "gmx", "vasp")[n % 4], state="COMPLETED") for n in range(120)]
+    store.add_jobs(jobs, "gen")
+    everything, windowed = RecentHistoryModel(2), RecentHistoryModel(2)
+    for job in store.iter_jobs():
+        everything.observe(job)
+    replayed = list(store.recent_jobs(2))
+    for job in replayed:
+        windowed.observe(job)
+    assert len(everything._by_user_app) == 12   # 3 users x 4 applications
+    assert {k: list(v) for k, v in windowed._by_user_app.items()} == \
+        {k: list(v) for k, v in everything._by_user_app.items()}
+    assert {k: list(v) for k, v in windowed._by_user.items()} == {k: list(v) for k, v in everything._by_user.items()}
+    assert len(replayed) == 24   # 2 per (user, application); each user's last 2 are among them
