@@ -67,12 +67,15 @@ class DaemonConfig:
     grace_s: float = 5.0                          # SIGTERM: drain in-flight calls this long
     slurm_user: str = "slurm"                     # SlurmUser: its hooks record predictions and outcomes
     admin_users: tuple[str, ...] = ("root", "hpcpredict")
+    clusters: tuple[str, ...] = ()                # Slurm clusters served; the first is the one of requests naming none
     log_format: str = "text"                      # text | json
     log_level: str = "INFO"
 
 
 @dataclass(frozen=True)
 class StoreConfig:
+    backend: str = "sqlite"                       # sqlite (embedded) | postgres (a shared server: dsn)
+    dsn: str = ""                                 # postgres: libpq connection string, e.g. "host=/run/postgresql dbname=hpcpredict"
     path: str = "{data_dir}/hpcpredict.sqlite"
     # FULL: every acknowledged outcome is on disk before the reply (survives power loss, not
     # just kill -9); the cost is one fsync per transaction, small next to a gRPC round trip.
@@ -269,6 +272,10 @@ def load_config(path: str | os.PathLike | None = None, environ: Mapping[str, str
 def _validate(config: Config) -> None:
     if not 0.0 < config.policy.risk < 1.0:
         raise ConfigError(f"[policy] risk must be in (0, 1), got {config.policy.risk}")
+    if config.store.backend not in ("sqlite", "postgres"):
+        raise ConfigError(f"[store] backend must be sqlite|postgres, got {config.store.backend!r}")
+    if config.store.backend == "postgres" and not config.store.dsn:
+        raise ConfigError("[store] backend = postgres needs [store] dsn (a libpq connection string)")
     if config.store.synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
         raise ConfigError(f"[store] synchronous must be OFF|NORMAL|FULL|EXTRA, got {config.store.synchronous!r}")
     if not 0 <= config.store.journal_mib <= 1024:

@@ -16,6 +16,7 @@ model's runtime at the requested size answers.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
@@ -48,6 +49,7 @@ class ModelSet:
     """The models served together; each slot is filled by its model kind's ``place``."""
 
     walltime: HpcPredictModel | None = None
+    walltime_by_cluster: Mapping[str, HpcPredictModel] = field(default_factory=dict)   # cluster -> its own
     runtime: ApplicationModels | None = None
     comm: Mapping[str, CommModelSet] = field(default_factory=dict)      # cluster key -> models
     # Resolved with the comm models, so a site without them never imports scipy.
@@ -58,6 +60,10 @@ class ModelSet:
     errors: tuple[str, ...] = ()
     # (kind, key) -> (artifact, model), so the next reload can keep a model whose new version is refused
     loaded: Mapping[tuple[str, str], tuple[Artifact, object]] = field(default_factory=dict)
+
+    def walltime_for(self, cluster: str) -> HpcPredictModel | None:
+        """The walltime model of ``cluster``: its own when it has one, else the site's."""
+        return self.walltime_by_cluster.get(cluster, self.walltime) if cluster else self.walltime
 
 
 @dataclass(frozen=True)
@@ -119,19 +125,27 @@ class PredictionEngine:
             recent = RecentHistoryModel(self.config.policy.history_window, self.config.policy.default_runtime_s)
             with self._history_lock:
                 self._pending = []
+            # Only what the models keep: each user's (and user x application's) recent jobs,
+            # and the jobs the walltime model has not been trained on (bounded start-up time).
+            walltimes = [m for m in (new.walltime, *new.walltime_by_cluster.values()) if m is not None]
+            since = None
+            if walltimes:
+                since = min(getattr(getattr(m, "state", None), "trained_until", -math.inf) for m in walltimes)
             try:
-                for record in self.store.iter_jobs():
+                for record in self.store.recent_jobs(self.config.policy.history_window, since_end=since):
                     recent.observe(record)
-                    if new.walltime is not None:
-                        new.walltime.observe(record)
+                    walltime = new.walltime_for(record.cluster)
+                    if walltime is not None:
+                        walltime.observe(record)
                 self.faults.clear("store", "history replay")
             except HpcPredictError as error:
                 self.faults.set("store", "history replay", str(error))
             with self._history_lock:
                 for record in self._pending or ():
                     recent.observe(record)
-                    if new.walltime is not None:
-                        new.walltime.observe(record)
+                    walltime = new.walltime_for(record.cluster)
+                    if walltime is not None:
+                        walltime.observe(record)
                 self._pending = None
                 self.recent, self.models = recent, new
             if new.errors:
@@ -144,8 +158,9 @@ class PredictionEngine:
     def observe(self, record: JobRecord) -> None:
         with self._history_lock:
             self.recent.observe(record)
-            if self.models.walltime is not None:
-                self.models.walltime.observe(record)
+            walltime = self.models.walltime_for(record.cluster)
+            if walltime is not None:
+                walltime.observe(record)
             if self._pending is not None:
                 self._pending.append(record)
 

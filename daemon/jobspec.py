@@ -90,7 +90,8 @@ class JobSpec:
                    requested_time_s=float(0 if self.time_limit_is_default else self.time_limit_s),
                    application=self.application, job_name=self.job_name, group=self.group,
                    account=self.account, partition=self.partition, qos=self.qos, nodes=self.nodes,
-                   requested_procs=self.ntasks * self.cpus_per_task or self.nodes, inputs=self.inputs)
+                   requested_procs=self.ntasks * self.cpus_per_task or self.nodes, inputs=self.inputs,
+                   cluster=self.cluster)
         job.update(outcome)
         return JobRecord(**job)
 

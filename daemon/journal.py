@@ -145,21 +145,26 @@ class JournalFile:
 
 
 # ---------------------------------------------------------------------- row codec
-# A prediction row: 7 texts, 7 floats (comm_time_s may be None → NaN), a flag, the request bytes.
+# A prediction row: 7 texts, 7 floats (comm_time_s may be None → NaN), a flag, the request bytes,
+# then the cluster name and its length (records written before clusters end at the request and
+# decode with cluster '').
 _TEXTS = (0, 1, 2, 3, 4, 12, 13)            # prediction_id, job_id, stage, user, application, model name/version
 _FLOATS = (5, 6, 7, 8, 9, 10, 11)           # created, runtime, low, high, bound, requested, comm
 _FIXED = struct.Struct("<7dB7I I")          # floats, fallback, text lengths, request length
-_ROW_LENGTH = 16
+_ROW_LENGTH = 17
+_CLUSTER_LENGTH = struct.Struct("<I")
 
 
 def encode_row(row: tuple) -> bytes:
     """Bytes of one ``predictions`` row (the INSERT's parameter tuple)."""
     texts = [row[i].encode() for i in _TEXTS]
     request = row[15] or b""
+    cluster = row[16].encode()
     comm = row[11]
     return b"".join((_FIXED.pack(row[5], row[6], row[7], row[8], row[9], row[10],
                                  math.nan if comm is None else comm, 1 if row[14] else 0,
-                                 *map(len, texts), len(request)), *texts, request))
+                                 *map(len, texts), len(request)), *texts, request, cluster,
+                         _CLUSTER_LENGTH.pack(len(cluster))))
 
 
 def decode_row(data: bytes) -> tuple:
@@ -169,8 +174,8 @@ def decode_row(data: bytes) -> tuple:
         lengths = _FIXED.unpack_from(data, 0)[8:]
     except struct.error as error:
         raise ValueError(f"journal record too short: {error}") from error
-    if _FIXED.size + sum(lengths) != len(data):
-        raise ValueError("journal record length does not match its fields")
+    if _FIXED.size + sum(lengths) > len(data):
+        raise ValueError("journal record shorter than its fields")
     row: list = [None] * _ROW_LENGTH
     offset = _FIXED.size
     for index, length in zip(_TEXTS, lengths):
@@ -181,5 +186,10 @@ def decode_row(data: bytes) -> tuple:
     if math.isnan(row[11]):
         row[11] = None
     row[14] = int(fallback)
-    row[15] = data[offset:]
+    row[15] = data[offset:offset + lengths[-1]]
+    rest = data[offset + lengths[-1]:]
+    if rest and (len(rest) < _CLUSTER_LENGTH.size or
+                 _CLUSTER_LENGTH.unpack_from(rest, len(rest) - _CLUSTER_LENGTH.size)[0] != len(rest) - _CLUSTER_LENGTH.size):
+        raise ValueError("journal record length does not match its fields")
+    row[16] = rest[:-_CLUSTER_LENGTH.size].decode() if rest else ""
     return tuple(row)

@@ -6,12 +6,30 @@ collector reads it from where it lives when Prometheus scrapes.
 """
 from __future__ import annotations
 
+import time
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
+
+from .errors import HpcPredictError
 
 # Fine below 2 ms (the latency goal), so p50/p99 can be read from the histogram to ~10 %.
 LATENCY_BUCKETS = (5e-5, 1e-4, 1.5e-4, 2e-4, 2.5e-4, 3e-4, 4e-4, 5e-4, 6e-4, 8e-4, 1e-3, 1.25e-3, 1.5e-3,
                    2e-3, 2.5e-3, 3e-3, 4e-3, 5e-3, 7.5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.5, 2.0)
+
+
+# Rolling accuracy gauges: (value key of Store.partition_accuracy, metric name, help).
+ACCURACY_GAUGES = (
+    ("accuracy", "hpcpredict_partition_accuracy",
+     "Mean min(predicted, actual)/max(predicted, actual) runtime of recent outcomes, per partition"),
+    ("under_rate", "hpcpredict_partition_under_prediction_ratio",
+     "Share of recent outcomes that ran longer than predicted, per partition"),
+    ("kill_rate", "hpcpredict_partition_kill_ratio",
+     "Share of recent outcomes killed at their time limit (TIMEOUT), per partition"),
+    ("n", "hpcpredict_partition_scored_jobs", "Recent outcomes with a prediction these gauges are computed on"),
+)
+ACCURACY_WINDOW_JOBS = 200          # last outcomes per partition
+ACCURACY_WINDOW_S = 7 * 86400.0     # ... that ended within this long
 
 
 class StateCollector:
@@ -37,6 +55,25 @@ class StateCollector:
         yield GaugeMetricFamily("hpcpredict_prediction_journal_rows",
                                 "Predictions answered and journaled, not yet committed to the store",
                                 value=self.store.pending_predictions())
+        yield from self._accuracy()
+
+    def _accuracy(self):
+        """Rolling accuracy per partition: one aggregate query over each partition's last
+        ACCURACY_WINDOW_JOBS outcomes of the last ACCURACY_WINDOW_S (indexed by end time). A
+        store that cannot answer leaves the gauges out of this scrape (its fault is reported)."""
+        lookup = getattr(self.store, "partition_accuracy", None)
+        if lookup is None:
+            return
+        try:
+            by_partition = lookup(ACCURACY_WINDOW_JOBS, since=time.time() - ACCURACY_WINDOW_S)
+        except HpcPredictError:
+            return
+        families = {key: GaugeMetricFamily(name, text, labels=["partition"])
+                    for key, name, text in ACCURACY_GAUGES}
+        for partition, values in sorted(by_partition.items()):
+            for key, family in families.items():
+                family.add_metric([partition], values[key])
+        yield from families.values()
 
 
 class Metrics:

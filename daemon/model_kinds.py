@@ -71,7 +71,8 @@ model_kind_names = _KINDS.names
 
 @register_model_kind("walltime")
 class WalltimeKind(ModelKind):
-    """The site's walltime model from job history (only the site-wide one serves)."""
+    """The walltime model from job history: the site-wide one (key ``site``), and one per
+    cluster (key = the cluster's name) for clusters trained on their own."""
 
     @staticmethod
     def load(folder: Path) -> Any:
@@ -83,6 +84,8 @@ class WalltimeKind(ModelKind):
     def place(slots, key, model) -> None:
         if key == SITE_KEY:
             slots["walltime"] = model
+        else:
+            slots.setdefault("walltime_by_cluster", {})[key] = model
 
 
 @register_model_kind("runtime")

@@ -42,6 +42,7 @@ class JobRecord:
     state: str = UNKNOWN
     exit_code: int = 0
     inputs: dict = field(default_factory=dict, compare=False, hash=False)
+    cluster: str = ""          # the Slurm cluster it ran on (sacct -M); "" = the site's only one
 
     @property
     def censored(self) -> bool:

@@ -35,8 +35,9 @@ import logging
 import os
 import pwd
 import threading
-from functools import lru_cache
 import time
+from dataclasses import replace
+from functools import lru_cache
 
 from . import __version__, records
 from .errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreError
@@ -133,6 +134,7 @@ class PredictionService:
         self.slurm_user = config.daemon.slurm_user
         self.admin_uids = uids_of(config.daemon.admin_users)
         self.writer_uids = self.admin_uids | uids_of([self.slurm_user] if self.slurm_user else [])
+        self.clusters = tuple(config.daemon.clusters)
         self.started = time.time()
         self._requests = 0
         self._fallbacks = 0
@@ -234,7 +236,19 @@ class PredictionService:
         return hashlib.blake2b(next(self._id_counter).to_bytes(8, "little"), key=self._id_key,
                                digest_size=16).hexdigest()
 
+    def _served(self, spec):
+        """``spec`` on one of the clusters this daemon serves: a request naming none is on the
+        first configured one; one naming another cluster is refused (no list: any cluster)."""
+        if not self.clusters:
+            return spec
+        if not spec.cluster:
+            return replace(spec, cluster=self.clusters[0])
+        if spec.cluster not in self.clusters:
+            raise InvalidRequest("job.cluster", f"{spec.cluster!r} is not served here ({', '.join(self.clusters)})")
+        return spec
+
     def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest) -> pb.Estimate:
+        spec = self._served(spec)
         answer = self.engine.estimate(spec, at_allocation=at_allocation)
         prediction_id = self._new_prediction_id()
         if answer.fallback:
@@ -247,7 +261,7 @@ class PredictionService:
                 low_s=answer.low_s, high_s=answer.high_s, bound_s=answer.bound_s,
                 requested_time_s=float(spec.time_limit_s), comm_time_s=answer.comm_time_s,
                 model_name=answer.model_name, model_version=answer.model_version, fallback=answer.fallback,
-                request=request.SerializeToString()))
+                request=request.SerializeToString(), cluster=spec.cluster))
         except StoreError as error:
             # The estimate is still right; only its record is missing. Answer, flag the fault.
             self.faults.set("store", "record prediction", str(error))
@@ -304,7 +318,9 @@ class PredictionService:
         if not prediction_id:
             # The hooks' AdminComment field was rewritten by a site tool: the prediction
             # recorded at allocation under this job id (after its submission) links the outcome.
-            row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0))
+            row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0),
+                                                cluster=outcome.request.job.cluster or
+                                                (self.clusters[0] if self.clusters else None))
             prediction_id = row.prediction_id if row is not None else ""
         request = outcome.request
         if not request.job.user and prediction_id:
@@ -312,7 +328,7 @@ class PredictionService:
                 request, _ = self._stored_request(prediction_id)
             except InvalidRequest:
                 pass  # unknown prediction: the outcome's own (empty) request is then refused below
-        spec = job_spec_from_request(request, self.limits, job_id=outcome.job_id)
+        spec = self._served(job_spec_from_request(request, self.limits, job_id=outcome.job_id))
         allocated = {}
         if not spec.nodes and outcome.node_list:
             # Submitted without -N: the history keeps the node count Slurm allocated, not 0.

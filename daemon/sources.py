@@ -51,7 +51,8 @@ def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job
 def from_walltime_model(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
                         risk: float) -> RuntimeEstimate | None:
     # submit: the job's outcome will score this very answer (a dict entry, not a lock on the model)
-    return models.walltime.submit(job, risk) if models.walltime is not None else None
+    walltime = models.walltime_for(spec.cluster)
+    return walltime.submit(job, risk) if walltime is not None else None
 
 
 def from_recent_history(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,

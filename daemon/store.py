@@ -28,6 +28,7 @@ from typing import Iterable, Iterator
 from .errors import StoreError
 from .journal import JournalFile, decode_row, encode_row
 from .records import JobRecord
+from .store_lookups import StoreLookups
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,77 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX predictions_job ON predictions (job_id);
     """,
+    # 2: indexes for reads that stream: training in submission order, the start-up replay of
+    # each user's (and user x application's) recent jobs, and per-user reports
+    """
+    CREATE INDEX jobs_submit ON jobs (submit_time, end_time);
+    CREATE INDEX jobs_user_end ON jobs (user, end_time);
+    CREATE INDEX jobs_user_app_end ON jobs (user, application, end_time);
+    DROP INDEX jobs_user_app;
+    """,
+    # 3: clusters: jobs and outcomes are unique per (cluster, source, job id) and predictions
+    # name their cluster; rows stored before get cluster '' (the site's only cluster). SQLite
+    # cannot change a UNIQUE constraint in place: the jobs table is rebuilt (ids kept).
+    """
+    CREATE TABLE jobs_with_cluster (
+        id INTEGER PRIMARY KEY,
+        cluster TEXT NOT NULL DEFAULT '',
+        source TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        user TEXT NOT NULL,
+        grp TEXT NOT NULL DEFAULT '',
+        account TEXT NOT NULL DEFAULT '',
+        partition TEXT NOT NULL DEFAULT '',
+        qos TEXT NOT NULL DEFAULT '',
+        application TEXT NOT NULL DEFAULT '',
+        job_name TEXT NOT NULL DEFAULT '',
+        nodes INTEGER NOT NULL DEFAULT 0,
+        requested_procs INTEGER NOT NULL DEFAULT 0,
+        allocated_procs INTEGER NOT NULL DEFAULT 0,
+        requested_time_s REAL NOT NULL DEFAULT 0,
+        submit_time REAL NOT NULL,
+        start_time REAL NOT NULL DEFAULT -1,
+        end_time REAL NOT NULL DEFAULT -1,
+        runtime_s REAL NOT NULL,
+        state TEXT NOT NULL,
+        exit_code INTEGER NOT NULL DEFAULT 0,
+        inputs TEXT NOT NULL DEFAULT '{}',
+        prediction_id TEXT NOT NULL DEFAULT '',
+        node_list TEXT NOT NULL DEFAULT '',
+        stored_at REAL NOT NULL,
+        UNIQUE (cluster, source, job_id)
+    );
+    INSERT INTO jobs_with_cluster (id, cluster, source, job_id, user, grp, account, partition, qos, application,
+        job_name, nodes, requested_procs, allocated_procs, requested_time_s, submit_time, start_time, end_time,
+        runtime_s, state, exit_code, inputs, prediction_id, node_list, stored_at)
+    SELECT id, '', source, job_id, user, grp, account, partition, qos, application, job_name, nodes,
+        requested_procs, allocated_procs, requested_time_s, submit_time, start_time, end_time, runtime_s, state,
+        exit_code, inputs, prediction_id, node_list, stored_at FROM jobs;
+    DROP TABLE jobs;
+    ALTER TABLE jobs_with_cluster RENAME TO jobs;
+    CREATE INDEX jobs_end ON jobs (end_time);
+    CREATE INDEX jobs_submit ON jobs (submit_time, end_time);
+    CREATE INDEX jobs_user_end ON jobs (user, end_time);
+    CREATE INDEX jobs_user_app_end ON jobs (user, application, end_time);
+    CREATE INDEX jobs_cluster_job ON jobs (cluster, job_id);
+    ALTER TABLE predictions ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+    DROP INDEX predictions_job;
+    CREATE INDEX predictions_job ON predictions (job_id, cluster);
+    """,
 )
+
+#: Rows fetched per step by streaming reads (memory stays bounded whatever the history).
+STREAM_BATCH_ROWS = 5000
+# Distinct keys by index seeks ("skip scan"): one seek per key instead of reading every index
+# entry, so a daemon's start-up costs as many seeks as there are users, not history rows.
+_DISTINCT_USERS = (
+    "WITH RECURSIVE walk(user) AS (SELECT MIN(user) FROM jobs UNION ALL "
+    "SELECT (SELECT MIN(user) FROM jobs WHERE user > walk.user) FROM walk WHERE walk.user IS NOT NULL) "
+    "SELECT user FROM walk WHERE user IS NOT NULL")
+_DISTINCT_APPLICATIONS = (
+    "WITH RECURSIVE walk(application) AS (SELECT MIN(application) FROM jobs WHERE user = ?1 UNION ALL "
+    "SELECT (SELECT MIN(application) FROM jobs WHERE user = ?1 AND application > walk.application) FROM walk "
+    "WHERE walk.application IS NOT NULL) SELECT application FROM walk WHERE application IS NOT NULL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +175,16 @@ class PredictionRow:
     model_version: str
     fallback: bool
     request: bytes = b""
+    cluster: str = ""
 
 
 _INSERT_PREDICTION = (
     "INSERT OR REPLACE INTO predictions (prediction_id, job_id, stage, user, application, created, runtime_s, "
-    "low_s, high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    "low_s, high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_PREDICTION_SELECT = ("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, high_s, "
+                      "bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster "
+                      "FROM predictions")
 
 
 @contextmanager
@@ -150,14 +225,36 @@ class Store(ABC):
     @abstractmethod
     def prediction(self, prediction_id: str) -> PredictionRow | None: ...
 
-    def prediction_for_job(self, job_id: str, *, since: float = 0.0) -> PredictionRow | None:
+    def prediction_for_job(self, job_id: str, *, since: float = 0.0,
+                           cluster: str | None = None) -> PredictionRow | None:
         """The latest prediction recorded for ``job_id`` (at allocation) created at or after
-        ``since``; None when there is none (or the store cannot look it up)."""
+        ``since``, on ``cluster`` (None: any); None when there is none (or the store cannot
+        look it up)."""
         return None
 
     @abstractmethod
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
         """Every ended job in end-time order (history replays depend on that order)."""
+
+    def count_jobs(self, *, scorable: bool = False, cluster: str | None = None) -> int:
+        """Stored jobs (of ``cluster``; None: all); ``scorable``: only those with a known
+        submit time and runtime."""
+        return sum(1 for job in self.iter_jobs() if (not scorable or (job.runtime_s >= 0 and job.submit_time >= 0))
+                   and (cluster is None or job.cluster == cluster))
+
+    def jobs_by_submit(self, *, with_inputs: bool = True, cluster: str | None = None) -> Iterator[JobRecord]:
+        """Jobs (of ``cluster``; None: all) with a known submit time and runtime in submission
+        order, ties in end-time order (what training replays). A backend streams them; this
+        default does not."""
+        usable = [job for job in self.iter_jobs() if job.runtime_s >= 0 and job.submit_time >= 0
+                  and (cluster is None or job.cluster == cluster)]
+        return iter(sorted(usable, key=lambda job: job.submit_time))
+
+    def recent_jobs(self, window: int, *, since_end: float | None = None) -> Iterator[JobRecord]:
+        """In end-time order: the last ``window`` jobs (runtime > 0) of every user and of every
+        (user, application), plus every job that ended after ``since_end`` (None: none).
+        That is all a daemon start replays into its history models; this default replays all."""
+        return self.iter_jobs()
 
     @abstractmethod
     def counts(self) -> dict[str, int]: ...
@@ -173,7 +270,7 @@ def _prediction_values(row: PredictionRow) -> tuple:
     """The ``predictions`` row (the INSERT's parameters; also what the journal stores)."""
     return (row.prediction_id, row.job_id, row.stage, row.user, row.application, row.created, row.runtime_s,
             row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
-            row.model_version, int(row.fallback), row.request)
+            row.model_version, int(row.fallback), row.request, row.cluster)
 
 
 def _prediction_from_values(values) -> PredictionRow:
@@ -186,7 +283,7 @@ def _prediction_from_values(values) -> PredictionRow:
 
 _JOB_COLUMNS = ("job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
                 "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time",
-                "start_time", "end_time", "runtime_s", "state", "exit_code", "inputs")
+                "start_time", "end_time", "runtime_s", "state", "exit_code", "cluster", "inputs")
 
 
 def _job_values(record: JobRecord) -> tuple:
@@ -194,22 +291,22 @@ def _job_values(record: JobRecord) -> tuple:
             record.application, record.job_name, int(record.nodes), int(record.requested_procs),
             int(record.allocated_procs), float(record.requested_time_s), float(record.submit_time),
             float(record.start_time), float(record.end_time), float(record.runtime_s), record.state,
-            int(record.exit_code), json.dumps(record.inputs, sort_keys=True, default=str))
+            int(record.exit_code), record.cluster, json.dumps(record.inputs, sort_keys=True, default=str))
 
 
 def _job_from_row(row: tuple) -> JobRecord:
     (job_id, user, grp, account, partition, qos, application, job_name, nodes, requested_procs,
      allocated_procs, requested_time_s, submit_time, start_time, end_time, runtime_s, state,
-     exit_code, inputs) = row
+     exit_code, cluster, inputs) = row
     return JobRecord(job_id=job_id, user=user, group=grp, account=account, partition=partition, qos=qos,
                      application=application, job_name=job_name, nodes=nodes,
                      requested_procs=requested_procs, allocated_procs=allocated_procs,
                      requested_time_s=requested_time_s, submit_time=submit_time, start_time=start_time,
                      end_time=end_time, runtime_s=runtime_s, state=state, exit_code=exit_code,
-                     inputs=json.loads(inputs or "{}"))
+                     inputs=json.loads(inputs) if inputs and inputs != "{}" else {}, cluster=cluster)
 
 
-class SQLiteStore(Store):
+class SQLiteStore(StoreLookups, Store):
     """The embedded default. One connection guarded by a lock: writes serialise anyway.
 
     ``lazy`` (the daemon): a store that cannot be opened (read-only or full file system, bad
@@ -480,8 +577,80 @@ class SQLiteStore(Store):
 
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
         where, params = ("WHERE end_time >= ?", (since_end,)) if since_end is not None else ("", ())
-        rows = self._read(f"SELECT {', '.join(_JOB_COLUMNS)} FROM jobs {where} ORDER BY end_time, id", params)
+        rows = self._stream(f"SELECT {', '.join(_JOB_COLUMNS)} FROM jobs {where} ORDER BY end_time, id", params)
         return (_job_from_row(row) for row in rows)
+
+    def count_jobs(self, *, scorable: bool = False, cluster: str | None = None) -> int:
+        where = ["runtime_s >= 0 AND submit_time >= 0"] if scorable else []
+        if cluster is not None:
+            where.append("cluster = ?")
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        return int(self._read(f"SELECT COUNT(*) FROM jobs{clause}", () if cluster is None else (cluster,))[0][0])
+
+    def jobs_by_submit(self, *, with_inputs: bool = True, cluster: str | None = None) -> Iterator[JobRecord]:
+        columns = ", ".join(_JOB_COLUMNS[:-1]) + (", inputs" if with_inputs else ", ''")
+        on_cluster, params = ("", ()) if cluster is None else (" AND cluster = ?", (cluster,))
+        rows = self._stream(f"SELECT {columns} FROM jobs WHERE runtime_s >= 0 AND submit_time >= 0{on_cluster} "
+                            "ORDER BY submit_time, end_time, id", params)
+        return (_job_from_row(row) for row in rows)
+
+    def recent_jobs(self, window: int, *, since_end: float | None = None) -> Iterator[JobRecord]:
+        return (_job_from_row(row) for row in self._stream_recent(int(window), since_end))
+
+    def _stream_recent(self, window: int, since_end: float | None) -> Iterator[tuple]:
+        """One snapshot: the ids of each user's and each (user, application)'s last ``window``
+        jobs, each found through its index (a few rows per key, not a scan of the history:
+        the users and their applications are walked by index seeks, one per key), and of the
+        jobs newer than ``since_end``, collected in a temporary table (on disk, so memory stays
+        bounded); then those rows in end-time order."""
+        with self._snapshot() as db:
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS replay_ids (id INTEGER PRIMARY KEY)")
+            db.execute("DELETE FROM replay_ids")
+            for (user,) in db.execute(_DISTINCT_USERS).fetchall():
+                db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE user = ? AND runtime_s > 0 "
+                           "ORDER BY end_time DESC, id DESC LIMIT ?", (user, window))
+                for (application,) in db.execute(_DISTINCT_APPLICATIONS, (user,)).fetchall():
+                    db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE user = ? AND application = ? "
+                               "AND runtime_s > 0 ORDER BY end_time DESC, id DESC LIMIT ?", (user, application, window))
+            if since_end is not None:
+                db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE end_time > ? OR end_time < 0",
+                           (since_end,))
+            cursor = db.execute(f"SELECT {', '.join('j.' + c for c in _JOB_COLUMNS)} FROM replay_ids r "
+                                "JOIN jobs j ON j.id = r.id ORDER BY j.end_time, j.id")
+            while rows := cursor.fetchmany(STREAM_BATCH_ROWS):
+                yield from rows
+
+    @contextmanager
+    def _snapshot(self):
+        """A connection of its own, in one read transaction (a consistent snapshot; in WAL
+        mode writers go on meanwhile), for reads that stream: rows are fetched in batches, so
+        memory does not grow with the history. SQLite errors become StoreError."""
+        if self.path == ":memory:":   # tests: one connection only, held for the whole read
+            with self._lock:
+                db = self._connection()
+                try:
+                    yield db
+                except sqlite3.Error as error:
+                    raise StoreError(f"store read failed ({self.path}): {error}") from error
+            return
+        try:
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                 timeout=self._busy_timeout_ms / 1000)
+        except (sqlite3.Error, OSError) as error:
+            raise StoreError(f"cannot open store {self.path}: {error}") from error
+        try:
+            db.execute("BEGIN")
+            yield db
+        except sqlite3.Error as error:
+            raise StoreError(f"store read failed ({self.path}): {error}") from error
+        finally:
+            db.close()
+
+    def _stream(self, sql: str, params=()) -> Iterator[tuple]:
+        with self._snapshot() as db:
+            cursor = db.execute(sql, params)
+            while rows := cursor.fetchmany(STREAM_BATCH_ROWS):
+                yield from rows
 
     # -- predictions
     def record_prediction(self, row: PredictionRow) -> None:
@@ -494,22 +663,21 @@ class SQLiteStore(Store):
         pending = self._pending_ids.get(prediction_id)
         if pending is not None:
             return _prediction_from_values(pending)
-        rows = self._read("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, "
-                          "high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, "
-                          "request FROM predictions WHERE prediction_id = ?", (prediction_id,))
+        rows = self._read(f"{_PREDICTION_SELECT} WHERE prediction_id = ?", (prediction_id,))
         return _prediction_from_values(rows[0]) if rows else None
 
-    def prediction_for_job(self, job_id: str, *, since: float = 0.0) -> PredictionRow | None:
+    def prediction_for_job(self, job_id: str, *, since: float = 0.0,
+                           cluster: str | None = None) -> PredictionRow | None:
         if not job_id:
             return None
         with self._journal_lock:
-            pending = [values for values in self._pending_ids.values() if values[1] == job_id and values[5] >= since]
+            pending = [values for values in self._pending_ids.values() if values[1] == job_id and values[5] >= since
+                       and (cluster is None or values[16] == cluster)]
         if pending:
             return _prediction_from_values(max(pending, key=lambda values: values[5]))
-        rows = self._read("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, "
-                          "high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, "
-                          "request FROM predictions WHERE job_id = ? AND created >= ? ORDER BY created DESC LIMIT 1",
-                          (job_id, since))
+        on_cluster, params = ("", (job_id, since)) if cluster is None else (" AND cluster = ?", (job_id, since, cluster))
+        rows = self._read(f"{_PREDICTION_SELECT} WHERE job_id = ? AND created >= ?{on_cluster} "
+                          "ORDER BY created DESC LIMIT 1", params)
         return _prediction_from_values(rows[0]) if rows else None
 
     # -- status
@@ -551,8 +719,15 @@ class SQLiteStore(Store):
 
 
 def open_store(config, *, lazy: bool = False, journal: bool = False) -> Store:
-    """Build the store named by the config (only SQLite ships today); ``lazy``: see SQLiteStore;
-    ``journal``: the daemon's prediction journal (one process only: the files are locked)."""
+    """Build the store named by the config (``[store] backend``: SQLite, the default, or
+    PostgreSQL); ``lazy``: see SQLiteStore; ``journal``: the SQLite daemon's prediction journal
+    (one process only: the files are locked; the PostgreSQL store needs none)."""
+    if getattr(config.store, "backend", "sqlite") == "postgres":
+        from .store_postgres import PostgresStore
+
+        if not config.store.dsn:
+            raise StoreError("[store] backend = postgres needs [store] dsn (a libpq connection string)")
+        return PostgresStore(config.store.dsn, lazy=lazy)
     return SQLiteStore(config.store.path, synchronous=config.store.synchronous,
                        busy_timeout_ms=config.store.busy_timeout_ms, lazy=lazy,
                        journal_bytes=config.store.journal_mib << 20 if journal else 0)

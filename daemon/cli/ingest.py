@@ -7,12 +7,14 @@ def register(subparsers) -> None:
     parser.add_argument("traces", nargs="+", metavar="TRACE")
     parser.add_argument("--format", choices=("swf", "sacct-json", "sacct-parsable", "sacct-csv"),
                         help="default: detected from the content")
+    parser.add_argument("-M", "--cluster", default="", help="the cluster these jobs ran on (default: none named)")
     parser.add_argument("--no-reload", action="store_true", help="do not ask a running daemon to reload")
     parser.set_defaults(handler=_ingest)
 
 
 def _ingest(args) -> int:
     import os
+    from dataclasses import replace
 
     from rich.progress import Progress
 
@@ -28,6 +30,8 @@ def _ingest(args) -> int:
             task = progress.add_task("ingesting", total=len(args.traces))
             for path in args.traces:
                 records = read_trace(path, args.format)
+                if args.cluster:
+                    records = [replace(record, cluster=args.cluster) for record in records]
                 source = f"{args.format or 'trace'}:{os.path.basename(path)}"
                 added, present = store.add_jobs(records, source)
                 total_added += added

@@ -30,6 +30,8 @@ COMMAND_MODULES = (
     "comm",
     "scaling",
     "suggest_runs",
+    "explain",
+    "report",
 )
 
 

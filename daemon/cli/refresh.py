@@ -5,6 +5,7 @@ The sysadmin's one command (cron or a systemd timer runs it nightly)::
     hpcpredict refresh                      # sacct --json for the last 7 days
     hpcpredict refresh --since 2026-11-01   # any sacct -S value
     hpcpredict refresh --sacct-json FILE    # a saved `sacct --json` dump instead of calling sacct
+    hpcpredict refresh -M tetralith         # one cluster of a federation (sacct -M); jobs stored under it
 
 Steps, each with a progress line: (1) ``sacct --json -a -S SINCE -E now`` through
 :func:`run_command` (no shell, a timeout, an error carrying the command's stderr), (2) parse
@@ -27,6 +28,11 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "refresh", help="pull finished jobs from sacct, retrain, publish and reload the daemon (admin)")
     parser.add_argument("--since", default="now-7days", help="sacct -S value (default: now-7days)")
+    parser.add_argument("-M", "--cluster", default="",
+                        help="pull this cluster's jobs (sacct -M) and store them under its name")
+    parser.add_argument("--cluster-model", action="store_true",
+                        help="with -M: train and publish a model of this cluster's jobs only (default: the "
+                             "model shared by every cluster, trained on all stored jobs)")
     parser.add_argument("--sacct-json", metavar="FILE", help="read this `sacct --json` dump instead of running sacct")
     parser.add_argument("--sacct", default="sacct", help="sacct program (default: sacct on PATH)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds sacct may take (default 300)")
@@ -55,8 +61,10 @@ def run_command(cmd: list[str], *, timeout: float) -> str:
     return done.stdout
 
 
-def pull_sacct(sacct: str, since: str, timeout: float) -> str:
-    return run_command([sacct, "--json", "-a", "-S", since, "-E", "now", "-s", FINAL_STATES], timeout=timeout)
+def pull_sacct(sacct: str, since: str, timeout: float, cluster: str = "") -> str:
+    on_cluster = ["-M", cluster] if cluster else []
+    return run_command([sacct, "--json", "-a", *on_cluster, "-S", since, "-E", "now", "-s", FINAL_STATES],
+                       timeout=timeout)
 
 
 def finished(records):
@@ -66,8 +74,9 @@ def finished(records):
     return [r for r in records if r.state not in ("", UNKNOWN, "RUNNING", "PENDING") and r.runtime_s >= 0]
 
 
-def already_reported(store, records) -> set[str]:
-    """Job ids among ``records`` the store already has (outcomes the epilog reported).
+def already_reported(store, records, cluster: str = "") -> set[str]:
+    """Job ids among ``records`` the store already has on ``cluster`` (outcomes the epilog
+    reported).
 
     Only jobs that ended in the same period are compared, so the small job ids of an old
     ingested trace (SWF numbers jobs from 1) never hide a new Slurm job.
@@ -76,10 +85,12 @@ def already_reported(store, records) -> set[str]:
     if not ends:
         return set()
     wanted = {r.job_id for r in records}
-    return {r.job_id for r in store.iter_jobs(since_end=min(ends) - 86400) if r.job_id in wanted}
+    return {r.job_id for r in store.iter_jobs(since_end=min(ends) - 86400)
+            if r.job_id in wanted and r.cluster == cluster}
 
 
 def _refresh(args) -> int:
+    from dataclasses import replace
     from pathlib import Path
 
     from rich.console import Console
@@ -106,12 +117,14 @@ def _refresh(args) -> int:
                 raise ParseError(f"cannot read: {error.strerror}", source=source) from error
         else:
             source = f"sacct -S {args.since}"
-            text = pull_sacct(args.sacct, args.since, args.timeout)
+            text = pull_sacct(args.sacct, args.since, args.timeout, args.cluster)
         records = finished(read_sacct_json(text, source=source))
+        if args.cluster:
+            records = [replace(record, cluster=args.cluster) for record in records]
         progress.update(step, description=f"storing {len(records)} finished jobs")
         store = open_store(config)
         try:
-            reported = already_reported(store, records)
+            reported = already_reported(store, records, args.cluster)
             fresh = [r for r in records if r.job_id not in reported]
             added, present = store.add_jobs(fresh, "sacct")
             present += len(records) - len(fresh)
@@ -119,7 +132,7 @@ def _refresh(args) -> int:
             store.close()
         result.update(source=source, finished_jobs=len(records), added=added, already_present=present)
         progress.update(step, description="training the walltime model")
-        artifact, trained_on = train_and_publish(config)
+        artifact, trained_on = train_and_publish(config, args.cluster if args.cluster_model and args.cluster else None)
         result.update(kind=artifact.kind, version=artifact.version, trained_on=trained_on, path=str(artifact.path))
         if not args.no_reload:
             progress.update(step, description="asking the daemon to reload")

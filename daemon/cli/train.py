@@ -11,6 +11,9 @@ from ..model_kinds import SITE_KEY, model_kind_names
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("train", help="train the walltime model on stored history and publish it")
+    parser.add_argument("-M", "--cluster", default=None,
+                        help="train on this cluster's jobs only and publish the model for it (default: one "
+                             "model shared by every cluster)")
     parser.add_argument("--no-reload", action="store_true", help="do not ask a running daemon to reload")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=_train)
@@ -38,28 +41,31 @@ def register(subparsers) -> None:
     publish.set_defaults(handler=_publish)
 
 
-def train_and_publish(config):
-    """Train the walltime model on every stored job and publish it; returns the Artifact."""
+def train_and_publish(config, cluster: str | None = None):
+    """Train the walltime model on every stored job (of ``cluster``: then published as that
+    cluster's own model) and publish it; returns the Artifact and the number of jobs."""
     import tempfile
     from pathlib import Path
 
     from ..errors import HpcPredictError
-    from ..history import save_model, train_model
+    from ..history import save_model
     from ..registry import ModelRegistry
     from ..store import open_store
+    from ..training import train_from_store
 
     store = open_store(config)
-    try:
-        records = list(store.iter_jobs())
+    try:   # streamed from the store: memory does not grow with the history
+        model, count = train_from_store(store, cluster=cluster)
     finally:
         store.close()
-    if not records:
-        raise HpcPredictError("the store has no job history: run `hpcpredict ingest TRACE` first")
-    model = train_model(records)
+    if not count:
+        on = f" of cluster {cluster}" if cluster is not None else ""
+        raise HpcPredictError(f"the store has no job history{on}: run `hpcpredict ingest TRACE` first")
     with tempfile.TemporaryDirectory() as tmp:
         save_model(model, Path(tmp))
         registry = ModelRegistry(config.models.dir)
-        return registry.publish("walltime", tmp, metadata={"jobs": len(records)}), len(records)
+        key = SITE_KEY if cluster is None else cluster
+        return registry.publish("walltime", tmp, key=key, metadata={"jobs": count}), count
 
 
 def _train(args) -> int:
@@ -69,7 +75,7 @@ def _train(args) -> int:
 
     config = writer_config_of(args)
     with Console(stderr=True).status("training the walltime model on the stored history..."):
-        artifact, count = train_and_publish(config)
+        artifact, count = train_and_publish(config, args.cluster)
     if args.json:
         print_json({"kind": artifact.kind, "version": artifact.version, "jobs": count, "path": str(artifact.path)})
     else:

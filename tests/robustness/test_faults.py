@@ -35,7 +35,8 @@ def _until(predicate, seconds: float = 15.0):
 
 def _fill(directory: Path) -> Path:
     filler = directory / "filler"
-    with open(filler, "wb") as handle:
+    # unbuffered: a write the full disk cuts short leaves nothing for close() to flush (and fail on)
+    with open(filler, "wb", buffering=0) as handle:
         try:
             while True:
                 handle.write(b"\0" * 65536)

@@ -227,6 +227,33 @@ def test_outcomes_are_stored(cluster, daemon):
     assert "outcome TIMEOUT" in cluster.hooks_log()
 
 
+def test_explain_and_report_on_jobs_run_on_the_cluster(cluster, daemon):
+    """`hpcpredict explain` / `report` on jobs that went through the real hooks: the prediction
+    made at submission (and at allocation), the job's real end, its error; alice's row."""
+    job_id = SUBMITTED["alice"]
+
+    def explained():
+        done = daemon.cli("explain", job_id, "--json")
+        result = json.loads(done.stdout) if done.returncode == 0 else None
+        return result if result and result["job"] and result["job"]["source"] == "outcome" else None
+
+    result = poll(explained, 150, f"an explanation of job {job_id} with its outcome", 1.0)
+    assert result["job"]["user"] == "alice" and result["job"]["state"] == "COMPLETED"
+    stages = {entry["stage"]: entry for entry in result["predictions"]}
+    assert {"submit", "allocation"} <= set(stages), list(stages)
+    # what the hook set at submission (test_multinode_...: --time-min=00:05:00), from the same policy
+    assert stages["submit"]["set_time_min_s"] == 300 and stages["submit"]["inputs"]["time_limit_s"] == 600
+    for entry in result["predictions"]:
+        assert entry["model"] and entry["bound_s"] >= entry["runtime_s"] > 0
+        assert 0 < entry["error"]["accuracy"] <= 1
+    text = daemon.cli("explain", job_id)
+    assert text.returncode == 0 and f"Job {job_id}" in text.stdout and "Prediction at submit" in text.stdout
+    report = daemon.cli("report", "--json", "--user", "alice")
+    assert report.returncode == 0, report.stderr
+    [row] = json.loads(report.stdout)["rows"]
+    assert row["user"] == "alice" and row["jobs"] >= 1 and row["predicted"] >= 1
+
+
 def test_refresh_publishes_a_model_the_daemon_serves(cluster, daemon):
     before = daemon.cli("status", "--json")
     assert before.returncode == 0, before.stderr

@@ -1,0 +1,159 @@
+"""`hpcpredict explain JOBID`: what was predicted for one job, why, what was set, how it ended.
+
+Reads the store directly (not the daemon): run it as an admin who can read the store file
+(the daemon's user, or root). Whether another user's job may be explained is therefore the
+store file's permissions; the daemon's own authorization does not apply to it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "explain", help="what was predicted for a job and why, what was set, how it ended (admin: reads the store)",
+        description="Look a job up in the store: its predictions at submission and at allocation (model and "
+                    "version, inputs, the user's history then, the limits the policy sets for that answer), "
+                    "how the job ended and the prediction's error. Reads the store file directly.")
+    parser.add_argument("job_id", metavar="JOBID")
+    parser.add_argument("-M", "--cluster", default=None, help="the cluster the job ran on (sacct -M)")
+    parser.add_argument("--history", type=int, default=5, help="past jobs of the user to show (default 5)")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=_explain)
+
+
+@dataclass
+class Explanation:
+    job_id: str
+    job: dict | None                      # the ended job (outcome row first), None if not ended/known
+    predictions: list[dict] = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)
+
+
+def _request_summary(request: bytes) -> dict:
+    """The inputs a prediction was made from (the stored JobRequest, without the script)."""
+    if not request:
+        return {}
+    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.message import DecodeError
+
+    from ...proto.v1 import hpcpredict_pb2 as pb
+
+    message = pb.JobRequest()
+    try:
+        message.ParseFromString(request)
+    except DecodeError:
+        return {"undecodable": True}
+    data = MessageToDict(message, preserving_proto_field_name=True)
+    data.pop("script", None)
+    data.pop("environment", None)
+    return data
+
+
+def explain_job(store, job_id: str, *, floor_s: float, history: int = 5, cluster: str | None = None) -> Explanation:
+    """Everything the store knows about ``job_id`` (plain data, JSON-ready)."""
+    from ..errors import HpcPredictError
+    from ..walltime_policy import plan_limits
+
+    rows = store.job_rows(job_id, cluster=cluster)
+    predictions = store.job_predictions(job_id, [row["prediction_id"] for row in rows], cluster=cluster)
+    if not rows and not predictions:
+        where = f" on cluster {cluster}" if cluster else ""
+        raise HpcPredictError(f"no job {job_id}{where} in the store (neither an outcome, history nor a prediction)")
+    ended = next((row for row in rows if row["source"] == "outcome"), rows[0] if rows else None)
+    result = Explanation(job_id=str(job_id), job=ended)
+    for row in predictions:
+        limits = plan_limits(bound_s=row.bound_s, requested_s=row.requested_time_s, floor_s=floor_s,
+                             fallback=row.fallback)
+        entry = {"prediction_id": row.prediction_id, "stage": row.stage, "created": row.created,
+                 "model": row.model_name, "model_version": row.model_version, "fallback": row.fallback,
+                 "runtime_s": row.runtime_s, "low_s": row.low_s, "high_s": row.high_s, "bound_s": row.bound_s,
+                 "requested_time_s": row.requested_time_s, "comm_time_s": row.comm_time_s,
+                 "set_time_limit_s": limits.time_limit_s, "set_time_min_s": limits.time_min_s,
+                 "policy": limits.reason, "inputs": _request_summary(row.request)}
+        if ended is not None and ended["runtime_s"] > 0 and row.runtime_s > 0:
+            actual = ended["runtime_s"]
+            entry["error"] = {"predicted_over_actual": row.runtime_s / actual,
+                              "accuracy": min(row.runtime_s, actual) / max(row.runtime_s, actual),
+                              "outlived_bound": actual > row.bound_s}
+        result.predictions.append(entry)
+    user = ended["user"] if ended else (predictions[0].user if predictions else "")
+    before = ended["submit_time"] if ended and ended["submit_time"] >= 0 else \
+        (predictions[0].created if predictions else 0.0)
+    if user:
+        result.history = [{"job_id": j.job_id, "application": j.application, "requested_time_s": j.requested_time_s,
+                           "runtime_s": j.runtime_s, "state": j.state, "end_time": j.end_time}
+                          for j in store.user_history(user, before, history)]
+    return result
+
+
+def explanation_lines(result: Explanation) -> list[str]:
+    """The explanation as a person reads it."""
+    from datetime import datetime, timezone
+
+    from ..timefmt import human, slurm_time
+
+    def when(stamp: float) -> str:
+        return datetime.fromtimestamp(stamp, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if stamp > 0 else "?"
+
+    job = result.job
+    lines = [f"Job {result.job_id}"]
+    if job is not None:
+        requested = slurm_time(int(job["requested_time_s"])) if job["requested_time_s"] > 0 else "none"
+        lines.append(f"  user {job['user']}  account {job['account'] or '-'}  partition {job['partition'] or '-'}  "
+                     f"application {job['application'] or '-'}  ({job['source']})")
+        lines.append(f"  submitted {when(job['submit_time'])}, requested {requested}, "
+                     f"{job['nodes'] or '?'} nodes / {job['requested_procs'] or job['allocated_procs'] or '?'} procs")
+        lines.append(f"  ended {when(job['end_time'])}: {job['state']} after {human(job['runtime_s'])}")
+    else:
+        lines.append("  not ended yet (no outcome or history row)")
+    if not result.predictions:
+        lines.append("No prediction recorded for this job (history ingested from accounting, or the daemon "
+                     "was not asked).")
+    for entry in result.predictions:
+        lines.append(f"Prediction at {entry['stage']} ({when(entry['created'])}, id {entry['prediction_id']})")
+        model = f"{entry['model']} {entry['model_version']}".strip()
+        lines.append(f"  model {model}{' (fallback)' if entry['fallback'] else ''}: runtime "
+                     f"{human(entry['runtime_s'])} ({human(entry['low_s'])}-{human(entry['high_s'])}), "
+                     f"bound {human(entry['bound_s'])}")
+        inputs = entry["inputs"]
+        shown = {k: inputs[k] for k in ("inputs", "resources", "time_limit_s", "comm", "node_list") if k in inputs}
+        if shown:
+            lines.append(f"  inputs: {shown}")
+        if entry["set_time_limit_s"]:
+            lines.append(f"  set: --time {slurm_time(entry['set_time_limit_s'])}")
+        elif entry["set_time_min_s"]:
+            lines.append(f"  set: --time-min {slurm_time(entry['set_time_min_s'])}")
+        else:
+            lines.append(f"  set: nothing ({entry['policy'].replace('_', ' ')})")
+        error = entry.get("error")
+        if error:
+            lines.append(f"  error: predicted/actual {error['predicted_over_actual']:.2f}, accuracy "
+                         f"{error['accuracy']:.2f}" + (", the job outlived the bound" if error["outlived_bound"] else ""))
+    if result.history:
+        lines.append(f"The user's last {len(result.history)} jobs before it:")
+        for past in result.history:
+            requested = slurm_time(int(past["requested_time_s"])) if past["requested_time_s"] > 0 else "none"
+            lines.append(f"  {past['job_id']:>12}  {past['application'] or '-':12.12}  requested {requested:>11}  "
+                         f"ran {human(past['runtime_s']):>8}  {past['state']}")
+    return lines
+
+
+def _explain(args) -> int:
+    from dataclasses import asdict
+
+    from .common import config_of, print_json
+    from ..store import open_store
+
+    config = config_of(args)
+    store = open_store(config)
+    try:
+        result = explain_job(store, args.job_id, floor_s=config.policy.min_time_limit_s, history=args.history,
+                             cluster=args.cluster)
+    finally:
+        store.close()
+    if args.json:
+        print_json(asdict(result))
+    else:
+        print("\n".join(explanation_lines(result)))
+    return 0

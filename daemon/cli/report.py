@@ -1,0 +1,171 @@
+"""`hpcpredict report`: per user (or account), how good the estimates were and what to ask for.
+
+Reads the store directly (not the daemon), like ``explain``: run it as an admin who can read
+the store file. pandas builds the tables and matplotlib the plot; neither is imported by the
+daemon (this is off the prediction path).
+
+Columns: ``jobs`` ended in the period; ``predicted`` of them had a prediction recorded;
+``our_accuracy`` mean min(p, r)/max(p, r) of those predictions (p predicted, r actual runtime);
+``request_accuracy`` the same for the users' own requests; ``requested_h`` / ``used_h``
+processor-hours asked for and used; ``killed_by_our_limit`` jobs that ended in TIMEOUT before
+their own request (more than a minute short of it, or without a request) while a prediction
+of ours had a bound below it: killed at a limit we set (``--time`` or a ``--time-min`` that
+backfill used), not at the user's own;
+``suggested_time`` the limit the user's runtimes in the period suggest: their (1 - risk)
+quantile plus 10 %, at most their largest request, in whole minutes.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report", help="per user/account: accuracy of our estimates, hours requested vs used, kills, suggestions "
+                       "(admin: reads the store)")
+    parser.add_argument("--user", default=None, help="only this user")
+    parser.add_argument("--account", default=None, help="only this account")
+    parser.add_argument("--since", default=None, metavar="DATE", help="jobs that ended on or after DATE (YYYY-MM-DD)")
+    parser.add_argument("-M", "--cluster", default=None, help="only this cluster")
+    parser.add_argument("--by", choices=("user", "account"), default="user", help="one row per user (default) or account")
+    parser.add_argument("--plot", default=None, metavar="FILE", help="also draw the report (PNG/SVG/PDF by extension)")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=_report)
+
+
+def parse_date(text: str) -> float:
+    """``YYYY-MM-DD`` (or an ISO date-time; UTC unless it says otherwise) -> Unix seconds."""
+    from ..errors import HpcPredictError
+
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise HpcPredictError(f"--since {text!r}: expected a date YYYY-MM-DD") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def outcome_frame(store, *, user=None, account=None, since=None, cluster=None):
+    """The store's ended jobs (with their prediction where recorded) as a DataFrame."""
+    import pandas as pd
+
+    from ..store_lookups import OUTCOME_COLUMNS
+
+    rows = store.outcome_rows(user=user, account=account, since=since, cluster=cluster)
+    return pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS))
+
+
+def summarize(jobs, *, by: str = "user", risk: float = 0.03):
+    """One row per ``by`` (see the module doc for the columns), most requested hours first."""
+    import numpy as np
+    import pandas as pd
+
+    from ..walltime_policy import ceil_minute
+
+    columns = ["jobs", "predicted", "our_accuracy", "request_accuracy", "requested_h", "used_h",
+               "killed_by_our_limit", "median_request", "suggested_time"]
+    if jobs.empty:
+        return pd.DataFrame(columns=columns)
+    frame = jobs.copy()
+    runtime = frame["runtime_s"].clip(lower=1.0)
+    procs = frame["procs"].clip(lower=1)
+    predicted = frame["predicted_s"].astype(float)
+    has_prediction = predicted.notna() & (predicted > 0)
+    frame["our_accuracy"] = np.where(has_prediction, np.minimum(predicted, runtime) / np.maximum(predicted, runtime),
+                                     np.nan)
+    request = frame["requested_time_s"].astype(float)
+    frame["request_accuracy"] = np.where(request > 0, np.minimum(request, runtime) / np.maximum(request, runtime),
+                                         np.nan)
+    frame["requested_h"] = np.where(request > 0, request * procs / 3600.0, np.nan)
+    frame["used_h"] = runtime * procs / 3600.0
+    ours = has_prediction & ((request <= 0) | (frame["bound_s"].astype(float) < request))
+    before_request = (request <= 0) | (frame["runtime_s"] < request - 60.0)
+    frame["killed_by_our_limit"] = (ours & before_request & (frame["state"] == "TIMEOUT")).astype(int)
+    frame["predicted"] = has_prediction.astype(int)
+    frame["request"] = request.where(request > 0)
+    groups = frame.groupby(by, sort=False)
+    table = pd.DataFrame({
+        "jobs": groups.size(),
+        "predicted": groups["predicted"].sum(),
+        "our_accuracy": groups["our_accuracy"].mean(),
+        "request_accuracy": groups["request_accuracy"].mean(),
+        "requested_h": groups["requested_h"].sum(min_count=1),
+        "used_h": groups["used_h"].sum(),
+        "killed_by_our_limit": groups["killed_by_our_limit"].sum(),
+        "median_request": groups["request"].median(),
+        "suggested_time": np.fmin(groups["runtime_s"].quantile(1.0 - risk).mul(1.1),
+                                  groups["request"].max()).map(ceil_minute),
+    })
+    return table.sort_values(["requested_h", "used_h"], ascending=False)
+
+
+def plot_report(table, path: str, title: str, top: int = 15) -> None:
+    """Hours requested vs used and accuracy (ours vs the requests) of the ``top`` users."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = table.head(top)
+    names = [str(name) for name in shown.index]
+    figure, (hours, accuracy) = plt.subplots(2, 1, figsize=(11, 8), sharex=True)
+    positions = range(len(shown))
+    hours.bar([p - 0.2 for p in positions], shown["requested_h"].fillna(0), width=0.4, label="requested")
+    hours.bar([p + 0.2 for p in positions], shown["used_h"], width=0.4, label="used")
+    hours.set_ylabel("processor-hours")
+    hours.set_yscale("log")
+    hours.legend()
+    hours.set_title(title)
+    accuracy.bar([p - 0.2 for p in positions], shown["request_accuracy"].fillna(0), width=0.4, label="user's request")
+    accuracy.bar([p + 0.2 for p in positions], shown["our_accuracy"].fillna(0), width=0.4, label="hpcpredict")
+    accuracy.set_ylabel("accuracy min(p,r)/max(p,r)")
+    accuracy.set_ylim(0, 1)
+    accuracy.legend()
+    accuracy.set_xticks(list(positions), names, rotation=45, ha="right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _report(args) -> int:
+    import json
+    import math
+
+    from .common import config_of, print_json
+    from ..errors import HpcPredictError
+    from ..store import open_store
+    from ..timefmt import slurm_time
+
+    config = config_of(args)
+    since = parse_date(args.since) if args.since else None
+    store = open_store(config)
+    try:
+        jobs = outcome_frame(store, user=args.user, account=args.account, since=since, cluster=args.cluster)
+    finally:
+        store.close()
+    if jobs.empty:
+        raise HpcPredictError("no ended job matches (check --user/--account/--since, or ingest history first)")
+    table = summarize(jobs, by=args.by, risk=config.policy.risk)
+    overall = summarize(jobs.assign(everyone="all"), by="everyone", risk=config.policy.risk).iloc[0]
+    if args.plot:
+        what = ", ".join(f"{k} {v}" for k, v in (("user", args.user), ("account", args.account),
+                                                    ("since", args.since)) if v) or "all jobs"
+        plot_report(table, args.plot, f"hpcpredict report by {args.by} ({what})")
+    if args.json:
+        records = json.loads(table.reset_index().to_json(orient="records"))
+        print_json({"by": args.by, "rows": records, "all": json.loads(overall.to_json())})
+        return 0
+    shown = table.copy()
+    for column in ("median_request", "suggested_time"):
+        shown[column] = shown[column].map(lambda s: slurm_time(int(s)) if isinstance(s, (int, float)) and
+                                          not math.isnan(s) and s > 0 else "-")
+    print(shown.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-"))
+    ours = "-" if math.isnan(overall["our_accuracy"]) else f"{overall['our_accuracy']:.3f}"
+    theirs = "-" if math.isnan(overall["request_accuracy"]) else f"{overall['request_accuracy']:.3f}"
+    print(f"all: {int(overall['jobs'])} jobs, {int(overall['predicted'])} predicted; accuracy of our estimates "
+          f"{ours}, of the requests {theirs}; processor-hours requested {overall['requested_h']:.0f}, used "
+          f"{overall['used_h']:.0f}; killed under our limit: {int(overall['killed_by_our_limit'])}")
+    if args.plot:
+        print(f"plot written to {args.plot}")
+    return 0
