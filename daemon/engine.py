@@ -188,11 +188,12 @@ class PredictionEngine:
         return first_fallback[0], notes, first_fallback[1]
 
     @staticmethod
-    def _published(models: ModelSet, kind: str, application: str = "") -> Artifact | None:
-        """The served artifact of ``kind`` that answered: the site's walltime model; the
-        runtime folder; the scaling artifact holding ``application``."""
+    def _published(models: ModelSet, kind: str, application: str = "", cluster: str = "") -> Artifact | None:
+        """The served artifact of ``kind`` that answered: the cluster's own walltime model, else
+        the site's; the runtime folder; the scaling artifact holding ``application``."""
+        walltime_key = cluster if cluster in models.walltime_by_cluster else SITE_KEY
         for (entry_kind, entry_key), (artifact, model) in models.loaded.items():
-            if entry_kind != kind or (kind == "walltime" and entry_key != SITE_KEY):
+            if entry_kind != kind or (kind == "walltime" and entry_key != walltime_key):
                 continue
             if kind == "scaling" and application not in model:
                 continue
@@ -200,11 +201,11 @@ class PredictionEngine:
         return None
 
     def _provenance(self, models: ModelSet, kind: str, application: str, name: str,
-                    version: str) -> tuple[str, str]:
+                    version: str, cluster: str = "") -> tuple[str, str]:
         """(model_name, model_version) of an answer: a published model is named by its kind, key
         and registry version (``hpcpredict [walltime/_site]``, ``2026...-c890b7``), so every
         stored prediction can be traced to the artifact that made it; a rule keeps its own."""
-        artifact = self._published(models, kind, application) if kind else None
+        artifact = self._published(models, kind, application, cluster) if kind else None
         if artifact is None:
             return name, version
         return f"{name} [{artifact.kind}/{artifact.key}]", artifact.version
@@ -218,7 +219,7 @@ class PredictionEngine:
         answer, notes, kind = self._runtime_estimate(spec, job, risk, models)
         point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
         name, version, fallback = answer.model_name, answer.model_version, answer.fallback
-        name, version = self._provenance(models, kind, spec.application, name, version)
+        name, version = self._provenance(models, kind, spec.application, name, version, spec.cluster)
         explanation = list(answer.explanation) + notes
 
         comm_time = None

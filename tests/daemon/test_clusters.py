@@ -139,6 +139,7 @@ def test_a_cluster_trained_on_its_own_jobs_is_served_its_own_model(world_dir):
             kth_user_on_alpha = stub.Predict(_job("13", "alpha"), timeout=5)
     finally:
         daemon.stop()
-    assert eagle_user_on_beta.model_name == kth_user_on_alpha.model_name == "hpcpredict"
+    assert eagle_user_on_beta.model_name == "hpcpredict [walltime/_site]"     # the shared model
+    assert kth_user_on_alpha.model_name == "hpcpredict [walltime/alpha]"      # alpha's own
     # alpha's own model never saw user0014: it falls back, the recent-history model answers
     assert eagle_user_on_alpha.model_name == "recent-history"
