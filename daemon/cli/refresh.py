@@ -115,9 +115,12 @@ def _refresh(args) -> int:
             fresh = [r for r in records if r.job_id not in reported]
             added, present = store.add_jobs(fresh, "sacct")
             present += len(records) - len(fresh)
+            pruned = store.prune_predictions(keep_days=config.store.keep_predictions_days,
+                                             keep_rows=config.store.keep_predictions)
         finally:
             store.close()
-        result.update(source=source, finished_jobs=len(records), added=added, already_present=present)
+        result.update(source=source, finished_jobs=len(records), added=added, already_present=present,
+                      predictions_pruned=pruned)
         progress.update(step, description="training the walltime model")
         artifact, trained_on = train_and_publish(config)
         result.update(kind=artifact.kind, version=artifact.version, trained_on=trained_on, path=str(artifact.path))
