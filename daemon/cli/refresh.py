@@ -129,6 +129,10 @@ def _refresh(args) -> int:
             reply = ask_reload(socket_of(args, config))
             result["serving"] = [{"kind": m.kind, "key": m.key, "version": m.version} for m in reply.models]
             result["reload_errors"] = list(reply.errors)
+            if not any((m.kind, m.key, m.version) == (artifact.kind, artifact.key, artifact.version)
+                       for m in reply.models):
+                result["reload_errors"].append(f"the daemon does not serve the published {artifact.kind} "
+                                               f"version {artifact.version}")
     if args.json:
         print_json(result)
     else:

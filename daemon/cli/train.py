@@ -58,7 +58,7 @@ def train_and_publish(config):
     model = train_model(records)
     with tempfile.TemporaryDirectory() as tmp:
         save_model(model, Path(tmp))
-        registry = ModelRegistry(config.models.dir)
+        registry = ModelRegistry(config.models.dir, owner=config.models.owner)
         return registry.publish("walltime", tmp, metadata={"jobs": len(records)}), len(records)
 
 
@@ -74,9 +74,7 @@ def _train(args) -> int:
         print_json({"kind": artifact.kind, "version": artifact.version, "jobs": count, "path": str(artifact.path)})
     else:
         print(f"trained walltime model on {count} jobs: version {artifact.version}")
-    if not args.no_reload:
-        reload_daemon(socket_of(args, config))
-    return 0
+    return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
 
 
 def _train_runtime(args) -> int:
@@ -96,7 +94,7 @@ def _train_runtime(args) -> int:
             raise HpcPredictError(f"--alias {item!r}: expected INPUT=nodes|ntasks|cpus_per_task")
         aliases[name] = field
     config = config_of(args)
-    registry = ModelRegistry(config.models.dir)
+    registry = ModelRegistry(config.models.dir, owner=config.models.owner)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "runtime"
         try:  # every application's model lives in one artifact: start from the served one
@@ -117,9 +115,7 @@ def _train_runtime(args) -> int:
                            for learner, v in meta["cv_mape_by_learner"].items())
         print(f"  {name}: {meta['learner']} (cross-validated MAPE: {scores})")
         print(f"    {meta['selection']['reason']}")
-    if not args.no_reload:
-        reload_daemon(socket_of(args, config))
-    return 0
+    return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
 
 
 def _publish(args) -> int:
@@ -127,8 +123,6 @@ def _publish(args) -> int:
     from ..registry import ModelRegistry
 
     config = config_of(args)
-    artifact = ModelRegistry(config.models.dir).publish(args.kind, args.folder, key=args.key)
+    artifact = ModelRegistry(config.models.dir, owner=config.models.owner).publish(args.kind, args.folder, key=args.key)
     print(f"published {artifact.kind} model {artifact.key} version {artifact.version}")
-    if not args.no_reload:
-        reload_daemon(socket_of(args, config))
-    return 0
+    return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
