@@ -201,7 +201,11 @@ class ModelRegistry:
             raise ModelArtifactError(f"{source}: not a model folder")
         home = self.root / kind / key
         uid, gid = _owner_of(self.owner, self.root)   # before we create anything ourselves
-        made = [p for p in (self.root, self.root / kind, home) if not p.exists()]
+        made = []   # the folders we create, from the top down (the registry's parents too)
+        for folder in (home, *home.parents):
+            if folder.exists() or folder.is_symlink():
+                break
+            made.insert(0, folder)
         for folder in made:
             folder.mkdir(mode=_DIR_MODE, exist_ok=True)
             os.chmod(folder, _DIR_MODE)

@@ -18,7 +18,7 @@ from hpcpredict.daemon.errors import InvalidRequest
 from hpcpredict.daemon.jobspec import _PARSE_CACHE, job_spec_from_request, stored_request
 from hpcpredict.daemon.store import PredictionRow, SQLiteStore
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
-from tests.robustness.conftest import job, start
+from tests.robustness.conftest import job, start, world_dir  # noqa: F401  (fixture)
 
 LIMITS = load_config(None, environ={"HPCPREDICT_DATA_DIR": "/nonexistent"}).limits
 
@@ -174,3 +174,21 @@ def test_validation_names_the_environment_value():
     with pytest.raises(InvalidRequest) as caught:
         job_spec_from_request(request, LIMITS)
     assert caught.value.field == "environment['PATH']"
+
+
+@pytest.mark.parametrize("x,warned", [(10, False), (1_000_000, True)], ids=["inside", "far-outside"])
+def test_inputs_far_outside_the_training_range_are_flagged(world_dir, tmp_path, x, warned):
+    from hpcpredict.daemon.registry import ModelRegistry
+    from tests.robustness.test_faults import _runtime_model
+
+    ModelRegistry(world_dir / "models").publish("runtime", _runtime_model(tmp_path / "m"))
+    daemon, client = start(world_dir)
+    try:
+        script = (f"#!/bin/bash\n#HPCPREDICT x={x} y=10 z=10 steps=300 cutoff=2.5\nsrun lmp -in in.melt\n").encode()
+        answer = client.stub.Predict(job(script=script), timeout=30)
+        assert answer.model_name.startswith("runtime-")
+        flagged = [line for line in answer.explanation if "far outside the training range" in line]
+        assert bool(flagged) == warned, list(answer.explanation)
+    finally:
+        client.close()
+        daemon.stop()
