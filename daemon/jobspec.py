@@ -286,8 +286,9 @@ def stored_request(request, spec: JobSpec, limits) -> bytes:
 
     A request that fits is kept whole (a later allocation-time call re-reads it exactly). A
     larger one loses its environment and all but the first ``stored_script_bytes`` of its
-    script (cut at a line end; ``script_bytes`` says the full size, as when the Slurm hook cuts
-    one), and keeps instead what they yielded: the application and the parsed inputs. If even
+    script (cut at a line end, followed by a comment line with the SHA-256 of the whole;
+    ``script_bytes`` says the full size, as when the Slurm hook cuts one), and keeps instead
+    what they yielded: the application and the parsed inputs. If even
     that is too large, nothing is kept (b""): the prediction's row stays, its request does not.
     """
     from ..proto.v1 import hpcpredict_pb2 as pb
@@ -300,7 +301,10 @@ def stored_request(request, spec: JobSpec, limits) -> bytes:
     kept.ClearField("environment")
     if len(request.script) > limits.stored_script_bytes:
         cut = request.script.rfind(b"\n", 0, limits.stored_script_bytes) + 1
-        kept.script = request.script[:cut]
+        digest = hashlib.sha256(request.script).hexdigest()
+        # A shell comment (never a directive) says where the cut is and what the whole was.
+        kept.script = request.script[:cut] + (f"# hpcpredict: script cut at {cut} of {len(request.script)} bytes "
+                                              f"received, sha256 {digest}\n").encode()
         kept.script_bytes = request.script_bytes or len(request.script)
     if not kept.job.application:
         kept.job.application = spec.application

@@ -6,6 +6,7 @@ and the store's retention, applied to real rows. Memory is read from /proc of th
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import time
@@ -111,6 +112,7 @@ def test_what_is_stored_per_request_is_bounded_and_still_answers_at_allocation(s
     stored = pb.JobRequest.FromString(kept)
     assert not stored.environment and stored.script_bytes == len(request.script)
     assert stored.inputs["size"].number == 7.0
+    assert hashlib.sha256(request.script).hexdigest().encode() in stored.script.splitlines()[-1]
     allocated = client.stub.PredictAtAllocation(pb.AllocationRequest(
         job_id="77", node_list="n[01-02]", prediction_id=submitted.prediction_id), timeout=30)
     assert allocated.application == "lmp" and allocated.runtime_s == pytest.approx(submitted.runtime_s, rel=0.5)
