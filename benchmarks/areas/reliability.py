@@ -33,13 +33,14 @@ ATTACKS = {
     "modes": (attacks.file_modes, True),
     "disk-full": (attacks.disk_full_faults, False),
     "models-dir": (attacks.deleted_models_dir, False),
+    "publish": (attacks.publish_as_root, False),
 }
 
 
 def _one(name: str, source) -> dict:
     function, started = ATTACKS[name]
     if not started:
-        return function(lambda env: Target(source, env).start())
+        return function(lambda env, user=None: Target(source, env, user=user).start())
     target = Target(source).start()
     try:
         return function(target)

@@ -225,3 +225,29 @@ def file_modes(target: Target) -> dict:
     os.umask(umask)
     return {"umask": f"{umask:04o}", "modes": modes,
             "world_readable": sorted(name for name, mode in modes.items() if int(mode, 8) & 0o004)}
+
+
+def publish_as_root(make_target) -> dict:
+    """Finding 9 / site issue: root publishes (as the guide's cron line does) for a daemon that
+    runs as its own unprivileged user. Does the daemon serve it, and what does the command say?"""
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from hpcpredict.topology.placement import Placement
+
+    target = make_target({}, "nobody")
+    folder = Path(tempfile.mkdtemp(prefix="hpd-rel-model-"))   # 0700, root's: as `train` leaves it
+    try:
+        Placement(kind="tree", levels=("leaf",), paths={f"n{i}": (f"s{i // 4}",) for i in range(16)}
+                  ).save(folder / "topology.json")
+        done = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.cli.main", "publish", "topology", str(folder)],
+                              env=target.env, capture_output=True, text=True, timeout=120)
+        time.sleep(1)
+        return {"exit_code": done.returncode, "said": (done.stderr.strip().splitlines() or [""])[-1][:200],
+                "daemon_fault": "models" in target.faults(),
+                "serving_published": "topology" in target.served_kinds()}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        target.cleanup()

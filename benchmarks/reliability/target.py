@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -43,9 +44,14 @@ def source_of(commit: str) -> Path:
 class Target:
     """``hpcpredictd`` on a fresh data directory; ``source`` None = this checkout's code."""
 
-    def __init__(self, source: Path | None = None, env: dict | None = None, data_dir: Path | None = None):
+    def __init__(self, source: Path | None = None, env: dict | None = None, data_dir: Path | None = None,
+                 user: str | None = None):
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="hpd-rel-", dir="/tmp"))
         os.chmod(self.data_dir, 0o755)
+        self.user = user   # run the daemon as this user and its own group only (root starts it)
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            os.chown(self.data_dir, entry.pw_uid, entry.pw_gid)
         self.env = {**os.environ, "HPCPREDICT_DATA_DIR": str(self.data_dir), "HPCPREDICT_DAEMON_LOG_LEVEL": "INFO",
                     **(env or {})}
         if source is not None:
@@ -57,8 +63,12 @@ class Target:
         info_path = self.data_dir / "hpcpredictd.json"
         info_path.unlink(missing_ok=True)
         log = open(self.data_dir / "daemon.log", "ab")
+        identity = {}
+        if self.user is not None:
+            entry = pwd.getpwnam(self.user)
+            identity = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
         self.proc = subprocess.Popen([sys.executable, "-m", "hpcpredict.daemon.server"], env=self.env,
-                                     stdout=log, stderr=log, cwd="/")
+                                     stdout=log, stderr=log, cwd="/", **identity)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -125,6 +135,13 @@ class Target:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         return {line.split('component="')[1].split('"')[0] for line in text.splitlines()
                 if line.startswith("hpcpredict_fault{") and line.rstrip().endswith(" 1.0")}
+
+    def served_kinds(self) -> set[str]:
+        """Model kinds being served, from the Prometheus endpoint."""
+        port = self.info.get("metrics_port")
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        return {line.split('kind="')[1].split('"')[0] for line in text.splitlines()
+                if line.startswith("hpcpredict_model_info{")}
 
     def model_loads(self) -> int:
         return self.log().count("hpcpredict.daemon.engine: serving ")
