@@ -111,7 +111,9 @@ def _copy_model_folder(source: Path, target: Path) -> None:
                 try:
                     os.fchmod(writer, _FILE_MODE)
                     while block := os.read(reader, 1 << 20):
-                        os.write(writer, block)
+                        view = memoryview(block)
+                        while view:
+                            view = view[os.write(writer, view):]
                 finally:
                     os.close(writer)
             finally:
