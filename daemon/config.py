@@ -84,12 +84,20 @@ class StoreConfig:
     # Each of the daemon's two prediction journals (memory-mapped, committed in batches);
     # 0 writes every prediction straight into SQLite. 8 MiB holds ~5,000 predictions.
     journal_mib: int = 8
+    # Prediction rows (one per Predict, each with its bounded request) are deleted after this
+    # many days and beyond this many rows, oldest first (0 = no limit); outcomes are kept.
+    keep_predictions_days: int = 90
+    keep_predictions: int = 5_000_000
 
 
 @dataclass(frozen=True)
 class ModelsConfig:
     dir: str = "{data_dir}/models"
     bundled: bool = True                          # serve the bundled example models when none published
+    # Who must be able to read published models: "user" or "user:group" the daemon runs as;
+    # "" = the owner and group of the models directory. Root's publish chowns to them; anyone
+    # else's publish is refused when they could not read it.
+    owner: str = ""
 
 
 @dataclass(frozen=True)
@@ -108,12 +116,19 @@ class PolicyConfig:
 class LimitsConfig:
     max_script_bytes: int = 1 << 20
     max_inputs: int = 512
-    max_text_bytes: int = 4096                    # any single string field
+    max_text_bytes: int = 4096                    # any single string field, each argv word, each environment key and value
+    max_environment: int = 256                    # environment variables per request
     max_nodes: int = 1_000_000
     max_ntasks: int = 100_000_000
     max_node_list_bytes: int = 1 << 20
     max_messages: int = 1_000_000
     max_time_s: int = 366 * 86400
+    parse_cache_mib: int = 16                     # memory for parsed scripts (keyed by digest, evicted by bytes)
+    # What a stored prediction keeps of its request: whole up to stored_request_bytes; beyond,
+    # without its environment, its script cut to stored_script_bytes (the parsed inputs kept
+    # instead), and not at all when that is still too large.
+    stored_request_bytes: int = 65536
+    stored_script_bytes: int = 16384
 
 
 @dataclass(frozen=True)

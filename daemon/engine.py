@@ -102,8 +102,15 @@ class PredictionEngine:
     # ------------------------------------------------------------------ loading
     def _build(self) -> ModelSet:
         loaded, errors = self.registry.load_all()
+        root = self.registry.root
+        served_from_root = any(root in artifact.path.parents for artifact, _ in self.models.loaded.values())
+        missing = self.registry.unreadable_root(expected=served_from_root)
+        if missing:
+            # A models directory that was deleted (or lost its permissions) is a fault, not
+            # "no models published": say so and keep serving what was loaded from it.
+            errors.append(missing)
         for entry, previous in self.models.loaded.items():
-            if entry not in loaded and entry in self.registry.entries():
+            if entry not in loaded and (missing or entry in self.registry.entries()):
                 loaded[entry] = previous  # the new version was refused: keep serving the last good one
         slots: dict[str, Any] = {"comm": {}, "scaling": {}}
         for (kind, key), (artifact, model) in loaded.items():

@@ -6,11 +6,12 @@ field raises :class:`InvalidRequest` naming it (the servicer turns that into
 """
 from __future__ import annotations
 
-import functools
+import hashlib
 import math
 import time
 from dataclasses import dataclass, field
 
+from .bytecache import ByteBoundedCache
 from .errors import InvalidRequest
 from .records import JobRecord
 
@@ -19,10 +20,33 @@ from ..topology.hostlist import count as count_hosts
 from ..topology.mapping import count_tasks_per_node
 
 
-@functools.lru_cache(maxsize=4096)
-def _extract_cached(script: bytes, environment: tuple[tuple[str, str], ...]):
-    """Script parsing costs ~0.5 ms (shlex); the same scripts come back (arrays, sweeps, resubmits)."""
-    return extract_inputs(script, dict(environment))
+# Script parsing costs ~0.5 ms (shlex) and the same scripts come back (arrays, sweeps,
+# resubmits). Keyed by a digest and bounded by bytes ([limits] parse_cache_mib): a cache keyed
+# on whole scripts held every distinct 1 MiB script a client cared to send.
+_PARSE_CACHE = ByteBoundedCache(16 << 20)
+
+
+def _value_bytes(extracted) -> int:
+    """What one parse result costs in memory, roughly (Python objects, not their text alone)."""
+    size = 400 + len(extracted.application) + len(extracted.launcher)
+    for key, value in extracted.inputs.items():
+        size += 120 + len(key) + (len(value) if isinstance(value, str) else 0)
+    return size + sum(80 + len(warning) for warning in extracted.warnings)
+
+
+def _extract_cached(script: bytes, environment, limits):
+    budget = limits.parse_cache_mib << 20
+    if budget != _PARSE_CACHE.max_bytes:
+        _PARSE_CACHE.resize(budget)
+    digest = hashlib.blake2b(script, digest_size=20)
+    for key, value in sorted(environment.items()):
+        digest.update(b"\0%d:%s=%d:%s" % (len(key), key.encode(), len(value), value.encode()))
+    key = digest.digest()
+    extracted = _PARSE_CACHE.get(key)
+    if extracted is None:
+        extracted = extract_inputs(script, dict(environment))
+        _PARSE_CACHE.put(key, extracted, _value_bytes(extracted))
+    return extracted
 
 
 PATTERNS = frozenset({"benchmark", "halo3d", "halo4d", "lulesh1", "lulesh2", "lulesh3", "explicit"})
@@ -215,6 +239,13 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
         raise InvalidRequest("inputs", f"{len(request.inputs)} inputs exceed the limit {limits.max_inputs}")
     if len(request.argv) > limits.max_inputs:
         raise InvalidRequest("argv", f"{len(request.argv)} arguments exceed the limit {limits.max_inputs}")
+    for index, argument in enumerate(request.argv):
+        _text(argument, f"argv[{index}]", limits)
+    if len(request.environment) > limits.max_environment:
+        raise InvalidRequest("environment", f"{len(request.environment)} variables exceed the limit {limits.max_environment}")
+    for name, value in request.environment.items():
+        _text(name, "environment key", limits)
+        _text(value, f"environment[{name[:40]!r}]", limits)
     node_list = node_list or request.node_list
     if len(node_list) > limits.max_node_list_bytes:
         raise InvalidRequest("node_list", f"longer than {limits.max_node_list_bytes} bytes")
@@ -228,7 +259,7 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
     inputs: dict = {}
     application = _text(job.application, "job.application", limits)
     if request.script:
-        extracted = _extract_cached(bytes(request.script), tuple(sorted(request.environment.items())))
+        extracted = _extract_cached(bytes(request.script), request.environment, limits)
         inputs.update(extracted.inputs)
         warnings.extend(extracted.warnings)
         application = application or extracted.application
@@ -248,6 +279,53 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
         job_id=_text(job_id or request.job_id, "job_id", limits), node_list=node_list,
         comm=_comm_spec(request.comm, ntasks, limits) or _comm_from_inputs(inputs, ntasks, limits),
         warnings=tuple(warnings[:20]))
+
+
+def stored_request(request, spec: JobSpec, limits) -> bytes:
+    """The bytes a prediction row keeps of ``request`` (validated into ``spec``), bounded by
+    ``[limits] stored_request_bytes``.
+
+    A request that fits is kept whole (a later allocation-time call re-reads it exactly). A
+    larger one loses its environment and all but the first ``stored_script_bytes`` of its
+    script (cut at a line end, followed by a comment line with the SHA-256 of the whole;
+    ``script_bytes`` says the full size, as when the Slurm hook cuts one), and keeps instead
+    what they yielded: the application and the parsed inputs. If even
+    that is too large, nothing is kept (b""): the prediction's row stays, its request does not.
+    """
+    from ..proto.v1 import hpcpredict_pb2 as pb
+
+    data = request.SerializeToString()
+    if len(data) <= limits.stored_request_bytes:
+        return data
+    kept = pb.JobRequest()
+    kept.CopyFrom(request)
+    kept.ClearField("environment")
+    if len(request.script) > limits.stored_script_bytes:
+        cut = request.script.rfind(b"\n", 0, limits.stored_script_bytes) + 1
+        digest = hashlib.sha256(request.script).hexdigest()
+        # A shell comment (never a directive) says where the cut is and what the whole was.
+        kept.script = request.script[:cut] + (f"# hpcpredict: script cut at {cut} of {len(request.script)} bytes "
+                                              f"received, sha256 {digest}\n").encode()
+        kept.script_bytes = request.script_bytes or len(request.script)
+    if not kept.job.application:
+        kept.job.application = spec.application
+    room = limits.max_inputs - len(kept.inputs)
+    for key, value in spec.inputs.items():
+        if room <= 0:
+            break
+        if key in kept.inputs or len(key) > limits.max_text_bytes:
+            continue
+        if isinstance(value, bool):
+            kept.inputs[key].flag = value
+        elif isinstance(value, float):
+            kept.inputs[key].number = value
+        elif isinstance(value, str) and len(value) <= limits.max_text_bytes:
+            kept.inputs[key].text = value
+        else:
+            continue
+        room -= 1
+    data = kept.SerializeToString()
+    return data if len(data) <= limits.stored_request_bytes else b""
 
 
 def invalid_utf8_fields(data: bytes, descriptor, prefix: str = "") -> list[str]:

@@ -14,12 +14,15 @@ verifies every checksum before the kind's loader reads a byte, and loaders never
 from __future__ import annotations
 
 import datetime as _dt
+import grp
 import hashlib
 import json
 import logging
 import os
+import pwd
 import re
 import shutil
+import stat
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,10 +74,118 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_FILE_MODE, _DIR_MODE = 0o640, 0o750   # the daemon's user and group read; nobody else
+
+
+def _copy_model_folder(source: Path, target: Path) -> None:
+    """Copy the regular files and folders under ``source`` into ``target`` (created), with our
+    modes whatever the umask. Symlinks, devices and FIFOs are refused, never followed: a
+    symlink in a published model would let whoever controls its target change what the daemon
+    serves (or make it read any file). ``os.fwalk`` and ``O_NOFOLLOW`` keep a swap during the
+    copy from redirecting it."""
+    try:
+        top = os.lstat(source)
+    except OSError as error:
+        raise ModelArtifactError(f"{source}: cannot read: {error.strerror}") from error
+    if stat.S_ISLNK(top.st_mode) or not stat.S_ISDIR(top.st_mode):
+        raise ModelArtifactError(f"{source}: not a model folder (a symlink or not a directory)")
+    os.mkdir(target, _DIR_MODE)
+    os.chmod(target, _DIR_MODE)
+    for folder, dirs, files, dir_fd in os.fwalk(source, follow_symlinks=False):
+        relative = Path(folder).relative_to(source)
+        for name in dirs + files:
+            info = os.lstat(name, dir_fd=dir_fd)
+            where = relative / name
+            if stat.S_ISLNK(info.st_mode):
+                raise ModelArtifactError(f"{source}: refusing to publish a symlink: {where}")
+            if stat.S_ISDIR(info.st_mode):
+                os.mkdir(target / where, _DIR_MODE)
+                os.chmod(target / where, _DIR_MODE)
+            elif not stat.S_ISREG(info.st_mode):
+                raise ModelArtifactError(f"{source}: refusing to publish {where}: not a regular file")
+        for name in files:
+            reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            try:
+                writer = os.open(target / relative / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                                 _FILE_MODE)
+                try:
+                    os.fchmod(writer, _FILE_MODE)
+                    while block := os.read(reader, 1 << 20):
+                        view = memoryview(block)
+                        while view:
+                            view = view[os.write(writer, view):]
+                finally:
+                    os.close(writer)
+            finally:
+                os.close(reader)
+
+
+def _owner_of(spec: str, root: Path) -> tuple[int, int]:
+    """(uid, gid) who must read published models: ``user[:group]`` from the config, else the
+    owner and group of the models directory (or of its nearest existing parent)."""
+    if spec:
+        user, _, group = spec.partition(":")
+        try:
+            entry = pwd.getpwnam(user)
+            gid = grp.getgrnam(group).gr_gid if group else entry.pw_gid
+        except KeyError as error:
+            raise ModelArtifactError(f"[models] owner {spec!r}: no such user or group") from error
+        return entry.pw_uid, gid
+    probe = root
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    info = probe.stat()
+    return info.st_uid, info.st_gid
+
+
+def _can_read(info: os.stat_result, uid: int, gids: set[int], need: int) -> bool:
+    """Would ``uid`` (member of ``gids``) have ``need`` (4 read, 5 read+search) on a file with ``info``?"""
+    if uid == 0:
+        return True
+    if info.st_uid == uid:
+        return (info.st_mode >> 6) & need == need
+    if info.st_gid in gids:
+        return (info.st_mode >> 3) & need == need
+    return info.st_mode & need == need
+
+
+def _groups_of(uid: int, gid: int) -> set[int]:
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return {gid}
+    return {gid, *(g.gr_gid for g in grp.getgrall() if name in g.gr_mem)}
+
+
 class ModelRegistry:
-    def __init__(self, root: str | os.PathLike, *, bundled: str | os.PathLike | None = None):
+    def __init__(self, root: str | os.PathLike, *, bundled: str | os.PathLike | None = None, owner: str = ""):
         self.root = Path(root)
         self.bundled = Path(bundled) if bundled else None
+        self.owner = owner   # "user[:group]" the daemon runs as; "" = the models directory's owner
+
+    def _hand_over(self, paths: list[Path], uid: int, gid: int) -> None:
+        """Make ``paths`` (the new version's files and folders, and the folders above them we
+        made) readable by the daemon's user, or refuse before CURRENT moves.
+
+        Root gives them to that user and group. Anyone else cannot chown: their files must
+        then be readable through the group (chgrp to a group the publisher is in) or owner."""
+        if os.geteuid() == 0:
+            for path in paths:
+                os.chown(path, uid, gid, follow_symlinks=False)
+            return
+        if gid in os.getgroups() or gid == os.getegid():
+            for path in paths:
+                if os.lstat(path).st_uid == os.geteuid():
+                    os.chown(path, -1, gid, follow_symlinks=False)
+        gids = _groups_of(uid, gid)
+        for path in paths:
+            info = os.lstat(path)
+            if not _can_read(info, uid, gids, 5 if stat.S_ISDIR(info.st_mode) else 4):
+                who = pwd.getpwuid(uid).pw_name if uid in {e.pw_uid for e in pwd.getpwall()} else str(uid)
+                raise ModelArtifactError(
+                    f"refusing to publish: the daemon's user {who} could not read {path} "
+                    f"(owner uid {info.st_uid}, gid {info.st_gid}, mode {stat.S_IMODE(info.st_mode):04o}); "
+                    f"publish as root or as {who}, or set [models] owner")
 
     # -- publishing
     def publish(self, kind: str, source: str | os.PathLike, *, key: str = SITE_KEY,
@@ -91,11 +202,28 @@ class ModelRegistry:
         if not source.is_dir():
             raise ModelArtifactError(f"{source}: not a model folder")
         home = self.root / kind / key
-        home.mkdir(parents=True, exist_ok=True)
+        uid, gid = _owner_of(self.owner, self.root)   # before we create anything ourselves
+        made = []   # the folders we create, from the top down (the registry's parents too)
+        for folder in (home, *home.parents):
+            if folder.exists() or folder.is_symlink():
+                break
+            made.insert(0, folder)
+        for folder in made:
+            folder.mkdir(mode=_DIR_MODE, exist_ok=True)
+            os.chmod(folder, _DIR_MODE)
+        for folder in (self.root / kind, home):
+            if folder.is_symlink() or folder.resolve() != self.root.resolve() / folder.relative_to(self.root):
+                raise ModelArtifactError(f"{folder}: refusing to publish through a symlink")
         now = _dt.datetime.now(_dt.timezone.utc)
         version = now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:6]
         staging = home / f".tmp-{version}"
-        shutil.copytree(source, staging / MODEL_DIR)
+        os.mkdir(staging, _DIR_MODE)
+        os.chmod(staging, _DIR_MODE)
+        try:
+            _copy_model_folder(source, staging / MODEL_DIR)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         files = {}
         for path in sorted(p for p in staging.rglob("*") if p.is_file()):
             with open(path, "rb") as handle:
@@ -103,23 +231,32 @@ class ModelRegistry:
             files[path.relative_to(staging).as_posix()] = _sha256(path)
         manifest = {"format": 1, "kind": kind, "key": key, "version": version,
                     "created": now.isoformat(timespec="seconds"), "metadata": metadata or {}, "files": files}
-        with open(staging / MANIFEST, "w", encoding="utf-8") as handle:
+        with open(os.open(staging / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE), "w",
+                  encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), _FILE_MODE)
             json.dump(manifest, handle, indent=1, sort_keys=True)
             handle.flush()
             os.fsync(handle.fileno())
-        if validate:
-            try:
-                model_kind.load(staging / MODEL_DIR)
-            except Exception as error:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise ModelArtifactError(f"refusing to publish {kind} model from {source}: {error}") from error
+        try:
+            if validate:
+                try:
+                    model_kind.load(staging / MODEL_DIR)
+                except Exception as error:
+                    raise ModelArtifactError(f"refusing to publish {kind} model from {source}: {error}") from error
+            self._hand_over([*made, staging, *staging.rglob("*")], uid, gid)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         final = home / version
         os.rename(staging, final)
         _fsync_dir(home)
         pointer = home / f".{CURRENT}.{version}"
-        pointer.write_text(version + "\n", encoding="utf-8")
-        with open(pointer, "rb") as handle:
+        with open(os.open(pointer, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE), "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), _FILE_MODE)
+            handle.write(version + "\n")
+            handle.flush()
             os.fsync(handle.fileno())
+        self._hand_over([pointer], uid, gid)
         os.replace(pointer, home / CURRENT)
         _fsync_dir(home)
         logger.info("published %s model %s version %s", kind, key, version)
@@ -163,8 +300,25 @@ class ModelRegistry:
                 version = (home / CURRENT).read_text(encoding="utf-8").strip()
             except FileNotFoundError:
                 continue
-            return self.open(home / version)
+            folder = home / version
+            # CURRENT names a version folder of this model, never a path elsewhere (../, /etc)
+            # nor a symlink to one.
+            if not _SAFE_KEY.fullmatch(version) or version.startswith(".") or folder.is_symlink():
+                raise ModelArtifactError(f"{home / CURRENT}: names {version[:80]!r}, not a version of this model")
+            return self.open(folder)
         raise ModelNotFound(f"no {kind} model published for {key}")
+
+    def unreadable_root(self, *, expected: bool = False) -> str:
+        """Why the models directory cannot be listed; "" when it can, or when it does not exist
+        and was not ``expected`` to (a fresh install serves the bundled models until something
+        is published)."""
+        try:
+            os.listdir(self.root)
+        except FileNotFoundError:
+            return f"models directory {self.root} is missing" if expected else ""
+        except OSError as error:
+            return f"models directory {self.root}: {error.strerror}"
+        return ""
 
     def entries(self) -> list[tuple[str, str]]:
         """(kind, key) pairs that have a current version, published ones shadowing bundled ones."""

@@ -42,7 +42,7 @@ from functools import lru_cache
 from . import __version__, records
 from .errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreError
 from .faults import FaultBoard
-from .jobspec import job_spec_from_request
+from .jobspec import job_spec_from_request, stored_request
 from .records import JobRecord
 from .store import PredictionRow
 from ..proto.v1 import hpcpredict_pb2 as pb
@@ -261,7 +261,7 @@ class PredictionService:
                 low_s=answer.low_s, high_s=answer.high_s, bound_s=answer.bound_s,
                 requested_time_s=float(spec.time_limit_s), comm_time_s=answer.comm_time_s,
                 model_name=answer.model_name, model_version=answer.model_version, fallback=answer.fallback,
-                request=request.SerializeToString(), cluster=spec.cluster))
+                request=stored_request(request, spec, self.limits), cluster=spec.cluster))
         except StoreError as error:
             # The estimate is still right; only its record is missing. Answer, flag the fault.
             self.faults.set("store", "record prediction", str(error))

@@ -187,6 +187,29 @@ _PREDICTION_SELECT = ("SELECT prediction_id, job_id, stage, user, application, c
                       "FROM predictions")
 
 
+def private_file(path: str, *, create: bool = True) -> None:
+    """Make ``path`` readable by its owner only (0600), whatever the umask: the store holds every
+    user's job requests. Created empty when missing (SQLite then keeps the mode, and gives it
+    to its ``-wal`` and ``-shm`` files); an existing file loses its group and other bits,
+    which an older version or a wide umask may have left. A file of another owner (a store
+    opened read-only by an admin's CLI) is left alone."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o600)
+    except FileNotFoundError:
+        return
+    except OSError as error:   # read-only file system, no permission: the open proper reports it
+        logger.debug("cannot check the mode of %s: %s", path, error)
+        return
+    try:
+        info = os.fstat(fd)
+        if info.st_mode & 0o077 and info.st_uid == os.geteuid():
+            os.fchmod(fd, info.st_mode & 0o700)
+    except OSError as error:
+        logger.debug("cannot restrict the mode of %s: %s", path, error)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def _immediate(db: sqlite3.Connection):
     """BEGIN IMMEDIATE ... COMMIT; rolled back if anything in between fails."""
@@ -231,6 +254,11 @@ class Store(ABC):
         ``since``, on ``cluster`` (None: any); None when there is none (or the store cannot
         look it up)."""
         return None
+
+    def prune_predictions(self, *, keep_days: float, keep_rows: int, now: float | None = None) -> int:
+        """Delete prediction rows older than ``keep_days`` (0: no age limit) and the oldest beyond
+        ``keep_rows`` (0: no count limit); returns how many went. Outcomes (``jobs``) are kept."""
+        return 0
 
     @abstractmethod
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
@@ -359,7 +387,8 @@ class SQLiteStore(StoreLookups, Store):
         """Open, set the pragmas, migrate. Caller holds the lock (or is __init__)."""
         try:
             if self.path != ":memory:":
-                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o750, exist_ok=True)
+                private_file(self.path)
             db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                  timeout=self._busy_timeout_ms / 1000)
         except (sqlite3.Error, OSError) as error:
@@ -372,6 +401,8 @@ class SQLiteStore(StoreLookups, Store):
         except sqlite3.Error as error:
             db.close()
             raise StoreError(f"cannot open store {self.path}: {error}") from error
+        for suffix in ("-wal", "-shm"):   # SQLite gives them the store's mode; older ones may be wider
+            private_file(self.path + suffix, create=False)
         self._db, self._mode, self._error = db, (self._synchronous, self._busy_timeout_ms), None
         if self._journal_bytes > 0 and self._journals is None and self.path != ":memory:":
             self._open_journals()
@@ -680,6 +711,40 @@ class SQLiteStore(StoreLookups, Store):
                           "ORDER BY created DESC LIMIT 1", params)
         return _prediction_from_values(rows[0]) if rows else None
 
+    def prune_predictions(self, *, keep_days: float, keep_rows: int, now: float | None = None) -> int:
+        self.flush()
+        deleted = 0
+        if keep_days > 0:
+            cutoff = (time.time() if now is None else now) - keep_days * 86400
+            deleted += self._write_one("DELETE FROM predictions WHERE created < ?", (cutoff,), durable=False)
+        if keep_rows > 0:
+            total = self._read("SELECT COUNT(*) FROM predictions")[0][0]
+            if total > keep_rows:
+                deleted += self._write_one(
+                    "DELETE FROM predictions WHERE prediction_id IN "
+                    "(SELECT prediction_id FROM predictions ORDER BY created LIMIT ?)", (total - keep_rows,),
+                    durable=False)
+        if deleted:
+            logger.info("store %s: %d prediction rows past retention deleted", self.path, deleted)
+        return deleted
+
+    def _retention_loop(self, keep_days: float, keep_rows: int, every_s: float) -> None:
+        """The daemon's store applies the retention at start and then every ``every_s``."""
+        while not self._stop.is_set():
+            try:
+                self.prune_predictions(keep_days=keep_days, keep_rows=keep_rows)
+            except StoreError as error:   # the store's own fault reporting covers it; try again later
+                logger.warning("prediction retention not applied: %s", error)
+            except Exception:
+                logger.exception("prediction retention failed")
+            self._stop.wait(every_s)
+
+    def start_retention(self, keep_days: float, keep_rows: int, every_s: float = 3600.0) -> None:
+        if keep_days <= 0 and keep_rows <= 0:
+            return
+        threading.Thread(target=self._retention_loop, args=(keep_days, keep_rows, every_s),
+                         name="prediction-retention", daemon=True).start()
+
     # -- status
     def counts(self) -> dict[str, int]:
         self.flush()
@@ -702,8 +767,8 @@ class SQLiteStore(StoreLookups, Store):
         return {"accuracy": accuracy, "bound_exceeded_rate": killed, "n": float(len(rows))}
 
     def close(self) -> None:
+        self._stop.set()   # the flusher and the retention thread
         if self._flusher is not None:
-            self._stop.set()
             self._wake.set()
             self._flusher.join(timeout=5)
         if self._journals is not None:
@@ -728,6 +793,9 @@ def open_store(config, *, lazy: bool = False, journal: bool = False) -> Store:
         if not config.store.dsn:
             raise StoreError("[store] backend = postgres needs [store] dsn (a libpq connection string)")
         return PostgresStore(config.store.dsn, lazy=lazy)
-    return SQLiteStore(config.store.path, synchronous=config.store.synchronous,
-                       busy_timeout_ms=config.store.busy_timeout_ms, lazy=lazy,
-                       journal_bytes=config.store.journal_mib << 20 if journal else 0)
+    store = SQLiteStore(config.store.path, synchronous=config.store.synchronous,
+                        busy_timeout_ms=config.store.busy_timeout_ms, lazy=lazy,
+                        journal_bytes=config.store.journal_mib << 20 if journal else 0)
+    if journal:   # the daemon's store: it also keeps the prediction rows within their retention
+        store.start_retention(config.store.keep_predictions_days, config.store.keep_predictions)
+    return store

@@ -30,7 +30,9 @@ _HUGE = 10 ** 15  # what a number too long to be an index counts as (never int()
 def _index(text: str | None, default: int) -> int:
     if text is None:
         return default
-    return int(text) if len(text) <= 15 else _HUGE
+    # Padding is not size: ClusterShell reads `0000000099999999` as 99999999 (kept 16 wide).
+    digits = text.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 15 else _HUGE
 
 
 def count(expression: str) -> int:
@@ -38,10 +40,12 @@ def count(expression: str) -> int:
 
     An upper bound: overlapping ranges count twice (exact for Slurm's own folded lists), a
     malformed range counts as 1 and is left for :func:`expand` to report, and digit runs too
-    long to be an index count as 10**15 (Python refuses to ``int()`` very long digit strings).
+    long to be an index (leading zeros aside) count as 10**15 (Python refuses to ``int()`` very long digit strings).
 
     >>> count("n[001-016,020],gpu[1-4]-ib[0-1]"), count("n[0-99999999]")
     (25, 100000000)
+    >>> count("n[0000000000000000-0000000099999999]")   # zero padding does not hide the size
+    100000000
     """
     total, depth, item = 0, 0, []
     for char in expression + ",":  # split on commas outside brackets
@@ -58,6 +62,10 @@ def count(expression: str) -> int:
                     size += 1
                     continue
                 low, high = _index(match[1], 0), _index(match[2], _index(match[1], 0))
+                if _HUGE in (low, high) and match[2] is not None and \
+                        match[1].lstrip("0") != match[2].lstrip("0"):
+                    size += _HUGE   # two bounds too long to read are still a range, not one name
+                    continue
                 size += max(0, abs(high - low) // max(_index(match[3], 1), 1) + 1)
             names *= max(size, 1)
         total += names

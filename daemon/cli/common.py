@@ -91,14 +91,30 @@ def ask_reload(socket_path: str):
         return client.call("ReloadModels", pb.ReloadRequest())
 
 
-def reload_daemon(socket_path: str) -> None:
-    """Ask a running daemon to reload; say so on stderr either way (never fails the command)."""
+def reload_daemon(socket_path: str, published=None) -> int:
+    """Ask a running daemon to reload and say so on stderr; the command's exit status.
+
+    With ``published`` (the Artifact just published) the daemon must then serve that version:
+    a daemon that refused or failed to load it (an unreadable file, a checksum) fails the
+    command (1), with the daemon's reason. No daemon running is not a failure (0): it loads the
+    model when it starts."""
     import sys
 
     from ..errors import HpcPredictError
 
     try:
-        ask_reload(socket_path)
-        print("daemon reloaded: the new history is in use", file=sys.stderr)
+        reply = ask_reload(socket_path)
     except HpcPredictError as error:
         print(f"note: daemon not reloaded ({error}); run `hpcpredict reload` once it runs", file=sys.stderr)
+        return 0
+    for error in reply.errors:
+        print(f"refused by the daemon: {error}", file=sys.stderr)
+    if published is not None and not any((m.kind, m.key, m.version) == (published.kind, published.key, published.version)
+                                         for m in reply.models):
+        print(f"error: the daemon does not serve the published {published.kind} model {published.key} "
+              f"version {published.version}", file=sys.stderr)
+        return 1
+    if reply.errors:
+        return 1
+    print("daemon reloaded: the new history is in use", file=sys.stderr)
+    return 0

@@ -128,9 +128,12 @@ def _refresh(args) -> int:
             fresh = [r for r in records if r.job_id not in reported]
             added, present = store.add_jobs(fresh, "sacct")
             present += len(records) - len(fresh)
+            pruned = store.prune_predictions(keep_days=config.store.keep_predictions_days,
+                                             keep_rows=config.store.keep_predictions)
         finally:
             store.close()
-        result.update(source=source, finished_jobs=len(records), added=added, already_present=present)
+        result.update(source=source, finished_jobs=len(records), added=added, already_present=present,
+                      predictions_pruned=pruned)
         progress.update(step, description="training the walltime model")
         artifact, trained_on = train_and_publish(config, args.cluster if args.cluster_model and args.cluster else None)
         result.update(kind=artifact.kind, version=artifact.version, trained_on=trained_on, path=str(artifact.path))
@@ -139,6 +142,10 @@ def _refresh(args) -> int:
             reply = ask_reload(socket_of(args, config))
             result["serving"] = [{"kind": m.kind, "key": m.key, "version": m.version} for m in reply.models]
             result["reload_errors"] = list(reply.errors)
+            if not any((m.kind, m.key, m.version) == (artifact.kind, artifact.key, artifact.version)
+                       for m in reply.models):
+                result["reload_errors"].append(f"the daemon does not serve the published {artifact.kind} "
+                                               f"version {artifact.version}")
     if args.json:
         print_json(result)
     else:

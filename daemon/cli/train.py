@@ -63,7 +63,7 @@ def train_and_publish(config, cluster: str | None = None):
         raise HpcPredictError(f"the store has no job history{on}: run `hpcpredict ingest TRACE` first")
     with tempfile.TemporaryDirectory() as tmp:
         save_model(model, Path(tmp))
-        registry = ModelRegistry(config.models.dir)
+        registry = ModelRegistry(config.models.dir, owner=config.models.owner)
         key = SITE_KEY if cluster is None else cluster
         return registry.publish("walltime", tmp, key=key, metadata={"jobs": count}), count
 
@@ -80,9 +80,7 @@ def _train(args) -> int:
         print_json({"kind": artifact.kind, "version": artifact.version, "jobs": count, "path": str(artifact.path)})
     else:
         print(f"trained walltime model on {count} jobs: version {artifact.version}")
-    if not args.no_reload:
-        reload_daemon(socket_of(args, config))
-    return 0
+    return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
 
 
 def _train_runtime(args) -> int:
@@ -102,7 +100,7 @@ def _train_runtime(args) -> int:
             raise HpcPredictError(f"--alias {item!r}: expected INPUT=nodes|ntasks|cpus_per_task")
         aliases[name] = field
     config = writer_config_of(args)
-    registry = ModelRegistry(config.models.dir)
+    registry = ModelRegistry(config.models.dir, owner=config.models.owner)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "runtime"
         try:  # every application's model lives in one artifact: start from the served one
@@ -123,9 +121,7 @@ def _train_runtime(args) -> int:
                            for learner, v in meta["cv_mape_by_learner"].items())
         print(f"  {name}: {meta['learner']} (cross-validated MAPE: {scores})")
         print(f"    {meta['selection']['reason']}")
-    if not args.no_reload:
-        reload_daemon(socket_of(args, config))
-    return 0
+    return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
 
 
 def _publish(args) -> int:
@@ -133,8 +129,6 @@ def _publish(args) -> int:
     from ..registry import ModelRegistry
 
     config = writer_config_of(args)
-    artifact = ModelRegistry(config.models.dir).publish(args.kind, args.folder, key=args.key)
+    artifact = ModelRegistry(config.models.dir, owner=config.models.owner).publish(args.kind, args.folder, key=args.key)
     print(f"published {artifact.kind} model {artifact.key} version {artifact.version}")
-    if not args.no_reload:
-        reload_daemon(socket_of(args, config))
-    return 0
+    return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)

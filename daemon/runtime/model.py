@@ -57,6 +57,12 @@ class RuntimeModel:
         records = [table.rows[i] for i in rows]
         self.encoder_ = InputEncoder().fit(records, names)
         X = self.encoder_.transform(records)
+        # What each numeric input spanned in training: a prediction far outside says so.
+        self.input_ranges_ = {}
+        for name, cats in self.encoder_.columns:
+            column = X[:, self.encoder_.feature_names.index(name)] if cats is None else None
+            if column is not None and np.isfinite(column).any():
+                self.input_ranges_[name] = (float(np.nanmin(column)), float(np.nanmax(column)))
         self.estimator_ = make_learner(self.learner, **self.params)
         self.estimator_.fit(X, table.y[rows], groups=table.groups[rows],
                             feature_names=self.encoder_.feature_names)

@@ -89,6 +89,7 @@ def save_application_model(model, directory: Path, *, application: str, metadata
         "learner": learner, "variant": variant, "encoder": model.encoder_.to_json(),
         "required_inputs": model.required_inputs, "kept_features": model.kept_features,
         "arrays_sha256": hashlib.sha256(blob).hexdigest(), "metadata": metadata,
+        "input_ranges": {name: [low, high] for name, (low, high) in getattr(model, "input_ranges_", {}).items()},
     })
     try:
         text = json.dumps(description, indent=1, sort_keys=True)
@@ -125,6 +126,11 @@ class _Variant:
             self.aliases = {str(k): str(v) for k, v in dict(metadata.get("input_aliases", {})).items()}
         except (KeyError, ValueError, TypeError, ModelArtifactError) as error:
             raise ModelArtifactError(f"{path}: corrupt model: {error}") from error
+        try:
+            self.ranges = {str(name): (float(low), float(high))
+                           for name, (low, high) in dict(description.get("input_ranges") or {}).items()}
+        except (TypeError, ValueError) as error:
+            raise ModelArtifactError(f"{path}: corrupt model: bad input ranges: {error}") from error
         if self.scores.ndim != 1 or not np.all(np.isfinite(self.scores)):
             raise ModelArtifactError(f"{path}: corrupt model: bad calibration scores")
         self._multipliers: dict[float, float] = {}
@@ -156,6 +162,25 @@ class _Variant:
         vector = self.encoder.encode_one(inputs, needed=self.required)
         return None if vector is None else self.predictor.log_dist(vector)
 
+    def _outside(self, inputs: Mapping[str, object]) -> list[str]:
+        """A warning per input far outside what the model was trained on (beyond twice the
+        largest or half the smallest value seen, or a range's width beyond it): the estimate
+        is then an extrapolation, however narrow its interval looks."""
+        warnings = []
+        for name, (low, high) in self.ranges.items():
+            value = inputs.get(name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            width = high - low
+            if low > 0 and high > 0:
+                far = value > 2 * high or value < low / 2
+            else:
+                far = value > high + max(width, 1.0) or value < low - max(width, 1.0)
+            if far:
+                warnings.append(f"warning: {name}={value:g} is far outside the training range "
+                                f"{low:g}..{high:g}: this estimate is an extrapolation")
+        return warnings[:3]
+
     def estimate(self, inputs: Mapping[str, object], coverage: float,
                  bound_coverage: float | None = None) -> RuntimeEstimate | None:
         dist = self.log_dist(inputs)
@@ -169,7 +194,7 @@ class _Variant:
         runtime, low, high = (math.exp(min(v, 700.0)) for v in (centre, centre - q * spread, centre + q * spread))
         used = ", ".join(f"{name}={inputs[name]}" for name in self.required if name in inputs)
         explanation = (self._describe_text, f"inputs used: {used}" if used else "inputs used: none",
-                       self._interval_text(coverage))
+                       self._interval_text(coverage), *self._outside(inputs))
         return RuntimeEstimate(runtime_s=runtime, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
                                explanation=explanation, model_name=self.name, model_version=self.version)
 
