@@ -172,26 +172,21 @@ def test_publish_that_the_daemon_could_not_read_is_refused_before_current_moves(
 
 @needs_root
 @pytest.mark.parametrize("owner,expected", [("", 0), ("daemon:daemon", 1)], ids=["daemon-user", "wrong-owner"])
-def test_publish_exits_non_zero_when_the_daemon_cannot_load_the_model(world_dir, tmp_path, owner, expected):
-    """The daemon runs as nobody; root publishes. Handed to the models directory's owner the
-    daemon serves it (exit 0); with [models] owner naming another user and group the daemon
-    cannot read it, refuses it, and the command fails instead of printing "daemon reloaded".
-    (The child keeps root's group, as ``Popen(user=)`` does, hence another group here.)"""
-    from hpcpredict.daemon.cli.main import main as cli
-
+def test_publish_exits_non_zero_when_the_daemon_cannot_load_the_model(world_dir, owner, expected):
+    """The daemon runs as nobody; root runs ``hpcpredict publish`` (it continues as the data
+    directory's owner, nobody). With the files handed to the daemon's user the daemon serves the
+    new version (exit 0); with [models] owner naming another user the publish is refused or the
+    daemon cannot load it, and the command fails instead of printing "daemon reloaded"."""
     nobody = pwd.getpwnam("nobody")
     os.chown(world_dir, nobody.pw_uid, nobody.pw_gid)
-    daemon = DaemonProcess(world_dir, env={"HPCPREDICT_DAEMON_HOOK_SOCKET": ""}, user="nobody").start()
+    daemon = DaemonProcess(world_dir, user="nobody").start()
     try:
-        source = _placement_folder(tmp_path / "src")
-        env = {"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_MODELS_OWNER": owner}
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            code = cli(["publish", "topology", str(source)])
-        finally:
-            for key, value in saved.items():
-                os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-        assert code == expected
+        source = _placement_folder(world_dir / "src")
+        for path in [source, *source.rglob("*")]:
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        done = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.cli.main", "publish", "topology", str(source)],
+                              env={**os.environ, "HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_MODELS_OWNER": owner},
+                              capture_output=True, text=True, cwd="/")
+        assert done.returncode == expected, done.stdout + done.stderr
     finally:
         daemon.stop()
