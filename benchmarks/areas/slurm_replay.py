@@ -13,8 +13,9 @@ during the replay it learns from the outcomes the epilog reports. The hook's flo
 (``min_time_limit_s``) is one minute here (the site default, 5 minutes, would be hours of trace
 time) and its budget 2 s (this measures the policy, not the hook's latency: see the ``slurm`` area).
 
-Policies: ``hpcpredict`` (the hook on, the daemon's risk target) runs first, ``user`` (the hook
-off: the requests as given) second, so the daemon never learns the window before predicting it.
+Policies (``--policies``): ``hpcpredict@RISK`` (the hook on, asking for that risk target) and
+``user`` (the hook off: the requests as given). Each ``hpcpredict`` run gets a fresh daemon that
+ingests and trains on the history only, so it never learns the window before predicting it.
 A run stops ``--drain`` seconds after its last submission: jobs still pending then are cancelled
 and count with their wait so far (``unfinished``). Times are reported in trace seconds
 (measured x ``--compress``; Slurm's timestamps have 1 s resolution, i.e. ``--compress`` trace
@@ -22,7 +23,8 @@ seconds); bounded slowdown with tau = 10 trace seconds. ``killed``: jobs that en
 a limit below their request (a limit the policy set). Uses the test cluster's lock
 (``/tmp/hpcpredict-slurm-test.lock``) for the whole run, as tests/slurm/conftest.py does.
 
-    sudo .venv/bin/python -m benchmarks run slurm_replay [--jobs 150] [--start 18940] [--compress 60] [--drain 180]
+    sudo .venv/bin/python -m benchmarks run slurm_replay [--jobs 150] [--start 18940] [--compress 60] [--drain 120]
+        [--policies hpcpredict@0.03,hpcpredict@0.2,user]
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ TRACE = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces" / "KTH
 JOB_NAME = "kth-replay"
 SLEEPER = "#!/bin/bash\n# a trace job: sleeps its compressed runtime\nsleep \"$1\"\n"
 TAU_S = 10.0
-POLICIES = ("hpcpredict", "user")
+POLICIES = ("hpcpredict@0.03", "hpcpredict@0.2", "user")
 
 
 def minutes(seconds: float) -> int:
@@ -211,7 +213,7 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--start", type=int, default=18940,
                         help="index (by submission) of the window's first job; the default is a busy window")
     parser.add_argument("--compress", type=float, default=60.0, help="trace seconds per replay second")
-    parser.add_argument("--drain", type=float, default=180.0, help="seconds a run may go on after its last submission")
+    parser.add_argument("--drain", type=float, default=120.0, help="seconds a run may go on after its last submission")
     parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--cpus", type=int, default=10, help="CPUs per emulated node")
     parser.add_argument("--policies", default=",".join(POLICIES))
@@ -228,8 +230,7 @@ def run(args: list[str]) -> dict:
     fcntl.flock(lock, fcntl.LOCK_EX)           # one test cluster per machine
     work = Path(tempfile.mkdtemp(prefix="hpcpredict-bench-replay-"))
     work.chmod(0o755)
-    daemon = harness.Daemon(work / "daemon")
-    daemon.env["HPCPREDICT_POLICY_MIN_TIME_LIMIT_S"] = "60"
+    daemon = harness.Daemon(work / "daemon-none")    # replaced per hpcpredict run
     daemon.start()
     staging = work / "hooks"
     staging.mkdir()
@@ -253,17 +254,24 @@ def run(args: list[str]) -> dict:
         replay = Replay(harness, daemon, staging, conf, users)
         (replay.jobs / "sleeper.sh").write_text(SLEEPER)
         (replay.jobs / "sleeper.sh").chmod(0o755)
-        csv_path = work / "history.csv"
-        write_history_csv(history, csv_path, time.time() - 1.0, window[0].submit_time, options.compress)
-        csv_path.chmod(0o644)
-        for step in (("ingest", "--format", "sacct-csv", str(csv_path)), ("train", "--json")):
-            done = daemon.cli(*step, timeout=900)
-            if done.returncode != 0:
-                raise RuntimeError(f"hpcpredict {step[0]} failed: {done.stderr[-1000:]}")
-        results["risk"] = 0.03
         jobcomp_path = harness.SLURM_DIR / "log" / "jobcomp.txt"
         for policy in options.policies.split(","):
-            replay.configure(enabled="true" if policy == "hpcpredict" else "false")
+            risk = float(policy.split("@")[1]) if policy.startswith("hpcpredict@") else None
+            if risk is not None:     # a fresh daemon that knows the history only
+                daemon.stop()
+                daemon = harness.Daemon(work / f"daemon-{policy}")
+                daemon.env["HPCPREDICT_POLICY_MIN_TIME_LIMIT_S"] = "60"
+                daemon.start()
+                replay.daemon = daemon
+                csv_path = work / f"history-{policy}.csv"
+                write_history_csv(history, csv_path, time.time() - 1.0, window[0].submit_time, options.compress)
+                csv_path.chmod(0o644)
+                for step in (("ingest", "--format", "sacct-csv", str(csv_path)), ("train", "--json")):
+                    done = daemon.cli(*step, timeout=900)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"hpcpredict {step[0]} failed: {done.stderr[-1000:]}")
+            replay.configure(enabled="true" if risk is not None else "false", hook_socket=daemon.hook_socket,
+                             risk=str(risk or 0))
             harness.poll(lambda: not replay.queue(), 120, "an empty queue", 1.0)
             began = time.time()
             offset = jobcomp_path.stat().st_size if jobcomp_path.exists() else 0
@@ -271,12 +279,15 @@ def run(args: list[str]) -> dict:
             scores = score(submitted, parse_jobcomp(jobcomp_path, offset), cut, options.compress, procs)
             scores["wall_s"] = round(time.time() - began, 1)
             scores["max_submit_late_s"] = max(job["late_s"] for job in submitted)
+            if risk is not None:
+                scores["risk"] = risk
+                scores["kills_allowed"] = round(risk * scores["shortened"], 1)
             results["policies"][policy] = scores
-        if {"user", "hpcpredict"} <= set(results["policies"]):
-            user, ours = results["policies"]["user"], results["policies"]["hpcpredict"]
-            if user["mean_bounded_slowdown"] and ours["mean_bounded_slowdown"]:
-                results["bsld_vs_user"] = round(ours["mean_bounded_slowdown"] / user["mean_bounded_slowdown"], 4)
-            results["kills_allowed"] = round(results["risk"] * ours["shortened"], 1)
+        user = results["policies"].get("user")
+        for name, ours in results["policies"].items():
+            if user and name != "user" and user["mean_bounded_slowdown"] and ours["mean_bounded_slowdown"]:
+                ours["bsld_vs_user"] = round(ours["mean_bounded_slowdown"] / user["mean_bounded_slowdown"], 4)
+                ours["wait_vs_user"] = round(ours["mean_wait_s"] / user["mean_wait_s"], 4) if user["mean_wait_s"] else None
     finally:
         subprocess.run(["scancel", "-n", JOB_NAME], env=dict(os.environ, SLURM_CONF=str(harness.SLURM_DIR / "etc" / "slurm.conf")),
                        capture_output=True, timeout=60)
