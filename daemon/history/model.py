@@ -24,16 +24,20 @@ without history gets the request x the cluster's typical runtime/request ratio
 
 Upper bound (``time_limit``) at risk a: split-conformal on the log residuals log(r / p) of the
 selected estimate's recent predictions, made out of sample (each residual comes from the
-estimate at the job's submission); it is never below the point answer. Scores are kept per user
-(used once a user has enough of them) and per regime (with / without user history). Censored
-jobs (killed at their limit) are *not* scored: their runtime is only known to be >= the limit,
-and the bound is capped at the request, so they cannot be killed earlier by it; the risk is
-thus the probability of outliving the bound among jobs that end within their request — what the
-kill rate measures. Because job streams drift, the level is adapted online (adaptive conformal
-inference, Gibbs & Candès 2021): every job that ends within its request moves the effective
-risk by ``adapt_rate x (risk - killed)``. A job whose user has no relevant history keeps its
-request as bound (batches of identical jobs submitted together break the exchangeability the
-calibration relies on).
+estimate at the job's submission); it is never below the point answer. The policy only uses the
+bound where it is below the request, and the jobs far below their request are the ones with the
+widest residuals, so the bound is calibrated *on the jobs it would shorten*: each residual is
+kept with its gap log(request / p), and the shift q above the estimate is the smallest one that
+covers 1 - a of the past jobs whose gap exceeds q (:func:`shortening_shift`). The risk is thus
+the probability that a job whose limit the bound shortened outlives it. Scores are kept per user
+(used once a user has enough of them, and enough of those would have been shortened) and per
+regime (with / without user history). Censored jobs (killed at their limit) are *not* scored:
+their runtime is only known to be >= the limit, and the bound is capped at the request, so they
+cannot be killed earlier by it. Because job streams drift, the level is adapted online
+(adaptive conformal inference, Gibbs & Candès 2021): every job that the bound shortened and
+that ended within its request moves the effective risk by ``adapt_rate x (risk - killed)``. A
+job whose user has no relevant history keeps its request as bound (batches of identical jobs
+submitted together break the exchangeability the calibration relies on).
 """
 from __future__ import annotations
 
@@ -71,6 +75,9 @@ N_SELECTOR_FEATURES = 2 + 6 * len(EXPERTS) + 1
 COLD, WARM = "cold", "warm"
 _LOG_DEFAULT = math.log(DEFAULT_NO_REQUEST_S)
 _INTERVAL = (0.1, 0.9)  # central interval reported as low/high (80 % nominal)
+# Gap (log request - estimate) kept for a job without a request: its bound is always applied
+# (as its --time), so it belongs to every shortened set. Finite to stay plain JSON.
+NO_REQUEST_GAP = 50.0
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class ModelParams:
     pending_limit: int = 200_000     # predictions remembered until their job ends
     new_request_factor: float = 4.0  # a request this far from all the user's past ones: cold start
     adapt_rate: float = 0.002        # adaptive conformal step (Gibbs & Candes 2021) on the risk
+    min_shortened_outliers: float = 2.0  # a bound's calibration set holds >= this / risk - 1 shortened jobs
     selector_rate: float = 0.03      # NLMS step of the learned expert selector
     blend_power: float = 4.0         # blend weight = predicted accuracy ** this (0: never blend)
     blend_user_rate: float = 0.1     # per-user rate of the blend-minus-selected accuracy score
@@ -105,6 +113,62 @@ def conformal_quantile(ordered: np.ndarray, level: float) -> float:
     if rank > n or n == 0:
         return math.inf
     return float(ordered[max(rank, 1) - 1])
+
+
+def shortening_shift(residuals: np.ndarray, gaps: np.ndarray, level: float, min_outliers: float = 1.0) -> float:
+    """The smallest log shift q whose bound (estimate + q) covers ``level`` of the jobs it would
+    shorten: split-conformal among the scored jobs whose gap (log request - estimate) exceeds q.
+
+    The bound is only applied where it is below the request (the policy leaves the others
+    alone), and jobs far below their request are the ones with the widest residuals: a
+    quantile over all jobs under-covers exactly the jobs it is used on. Selecting the
+    calibration jobs by the same rule as the jobs it will shorten (gap > q) makes the kill
+    rate among shortened jobs the target. inf when no q qualifies (too few shortened jobs
+    for the level: at least ``min_outliers`` / (1 - level) - 1 of them; 1 is plain split
+    conformal, 2 asks for the room of two outliers, which steadies a quantile taken from a
+    user's few jobs). Only residual values need checking: between two of them the covered
+    count can only fall.
+
+    >>> r = np.array([0.0, 0.05, 0.1, 0.15, 2.0, 2.1])
+    >>> shortening_shift(r, np.full(6, 9.0), 0.5), conformal_quantile(np.sort(r), 0.5)  # all shortened
+    (0.15, 0.15)
+    >>> gaps = np.array([0.1, 0.1, 0.1, 0.15, 9.0, 9.0])   # the first four ran close to their request
+    >>> shortening_shift(r, gaps, 0.5)    # estimate + 0.15 would shorten only the last two: both outlive it
+    2.1
+    >>> shortening_shift(r, gaps, 0.8)    # too few shortened jobs to cover 80 %
+    inf
+    """
+    return _shift_at(ShorteningScores.of(residuals, gaps), level, min_outliers)
+
+
+@dataclass(frozen=True)
+class ShorteningScores:
+    """Calibration scores sorted once for :func:`shortening_shift` (published, read-only)."""
+
+    candidates: np.ndarray      # the residuals, sorted
+    selected: np.ndarray        # per candidate q: how many jobs have a gap above q
+    outliving: np.ndarray       # ... and also a residual above q
+
+    @classmethod
+    def of(cls, residuals, gaps) -> "ShorteningScores":
+        r = np.fromiter(residuals, float)
+        g = np.fromiter(gaps, float)
+        if len(g) != len(r):        # missing gaps: every job counts as shortened
+            g = np.full(len(r), NO_REQUEST_GAP)
+        candidates = np.sort(r)
+        n = len(r)
+        return cls(candidates, n - np.searchsorted(np.sort(g), candidates, side="right"),
+                   n - np.searchsorted(np.sort(np.minimum(g, r)), candidates, side="right"))
+
+
+def _shift_at(scores: ShorteningScores, level: float, min_outliers: float = 1.0) -> float:
+    selected = scores.selected
+    ok = ((selected > 0) & (selected >= min_outliers / (1.0 - level) - 1.0)
+          & (selected - scores.outliving >= np.ceil((selected + 1) * level)))
+    if len(ok) == 0:
+        return math.inf
+    first = int(np.argmax(ok))
+    return float(scores.candidates[first]) if ok[first] else math.inf
 
 
 def _median(values: list[float]) -> float:
@@ -129,6 +193,8 @@ class _State:
         (np.full((len(EXPERTS), 1), 0.5), np.zeros((len(EXPERTS), N_SELECTOR_FEATURES - 1)))))
     residuals: dict = field(default_factory=dict)          # regime -> deque of log residuals
     user_residuals: dict = field(default_factory=dict)     # user -> deque of log residuals
+    residual_gaps: dict = field(default_factory=dict)      # regime -> deque of log(request) - estimate, aligned
+    user_residual_gaps: dict = field(default_factory=dict)  # user -> the same, aligned with user_residuals
     ratios: deque = field(default_factory=deque)           # recent log(runtime / request)
     pending: OrderedDict = field(default_factory=OrderedDict)  # job_id -> (experts, features, selected, regime, bound, risk, blend)
     observed: int = 0
@@ -161,6 +227,9 @@ class HpcPredictModel(OnlinePredictor):
         # sorted scores (one entry set per ended job of that user).
         self._cluster_calibration: dict = {}
         self._user_calibration: dict[str, np.ndarray] = {}
+        # the scores the bound is calibrated on, per regime and per user
+        self._cluster_shortening: dict[str, ShorteningScores] = {}
+        self._user_shortening: dict[str, ShorteningScores] = {}
         self._pending_lock = threading.Lock()
 
     # ------------------------------------------------------------------ experts
@@ -275,6 +344,25 @@ class HpcPredictModel(OnlinePredictor):
                 ordered = np.sort(np.fromiter(tuple(self.state.residuals.get(regime, ())), float))
         return conformal_quantile(ordered, level)
 
+    def _bound_shift(self, user: str, regime: str, level: float) -> float:
+        """The log shift of the bound above the estimate: :func:`shortening_shift` on the
+        user's own scores once there are enough of them (and enough of those jobs would be
+        shortened), else on the regime's."""
+        if regime == WARM:
+            own = self._user_shortening.get(user)
+            if own is None:
+                scores = self.state.user_residuals.get(user)
+                if scores is not None and len(scores) >= self.params.user_min:
+                    own = ShorteningScores.of(scores, self.state.user_residual_gaps.get(user, ()))
+            if own is not None:
+                shift = _shift_at(own, level, self.params.min_shortened_outliers)
+                if math.isfinite(shift):
+                    return shift
+        pairs = self._cluster_shortening.get(regime)
+        if pairs is None:
+            pairs = ShorteningScores.of(self.state.residuals.get(regime, ()), self.state.residual_gaps.get(regime, ()))
+        return _shift_at(pairs, level, self.params.min_shortened_outliers)
+
     def _publish_calibration(self, user: str | None, refresh_all: bool) -> None:
         """Recompute the sorted scores predictions read, and publish them.
 
@@ -285,6 +373,7 @@ class HpcPredictModel(OnlinePredictor):
             scores = self.state.user_residuals.get(user)
             if scores is not None and len(scores) >= self.params.user_min:
                 self._user_calibration[user] = np.sort(np.fromiter(scores, float))
+                self._user_shortening[user] = ShorteningScores.of(scores, self.state.user_residual_gaps.get(user, ()))
         cluster = self._cluster_calibration
         missing = [regime for regime in self.state.residuals if regime not in cluster]
         if refresh_all or missing or "ratio" not in cluster:
@@ -292,6 +381,8 @@ class HpcPredictModel(OnlinePredictor):
             for regime, scores in self.state.residuals.items():
                 if refresh_all or regime in missing:
                     published[regime] = np.sort(np.fromiter(scores, float))
+                    self._cluster_shortening = dict(self._cluster_shortening, **{
+                        regime: ShorteningScores.of(scores, self.state.residual_gaps.get(regime, ()))})
             if refresh_all or "ratio" not in published:
                 published["ratio"] = self._typical_ratio()
             self._cluster_calibration = published
@@ -342,7 +433,7 @@ class HpcPredictModel(OnlinePredictor):
         # Without history of its own a job keeps its request as limit: correlated batches (a
         # job array after two test runs) break the exchangeability the calibration relies on.
         effective = min(max(risk + state.risk_offset, 1e-3), 0.5)
-        shift = self._quantile(job.user, regime, 1.0 - effective) if regime == WARM or log_request == math.inf \
+        shift = self._bound_shift(job.user, regime, 1.0 - effective) if regime == WARM or log_request == math.inf \
             else math.inf
         bound = min(estimate + shift, log_request)
         if not math.isfinite(bound):       # no calibration yet and no request
@@ -393,20 +484,28 @@ class HpcPredictModel(OnlinePredictor):
             count, scores = state.user_scores.get(record.user) or (0, np.full(len(EXPERTS), 0.5))
             state.user_scores[record.user] = [count + 1, scores + p.expert_rate * (accuracy - scores)]
             state.global_scores = state.global_scores + p.global_rate * (accuracy - state.global_scores)
+        log_request = math.log(record.requested_time_s) if record.requested_time_s > 0 else math.inf
         if not record.censored:
-            if bound is not None and regime == WARM:
+            # Adapt on the jobs the bound shortened (the only ones it can kill), not all jobs.
+            if bound is not None and regime == WARM and bound < log_request:
                 killed = 1.0 if runtime > bound else 0.0
                 state.risk_offset += p.adapt_rate * (risk - killed)
+
             residual = runtime - estimate
-            window = state.residuals.get(regime)
-            if window is None:
-                window = state.residuals[regime] = deque(maxlen=p.calibration_window)
-            window.append(residual)
-            if regime == WARM:
-                user_window = state.user_residuals.get(record.user)
-                if user_window is None:
-                    user_window = state.user_residuals[record.user] = deque(maxlen=p.user_window)
-                user_window.append(residual)
+            gap = min(log_request - estimate, NO_REQUEST_GAP)
+            for scores, gaps, key, size in ((state.residuals, state.residual_gaps, regime, p.calibration_window),
+                                            (state.user_residuals, state.user_residual_gaps, record.user,
+                                             p.user_window)):
+                if scores is state.user_residuals and regime != WARM:
+                    continue
+                window = scores.get(key)
+                if window is None:
+                    window = scores[key] = deque(maxlen=size)
+                gap_window = gaps.get(key)
+                if gap_window is None or len(gap_window) != len(window):   # absent from older states
+                    gap_window = gaps[key] = deque([NO_REQUEST_GAP] * len(window), maxlen=size)
+                window.append(residual)
+                gap_window.append(gap)
         if record.requested_time_s > 0:
             state.ratios.append(runtime - math.log(record.requested_time_s))
         state.history.add(record)
@@ -446,8 +545,8 @@ class HpcPredictModel(OnlinePredictor):
                  "estimate: the value agreeing best with all estimates from your history, weighted by "
                  "how well each has done" if blended else f"estimate: {_EXPERT_TEXT[EXPERTS[chosen]]}"]
         if math.isfinite(shift):
-            lines.append(f"limit: {100 * (1 - risk):.0f} % of comparable jobs ended within "
-                         f"x{math.exp(shift):.2f} of their estimate")
+            lines.append(f"limit: {100 * (1 - risk):.0f} % of comparable jobs shortened this much ended "
+                         f"within x{math.exp(shift):.2f} of their estimate")
         return tuple(lines)
 
     # ------------------------------------------------------------------ persistence helpers
@@ -464,6 +563,8 @@ class HpcPredictModel(OnlinePredictor):
             "selector": s.selector.tolist(),
             "residuals": {k: list(v) for k, v in s.residuals.items()},
             "user_residuals": {u: list(v) for u, v in s.user_residuals.items()},
+            "residual_gaps": {k: list(v) for k, v in s.residual_gaps.items()},
+            "user_residual_gaps": {u: list(v) for u, v in s.user_residual_gaps.items()},
             "ratios": list(s.ratios),
             "observed": s.observed,
             "risk_offset": s.risk_offset,
@@ -494,6 +595,17 @@ class HpcPredictModel(OnlinePredictor):
                        for k, v in data["residuals"].items()}
         s.user_residuals = {str(u): deque(map(float, v), maxlen=params.user_window)
                             for u, v in data["user_residuals"].items()}
+        # Gaps are absent from format-3 states: their residuals count as shortened jobs (the
+        # calibration over all jobs those models had), until the window turns over.
+        for scores, gaps, name, size in ((s.residuals, s.residual_gaps, "residual_gaps", params.calibration_window),
+                                         (s.user_residuals, s.user_residual_gaps, "user_residual_gaps",
+                                          params.user_window)):
+            stored = data.get(name, {})
+            for key, window in scores.items():
+                values = [float(v) for v in stored.get(key, ())]
+                if len(values) != len(window):
+                    values = [NO_REQUEST_GAP] * len(window)
+                gaps[key] = deque(values, maxlen=size)
         s.ratios = deque(map(float, data["ratios"]), maxlen=params.ratio_window)
         s.observed = int(data["observed"])
         s.risk_offset = float(data["risk_offset"])

@@ -27,8 +27,8 @@ from .model import HpcPredictModel, ModelParams
 from ..records import JobRecord
 
 KIND = "walltime-history"
-FORMAT_VERSION = 3  # 3: + blend scores; 2: 10 experts + learned selector (version 1 lacks it)
-READABLE_VERSIONS = (2, 3)  # a version-2 state loads with neutral blend scores
+FORMAT_VERSION = 4  # 4: + calibration gaps; 3: + blend scores; 2: 10 experts + learned selector
+READABLE_VERSIONS = (2, 3, 4)  # older states load with neutral blend scores and without gaps
 STATE_FILE = "state.json"
 MANIFEST_FILE = "manifest.json"
 

@@ -73,16 +73,32 @@ def test_trace_without_machine_size_asks_for_procs(tmp_path):
     assert done.returncode == 0 and json.loads(done.stdout)["user"]["n"] == 1
 
 
-def test_later_slurm_semantics_lower_fewer_limits(kth_slice, kth_json):
+@pytest.fixture(scope="module")
+def kth_json_risk_30(kth_slice):
+    """At a 30 % risk target the policy shortens enough jobs of the slice to compare semantics."""
+    done = cli(str(kth_slice), "--risk", "0.3", "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_kills_stay_within_the_risk_target_of_the_jobs_shortened(kth_json, kth_json_risk_30):
+    """The bound is calibrated on the jobs it shortens, so Slurm 22.05's kills of jobs backfilled
+    on their time_min stay within risk x shortened."""
+    for risk, scores in ((0.03, kth_json["hpcpredict"]), (0.3, kth_json_risk_30["hpcpredict"])):
+        assert scores["killed"] <= risk * scores["shortened"], (risk, scores)
+    assert kth_json_risk_30["hpcpredict"]["shortened"] > 100
+
+
+def test_later_slurm_semantics_lower_fewer_limits(kth_slice, kth_json_risk_30):
     """Slurm 22.05 runs every job backfilled on its time_min under the time_min; later Slurm
     only cuts a limit to the room before the reservation, so it lowers (and kills) fewer."""
-    done = cli(str(kth_slice), "--json", "--time-min-limit", "reservation")
+    done = cli(str(kth_slice), "--json", "--risk", "0.3", "--time-min-limit", "reservation")
     assert done.returncode == 0, done.stderr
     later = json.loads(done.stdout)["hpcpredict"]
-    ours = kth_json["hpcpredict"]
+    ours = kth_json_risk_30["hpcpredict"]
     assert later["shortened"] == ours["shortened"]
     assert later["lowered"] < ours["lowered"] and later["killed"] <= ours["killed"]
-    assert json.loads(done.stdout)["user"] == kth_json["user"]
+    assert json.loads(done.stdout)["user"] == kth_json_risk_30["user"]
 
 
 def test_trace_where_no_job_fits_is_a_clear_error(tmp_path):

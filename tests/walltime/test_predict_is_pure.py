@@ -24,6 +24,9 @@ def digest(model) -> str:
         h.update(repr((key, np.asarray(value).tolist())).encode())
     for key, value in sorted(model._user_calibration.items()):
         h.update(repr((key, value.tolist())).encode())
+    for published in (model._cluster_shortening, model._user_shortening):
+        for key, value in sorted(published.items()):
+            h.update(repr((key, value.candidates.tolist(), value.selected.tolist(), value.outliving.tolist())).encode())
     return h.hexdigest()
 
 

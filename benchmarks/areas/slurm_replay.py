@@ -1,0 +1,297 @@
+"""A window of the KTH-SP2 trace replayed on the real Slurm test cluster, time-compressed, with
+and without hpcpredict: wait, bounded slowdown and kills per policy, as Slurm 22.05 really
+schedules and enforces them.
+
+The window (``--jobs`` consecutive jobs from ``--start``, by submission) is submitted through the
+real ``job_submit.lua`` to the cluster of tests/slurm (real slurmctld with sched/backfill,
+``--nodes`` emulated nodes of ``--cpus`` CPUs: 10 x 10 = KTH-SP2's 100 processors; each job asks
+``-n`` its trace processors and is a ``sleep`` of its compressed runtime). Every trace time is
+divided by ``--compress``; a request becomes whole minutes (Slurm's unit), rounded up, so short
+requests grow to a minute. Before the window, the real hpcpredictd ingests the earlier part of the
+trace (the same compression and rounding, users named ``kth<uid>``) and trains, as a site would;
+during the replay it learns from the outcomes the epilog reports. The hook's floor
+(``min_time_limit_s``) is one minute here (the site default, 5 minutes, would be hours of trace
+time) and its budget 2 s (this measures the policy, not the hook's latency: see the ``slurm`` area).
+
+Policies (``--policies``): ``hpcpredict@RISK`` (the hook on, asking for that risk target) and
+``user`` (the hook off: the requests as given). Each ``hpcpredict`` run gets a fresh daemon that
+ingests and trains on the history only, so it never learns the window before predicting it.
+A run stops ``--drain`` seconds after its last submission: jobs still pending then are cancelled
+and count with their wait so far (``unfinished``). Times are reported in trace seconds
+(measured x ``--compress``; Slurm's timestamps have 1 s resolution, i.e. ``--compress`` trace
+seconds); bounded slowdown with tau = 10 trace seconds. ``killed``: jobs that ended TIMEOUT under
+a limit below their request (a limit the policy set). Uses the test cluster's lock
+(``/tmp/hpcpredict-slurm-test.lock``) for the whole run, as tests/slurm/conftest.py does.
+
+    sudo .venv/bin/python -m benchmarks run slurm_replay [--jobs 150] [--start 18940] [--compress 60] [--drain 120]
+        [--policies hpcpredict@0.03,hpcpredict@0.2,user]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import fcntl
+import math
+import os
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+DESCRIPTION = "KTH-SP2 window replayed on the real Slurm test cluster, time-compressed, with/without hpcpredict"
+
+TRACE = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces" / "KTH-SP2.swf"
+JOB_NAME = "kth-replay"
+SLEEPER = "#!/bin/bash\n# a trace job: sleeps its compressed runtime\nsleep \"$1\"\n"
+TAU_S = 10.0
+POLICIES = ("hpcpredict@0.03", "hpcpredict@0.2", "user")
+
+
+def minutes(seconds: float) -> int:
+    """A compressed request in Slurm's unit: whole minutes, rounded up, at least one."""
+    return max(1, math.ceil(seconds / 60.0 - 1e-9))
+
+
+def select_window(records, start: int, jobs: int):
+    """(history, window): the window's jobs, and the jobs that ended before its first submission."""
+    from hpcpredict.daemon.history.evaluate import end_time, scorable
+
+    ordered = sorted(scorable(records), key=lambda r: r.submit_time)
+    window = ordered[start:start + jobs]
+    if not window:
+        raise SystemExit(f"slurm_replay: no job at --start {start} (the trace has {len(ordered)})")
+    first = window[0].submit_time
+    history = [r for r in ordered[:start] if end_time(r) <= first]
+    return history, window
+
+
+def write_history_csv(history, path: Path, origin: float, first: float, compress: float) -> None:
+    """The history compressed like the window (trace time ``first`` -> epoch ``origin``), as a
+    sacct-like CSV with epoch timestamps: every job ended before ``origin``."""
+    with open(path, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["job_id", "user", "submit_time", "start_time", "end_time", "run_time", "wallclock_req",
+                      "processors_req", "state", "name"])
+        for index, record in enumerate(history):
+            submit = origin + (record.submit_time - first) / compress
+            runtime = record.runtime_s / compress
+            start = origin + (record.start_time - first) / compress if record.start_time >= 0 else submit
+            out.writerow([f"h{index}", f"kth{record.user}", f"{submit:.3f}", f"{start:.3f}",
+                          f"{start + runtime:.3f}", f"{runtime:.3f}",
+                          minutes(record.requested_time_s / compress) * 60 if record.requested_time_s > 0 else "",
+                          max(record.requested_procs, 1), "TIMEOUT" if record.censored else "COMPLETED", JOB_NAME])
+
+
+def parse_jobcomp(path: Path, offset: int = 0) -> dict[str, dict]:
+    """slurmctld's jobcomp/filetxt lines written after ``offset`` bytes, by job id."""
+    rows = {}
+    if not path.exists():
+        return rows
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        text = handle.read().decode("utf-8", "replace")
+    for line in text.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        if "JobId" in fields:
+            rows[fields["JobId"]] = fields
+    return rows
+
+
+def _epoch(text: str) -> float:
+    from datetime import datetime
+    if not text or text in ("Unknown", "None"):
+        return -1.0
+    return datetime.fromisoformat(text).timestamp()   # slurmctld prints local time
+
+
+def score(submitted: list[dict], jobcomp: dict[str, dict], cut: float, compress: float, procs: int) -> dict:
+    """Per-policy metrics in trace seconds from the jobs' Slurm records."""
+    waits, slowdowns = [], []
+    killed = killed_node_hours = unfinished = timeouts = 0
+    busy = 0.0
+    for job in submitted:
+        row = jobcomp.get(job["job_id"], {})
+        submit = _epoch(row.get("SubmitTime", "")) if row else job["submitted_at"]
+        submit = submit if submit > 0 else job["submitted_at"]
+        start, end = _epoch(row.get("StartTime", "")), _epoch(row.get("EndTime", ""))
+        state = row.get("JobState", "")
+        if start <= 0:          # never started: cancelled pending at the cut
+            unfinished += 1
+            waits.append(max(cut - submit, 0.0) * compress)
+            continue
+        if state not in ("COMPLETED", "TIMEOUT", "FAILED"):
+            unfinished += 1
+        wait = max(start - submit, 0.0) * compress
+        run = max(end - start, 0.0) * compress if end > 0 else job["runtime_s"]
+        waits.append(wait)
+        slowdowns.append(max(1.0, (wait + run) / max(run, TAU_S)))
+        busy += run * job["procs"]
+        if state == "TIMEOUT":
+            timeouts += 1
+            if int(row.get("TimeLimit", "0") or 0) < job["limit_min"]:
+                killed += 1
+                killed_node_hours += run * job["procs"] / 3600.0
+    span = (max(_epoch(jobcomp[j["job_id"]].get("EndTime", "")) for j in submitted if j["job_id"] in jobcomp)
+            - min(j["submitted_at"] for j in submitted)) * compress if jobcomp else 0.0
+    return {"n": len(submitted), "started": len(slowdowns), "unfinished": unfinished,
+            "mean_wait_s": round(sum(waits) / len(waits), 1) if waits else None,
+            "mean_bounded_slowdown": round(sum(slowdowns) / len(slowdowns), 3) if slowdowns else None,
+            "utilization": round(busy / (span * procs), 4) if span > 0 else None,
+            "killed": killed, "killed_node_hours": round(killed_node_hours, 2), "timeouts": timeouts,
+            "shortened": sum(job["time_min_set"] for job in submitted),
+            "time_limit_set": sum(job["time_limit_set"] for job in submitted),
+            "fallback": sum(job["fallback"] for job in submitted)}
+
+
+class Replay:
+    def __init__(self, harness, daemon, staging: Path, conf: dict, users: list[str]):
+        self.h, self.daemon, self.conf, self.users = harness, daemon, conf, users
+        self.etc_conf = harness.SLURM_DIR / "etc" / "hpcpredict-hooks.conf"
+        self.lua = harness.SLURM_DIR / "etc" / "job_submit.lua"
+        self.env = dict(os.environ, SLURM_CONF=str(harness.SLURM_DIR / "etc" / "slurm.conf"))
+        self.jobs = harness.SLURM_DIR / "jobs"
+        self.bump = 0
+
+    def configure(self, **changes) -> None:
+        """Hook settings; a newer mtime makes slurmctld reload the script and its settings."""
+        self.conf.update(changes)
+        self.h.write_hooks_conf(self.etc_conf, self.conf)
+        self.bump += 1
+        stamp = time.time() + self.bump
+        os.utime(self.lua, (stamp, stamp))
+
+    def queue(self) -> list[str]:
+        return subprocess.run(["squeue", "-h", "-n", JOB_NAME, "-o", "%i"], env=self.env, capture_output=True,
+                              text=True, timeout=30).stdout.split()
+
+    def sbatch(self, user: str, args: list[str]) -> tuple[str, str]:
+        done = subprocess.run(["runuser", "-u", user, "--", "env", f"SLURM_CONF={self.env['SLURM_CONF']}",
+                               "sbatch", *args], cwd=self.jobs, capture_output=True, text=True, timeout=120)
+        match = re.search(r"Submitted batch job (\d+)", done.stdout)
+        if done.returncode != 0 or not match:
+            raise RuntimeError(f"sbatch failed: {done.stderr.strip()[-500:]}")
+        return match.group(1), done.stderr
+
+    def run(self, window, compress: float, drain_s: float, progress) -> tuple[list[dict], float]:
+        first = window[0].submit_time
+        origin = time.time() + 2.0
+        submitted = []
+        for index, record in enumerate(window):
+            due = origin + (record.submit_time - first) / compress
+            delay = due - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            runtime = record.runtime_s / compress
+            limit = minutes(record.requested_time_s / compress) if record.requested_time_s > 0 else None
+            args = ["-J", JOB_NAME, "-n", str(max(record.requested_procs, 1)), "-o", "/dev/null"]
+            if limit is not None:
+                args += ["-t", str(limit)]
+            submitted_at = time.time()
+            job_id, stderr = self.sbatch(f"kth{record.user}", [*args, "sleeper.sh", f"{runtime:.2f}"])
+            submitted.append({"job_id": job_id, "submitted_at": submitted_at, "procs": max(record.requested_procs, 1),
+                              "runtime_s": record.runtime_s, "limit_min": limit or 0,
+                              "time_min_set": "set --time-min=" in stderr, "time_limit_set": "set --time=" in stderr,
+                              "fallback": "[no history yet]" in stderr, "late_s": round(submitted_at - due, 2)})
+            if progress and index % 25 == 0:
+                progress(index, len(window))
+        cut = time.time() + drain_s
+        while time.time() < cut and self.queue():
+            time.sleep(2.0)
+        cut = time.time()
+        left = self.queue()
+        if left:
+            subprocess.run(["scancel", *left], env=self.env, capture_output=True, timeout=60)
+            self.h.poll(lambda: not self.queue(), 120, "the cancelled replay jobs to go", 1.0)
+        time.sleep(2.0)    # jobcomp lines are written as jobs end
+        return submitted, cut
+
+
+def run(args: list[str]) -> dict:
+    parser = argparse.ArgumentParser(prog="benchmarks run slurm_replay", description=DESCRIPTION)
+    parser.add_argument("--jobs", type=int, default=150, help="jobs in the replayed window")
+    parser.add_argument("--start", type=int, default=18940,
+                        help="index (by submission) of the window's first job; the default is a busy window")
+    parser.add_argument("--compress", type=float, default=60.0, help="trace seconds per replay second")
+    parser.add_argument("--drain", type=float, default=120.0, help="seconds a run may go on after its last submission")
+    parser.add_argument("--nodes", type=int, default=10)
+    parser.add_argument("--cpus", type=int, default=10, help="CPUs per emulated node")
+    parser.add_argument("--policies", default=",".join(POLICIES))
+    options = parser.parse_args(args)
+    if os.geteuid() != 0:
+        raise SystemExit("benchmarks run slurm_replay: run as root (starts slurmctld/slurmd, submits as users)")
+    from hpcpredict.daemon.history.traces import read_trace
+    from tests.slurm import harness
+
+    history, window = select_window(read_trace(TRACE), options.start, options.jobs)
+    users = sorted({f"kth{r.user}" for r in window})
+    procs = options.nodes * options.cpus
+    lock = open("/tmp/hpcpredict-slurm-test.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)           # one test cluster per machine
+    work = Path(tempfile.mkdtemp(prefix="hpcpredict-bench-replay-"))
+    work.chmod(0o755)
+    daemon = harness.Daemon(work / "daemon-none")    # replaced per hpcpredict run
+    daemon.start()
+    staging = work / "hooks"
+    staging.mkdir()
+    conf = {"hook_socket": daemon.hook_socket, "slurm_conf": str(harness.SLURM_DIR / "etc" / "slurm.conf"),
+            "log_file": str(harness.SLURM_DIR / "log" / "hpcpredict-hooks.log"), "outcome_wait_s": "5",
+            "budget_s": "2", "min_time_limit_s": "60", "enabled": "true"}
+    harness.write_hooks_conf(staging / "hpcpredict-hooks.conf", conf)
+    cluster_env = dict(harness.cluster_env(staging), ACCOUNTING="0", NODES=str(options.nodes),
+                       CPUS_PER_NODE=str(options.cpus), TEST_USERS=" ".join(["alice", "bob", "carol", *users]))
+    subprocess.run([str(harness.CLUSTER / "stop-cluster.sh")], env=cluster_env, capture_output=True, timeout=120)
+    started = subprocess.run([str(harness.CLUSTER / "start-cluster.sh")], env=cluster_env, capture_output=True,
+                             text=True, timeout=300)
+    results: dict = {"trace": TRACE.name, "window_start": options.start, "jobs": len(window),
+                     "history_jobs": len(history), "users": len(users), "compress": options.compress,
+                     "nodes": options.nodes, "cpus_per_node": options.cpus,
+                     "window_trace_span_h": round((window[-1].submit_time - window[0].submit_time) / 3600, 2),
+                     "hook": {"min_time_limit_s": 60, "budget_s": 2.0}, "policies": {}}
+    try:
+        if started.returncode != 0:
+            raise RuntimeError(started.stdout[-2000:] + started.stderr[-2000:])
+        replay = Replay(harness, daemon, staging, conf, users)
+        (replay.jobs / "sleeper.sh").write_text(SLEEPER)
+        (replay.jobs / "sleeper.sh").chmod(0o755)
+        jobcomp_path = harness.SLURM_DIR / "log" / "jobcomp.txt"
+        for policy in options.policies.split(","):
+            risk = float(policy.split("@")[1]) if policy.startswith("hpcpredict@") else None
+            if risk is not None:     # a fresh daemon that knows the history only
+                daemon.stop()
+                daemon = harness.Daemon(work / f"daemon-{policy}")
+                daemon.env["HPCPREDICT_POLICY_MIN_TIME_LIMIT_S"] = "60"
+                daemon.start()
+                replay.daemon = daemon
+                csv_path = work / f"history-{policy}.csv"
+                write_history_csv(history, csv_path, time.time() - 1.0, window[0].submit_time, options.compress)
+                csv_path.chmod(0o644)
+                for step in (("ingest", "--format", "sacct-csv", str(csv_path)), ("train", "--json")):
+                    done = daemon.cli(*step, timeout=900)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"hpcpredict {step[0]} failed: {done.stderr[-1000:]}")
+            replay.configure(enabled="true" if risk is not None else "false", hook_socket=daemon.hook_socket,
+                             risk=str(risk or 0))
+            harness.poll(lambda: not replay.queue(), 120, "an empty queue", 1.0)
+            began = time.time()
+            offset = jobcomp_path.stat().st_size if jobcomp_path.exists() else 0
+            submitted, cut = replay.run(window, options.compress, options.drain, None)
+            scores = score(submitted, parse_jobcomp(jobcomp_path, offset), cut, options.compress, procs)
+            scores["wall_s"] = round(time.time() - began, 1)
+            scores["max_submit_late_s"] = max(job["late_s"] for job in submitted)
+            if risk is not None:
+                scores["risk"] = risk
+                scores["kills_allowed"] = round(risk * scores["shortened"], 1)
+            results["policies"][policy] = scores
+        user = results["policies"].get("user")
+        for name, ours in results["policies"].items():
+            if user and name != "user" and user["mean_bounded_slowdown"] and ours["mean_bounded_slowdown"]:
+                ours["bsld_vs_user"] = round(ours["mean_bounded_slowdown"] / user["mean_bounded_slowdown"], 4)
+                ours["wait_vs_user"] = round(ours["mean_wait_s"] / user["mean_wait_s"], 4) if user["mean_wait_s"] else None
+    finally:
+        subprocess.run(["scancel", "-n", JOB_NAME], env=dict(os.environ, SLURM_CONF=str(harness.SLURM_DIR / "etc" / "slurm.conf")),
+                       capture_output=True, timeout=60)
+        subprocess.run([str(harness.CLUSTER / "stop-cluster.sh")], env=cluster_env, capture_output=True, timeout=120)
+        daemon.stop()
+        lock.close()
+    return results
