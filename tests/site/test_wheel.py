@@ -51,7 +51,6 @@ def test_wheel_builds_installs_alone_and_serves_a_prediction(tmp_path):
     log = open(tmp_path / "daemon.log", "wb")
     daemon = subprocess.Popen([venv / "bin" / "hpcpredictd"], env=env, cwd=tmp_path, stdout=log, stderr=log)
     try:
-        socket = data_dir / "hpcpredictd.sock"
         deadline = time.monotonic() + 60
         while not (data_dir / "hpcpredictd.json").exists():
             assert daemon.poll() is None, (tmp_path / "daemon.log").read_text()[-2000:]
@@ -59,7 +58,8 @@ def test_wheel_builds_installs_alone_and_serves_a_prediction(tmp_path):
             time.sleep(0.2)
         script = tmp_path / "job.sh"
         script.write_text((REPO / "contrib" / "examples" / "lammps-job.sh").read_text())
-        done = run(venv / "bin" / "hpcpredict", "--socket", socket, "predict", script, "--json", env=env, cwd=tmp_path)
+        # The CLI finds the daemon's local socket from the same defaults the daemon used.
+        done = run(venv / "bin" / "hpcpredict", "predict", script, "--json", env=env, cwd=tmp_path)
         estimate = json.loads(done.stdout)
         assert estimate["runtime_s"] > 0 and estimate["suggested_time_limit_s"] >= 300
         # The bundled LAMMPS runtime model (package data of the wheel) answered, not a fallback.
