@@ -260,6 +260,30 @@ class Store(ABC):
         ``keep_rows`` (0: no count limit); returns how many went. Outcomes (``jobs``) are kept."""
         return 0
 
+    def start_retention(self, keep_days: float, keep_rows: int, every_s: float = 3600.0) -> None:
+        """The daemon's store applies the retention at start and then every ``every_s`` (a
+        thread, stopped by :meth:`stop_retention`)."""
+        if keep_days <= 0 and keep_rows <= 0:
+            return
+        stop = self._retention_stop = threading.Event()
+
+        def retain() -> None:
+            while not stop.is_set():
+                try:
+                    self.prune_predictions(keep_days=keep_days, keep_rows=keep_rows)
+                except StoreError as error:   # the store's own fault reporting covers it; try again later
+                    logger.warning("prediction retention not applied: %s", error)
+                except Exception:
+                    logger.exception("prediction retention failed")
+                stop.wait(every_s)
+
+        threading.Thread(target=retain, name="prediction-retention", daemon=True).start()
+
+    def stop_retention(self) -> None:
+        stop = getattr(self, "_retention_stop", None)
+        if stop is not None:
+            stop.set()
+
     @abstractmethod
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
         """Every ended job in end-time order (history replays depend on that order)."""
@@ -728,23 +752,6 @@ class SQLiteStore(StoreLookups, Store):
             logger.info("store %s: %d prediction rows past retention deleted", self.path, deleted)
         return deleted
 
-    def _retention_loop(self, keep_days: float, keep_rows: int, every_s: float) -> None:
-        """The daemon's store applies the retention at start and then every ``every_s``."""
-        while not self._stop.is_set():
-            try:
-                self.prune_predictions(keep_days=keep_days, keep_rows=keep_rows)
-            except StoreError as error:   # the store's own fault reporting covers it; try again later
-                logger.warning("prediction retention not applied: %s", error)
-            except Exception:
-                logger.exception("prediction retention failed")
-            self._stop.wait(every_s)
-
-    def start_retention(self, keep_days: float, keep_rows: int, every_s: float = 3600.0) -> None:
-        if keep_days <= 0 and keep_rows <= 0:
-            return
-        threading.Thread(target=self._retention_loop, args=(keep_days, keep_rows, every_s),
-                         name="prediction-retention", daemon=True).start()
-
     # -- status
     def counts(self) -> dict[str, int]:
         self.flush()
@@ -767,7 +774,8 @@ class SQLiteStore(StoreLookups, Store):
         return {"accuracy": accuracy, "bound_exceeded_rate": killed, "n": float(len(rows))}
 
     def close(self) -> None:
-        self._stop.set()   # the flusher and the retention thread
+        self._stop.set()   # the flusher
+        self.stop_retention()
         if self._flusher is not None:
             self._wake.set()
             self._flusher.join(timeout=5)
@@ -785,17 +793,19 @@ class SQLiteStore(StoreLookups, Store):
 
 def open_store(config, *, lazy: bool = False, journal: bool = False) -> Store:
     """Build the store named by the config (``[store] backend``: SQLite, the default, or
-    PostgreSQL); ``lazy``: see SQLiteStore; ``journal``: the SQLite daemon's prediction journal
-    (one process only: the files are locked; the PostgreSQL store needs none)."""
+    PostgreSQL); ``lazy``: see SQLiteStore; ``journal``: the daemon's own store, which keeps the
+    prediction rows within their retention and, on SQLite, a prediction journal (one process
+    only: the files are locked; the PostgreSQL store needs none)."""
     if getattr(config.store, "backend", "sqlite") == "postgres":
         from .store_postgres import PostgresStore
 
         if not config.store.dsn:
             raise StoreError("[store] backend = postgres needs [store] dsn (a libpq connection string)")
-        return PostgresStore(config.store.dsn, lazy=lazy)
-    store = SQLiteStore(config.store.path, synchronous=config.store.synchronous,
-                        busy_timeout_ms=config.store.busy_timeout_ms, lazy=lazy,
-                        journal_bytes=config.store.journal_mib << 20 if journal else 0)
+        store = PostgresStore(config.store.dsn, lazy=lazy)
+    else:
+        store = SQLiteStore(config.store.path, synchronous=config.store.synchronous,
+                            busy_timeout_ms=config.store.busy_timeout_ms, lazy=lazy,
+                            journal_bytes=config.store.journal_mib << 20 if journal else 0)
     if journal:   # the daemon's store: it also keeps the prediction rows within their retention
         store.start_retention(config.store.keep_predictions_days, config.store.keep_predictions)
     return store

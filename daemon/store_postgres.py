@@ -319,6 +319,20 @@ class PostgresStore(StoreLookups, Store):
                           f"{on_cluster} ORDER BY created DESC LIMIT 1", params)
         return _prediction_from_values(rows[0]) if rows else None
 
+    def prune_predictions(self, *, keep_days: float, keep_rows: int, now: float | None = None) -> int:
+        deleted = 0
+        with self._using() as db:
+            if keep_days > 0:
+                cutoff = (time.time() if now is None else now) - keep_days * 86400
+                deleted += db.execute("DELETE FROM predictions WHERE created < %s", (cutoff,)).rowcount
+            if keep_rows > 0:
+                deleted += db.execute(
+                    "DELETE FROM predictions WHERE prediction_id IN "
+                    "(SELECT prediction_id FROM predictions ORDER BY created DESC OFFSET %s)", (keep_rows,)).rowcount
+        if deleted:
+            logger.info("store %s: %d prediction rows past retention deleted", self.path, deleted)
+        return deleted
+
     # -- status
     def counts(self) -> dict[str, int]:
         jobs = self._read("SELECT COUNT(*), COUNT(*) FILTER (WHERE source = 'outcome') FROM jobs")[0]
@@ -338,6 +352,7 @@ class PostgresStore(StoreLookups, Store):
         return {"accuracy": accuracy, "bound_exceeded_rate": killed, "n": float(len(rows))}
 
     def close(self) -> None:
+        self.stop_retention()
         with self._lock:
             if self._db is not None:
                 self._db.close()

@@ -154,3 +154,16 @@ def test_start_up_replay_keeps_each_users_last_jobs_of_every_application(store):
         {k: list(v) for k, v in everything._by_user_app.items()}
     assert {k: list(v) for k, v in windowed._by_user.items()} == {k: list(v) for k, v in everything._by_user.items()}
     assert len(replayed) == 24   # 2 per (user, application); each user's last 2 are among them
+
+
+def test_retention_deletes_old_and_surplus_predictions_and_keeps_outcomes(store):
+    now = 1_700_000_000.0
+    for index in range(10):
+        store.record_prediction(prediction(f"old{index}", f"j{index}", created=now - 100 * 86400 - index))
+    for index in range(30):
+        store.record_prediction(prediction(f"new{index:02d}", f"k{index}", created=now - 30 + index))
+    store.record_outcome(record("j1", now - 99 * 86400), prediction_id="old1")
+    assert store.prune_predictions(keep_days=90, keep_rows=0, now=now) == 10
+    assert store.prune_predictions(keep_days=90, keep_rows=20, now=now) == 10
+    assert store.counts()["predictions"] == 20 and store.counts()["outcomes"] == 1
+    assert store.prediction("new09") is None and store.prediction("new10") is not None
