@@ -108,8 +108,13 @@ class Daemon:
                 "metrics_port": self.metrics_port, "started": time.time()}
         path = Path(self.config.data_dir) / "hpcpredictd.json"
         temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_text(json.dumps(info, indent=1), encoding="utf-8")
-        os.replace(temporary, path)
+        try:
+            temporary.write_text(json.dumps(info, indent=1), encoding="utf-8")
+            os.replace(temporary, path)
+        except OSError as error:
+            # A read-only or full data directory must not keep the daemon from answering (and
+            # from telling GetStatus what is wrong): the file only helps people find it.
+            self.engine.faults.set("daemon", "write runtime info", f"{path}: {error.strerror or error}")
 
     def stop(self, grace: float | None = None) -> None:
         if self._stopped.is_set():
