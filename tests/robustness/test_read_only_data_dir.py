@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +56,59 @@ def test_status_works_on_a_read_only_data_directory(read_only_data_dir, tmp_path
         assert done.returncode == 0, done.stdout + done.stderr
         faults = json.dumps(json.loads(done.stdout)).lower()
         assert "read-only file system" in faults and "store" in faults, faults
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+
+
+@pytest.fixture
+def shared_tmp():
+    """A folder nobody can traverse (pytest's own tmp folders are root's, mode 0700)."""
+    folder = Path(tempfile.mkdtemp(prefix="hpd-shm-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_an_unwritable_shm_file_is_a_fault_and_predictions_are_still_answered(shared_tmp):
+    """SQLite's ``-shm`` left by root with mode 000 beside the store of a daemon running as
+    nobody: the store is a fault (never SIGBUS, never a crash) and Predict keeps answering."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user")
+    tmp_path = shared_tmp
+    data, run = tmp_path / "data", tmp_path / "run"
+    for folder in (data, run):
+        folder.mkdir()
+        os.chown(folder, 65534, 65534)
+    os.chmod(tmp_path, 0o755)
+    store = data / "hpcpredict.sqlite"
+    SQLiteStore(str(store)).close()
+    os.chown(store, 65534, 65534)
+    shm = data / "hpcpredict.sqlite-shm"
+    shm.write_bytes(b"")
+    os.chmod(shm, 0)
+    env = {**os.environ, "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(data), "HOME": str(run),
+           "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_SOCKET": str(run / "grpc.sock"),
+           "HPCPREDICT_DAEMON_HOOK_SOCKET": str(run / "local.sock")}
+    with open(tmp_path / "daemon.log", "wb") as log:
+        daemon = subprocess.Popen([sys.executable, "-m", "hpcpredict.daemon.server"], env=env, stdout=log,
+                                  stderr=log, user=65534, group=65534, cwd=str(run))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            status = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.cli.main", "status", "--json"],
+                                    env=env, capture_output=True, text=True)
+            if status.returncode == 0 or time.monotonic() > deadline or daemon.poll() is not None:
+                break
+            time.sleep(0.3)
+        assert daemon.poll() is None, (tmp_path / "daemon.log").read_text()[-3000:]
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert "store" in json.dumps(json.loads(status.stdout)), status.stdout
+        script = tmp_path / "job.sh"
+        script.write_text("#!/bin/bash\n#SBATCH -t 1:00:00\nsrun true\n")
+        predicted = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.cli.main", "predict", str(script),
+                                    "--user", "nobody", "--json"], env=env, capture_output=True, text=True)
+        assert predicted.returncode == 0 and json.loads(predicted.stdout)["runtime_s"] > 0, predicted.stderr
+        assert daemon.poll() is None
     finally:
         daemon.terminate()
         daemon.wait(timeout=30)
