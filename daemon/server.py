@@ -51,6 +51,8 @@ class Daemon:
         self.store = open_store(config, lazy=True, journal=True)
         self.registry = ModelRegistry(config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None)
         self.engine = PredictionEngine(config, self.store, self.registry)
+        if self.store.journal_error:   # served without it: slower, not wrong
+            self.engine.faults.set("store", "open prediction journal", self.store.journal_error)
         self.metrics = Metrics()
         self.metrics.watch(self.engine.faults, self.engine, self.store)
         self.service = PredictionService(self.engine, self.store, self.metrics, config)

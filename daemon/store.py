@@ -229,6 +229,9 @@ class Store(ABC):
     #: Called with a message when writes queued in the background fail, with None once they
     #: succeed again (the daemon reports it as the "store" fault).
     on_fault = None
+    #: Why the daemon's prediction journal could not be opened (predictions then go straight
+    #: to the store); None when it is open or not asked for.
+    journal_error: str | None = None
 
     def pending_predictions(self) -> int:
         """Predictions answered but not yet committed (a store that queues writes says how many)."""
@@ -450,8 +453,9 @@ class SQLiteStore(StoreLookups, Store):
             for journal in journals:
                 journal.close()
             logger.error("prediction journal unavailable, writing predictions directly: %s", error)
+            self.journal_error = str(error)
             return
-        self._journals = journals
+        self._journals, self.journal_error = journals, None
         if self._flusher is None:
             self._flusher = threading.Thread(target=self._flush_loop, name="journal-flush", daemon=True)
             self._flusher.start()
