@@ -107,6 +107,27 @@ class StoreLookups:
         return {partition: {"accuracy": a / n, "under_rate": u / n, "kill_rate": k / n, "n": n}
                 for partition, (a, u, k, n) in totals.items()}
 
+    def counts(self) -> dict[str, int]:
+        self.flush_pending()
+        jobs = self._read("SELECT COUNT(*), COALESCE(SUM(CASE WHEN source = 'outcome' THEN 1 ELSE 0 END), 0) "
+                          "FROM jobs")[0]
+        predictions = self._read("SELECT COUNT(*) FROM predictions")[0][0]
+        return {"jobs": int(jobs[0]), "outcomes": int(jobs[1]), "predictions": int(predictions)}
+
+    def recent_accuracy(self, last: int = 100) -> dict[str, float]:
+        """Accuracy min(p, r)/max(p, r) and kill rate of the last outcomes that had a prediction."""
+        self.flush_pending()
+        rows = self._read(
+            "SELECT p.runtime_s, p.bound_s, j.runtime_s, j.state FROM jobs j JOIN predictions p "
+            "ON p.prediction_id = j.prediction_id WHERE j.source = 'outcome' AND j.runtime_s > 0 "
+            "ORDER BY j.end_time DESC LIMIT ?", (last,))
+        if not rows:
+            return {}
+        accuracy = sum(min(p, r) / max(p, r) for p, _, r, _ in rows if p > 0) / len(rows)
+        finished = [(b, r) for _, b, r, state in rows if state != "TIMEOUT"]
+        killed = sum(1 for b, r in finished if r > b) / len(finished) if finished else 0.0
+        return {"accuracy": accuracy, "bound_exceeded_rate": killed, "n": float(len(rows))}
+
     def flush_pending(self) -> None:
         """Commit the predictions a backend still holds back (its journal), so lookups see them."""
         flush = getattr(self, "flush", None)
