@@ -21,6 +21,23 @@ def _mount(*argv: str) -> bool:
     return subprocess.run(["mount", *argv], capture_output=True).returncode == 0
 
 
+def _start_and_ask_status(env: dict, log_path: Path, **popen):
+    """Start hpcpredictd and ask ``hpcpredict status --json`` until it answers, the daemon
+    exits or 60 s pass: (the daemon process, the last status run)."""
+    with open(log_path, "wb") as log:
+        if "user" in popen:
+            popen["group"] = popen["user"]
+        daemon = subprocess.Popen([sys.executable, "-m", "hpcpredict.daemon.server"], env=env, stdout=log,
+                                  stderr=log, **popen)
+    deadline = time.monotonic() + 60
+    while True:
+        status = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.cli.main", "status", "--json"],
+                                env=env, capture_output=True, text=True)
+        if status.returncode == 0 or time.monotonic() > deadline or daemon.poll() is not None:
+            return daemon, status
+        time.sleep(0.3)
+
+
 @pytest.fixture
 def read_only_data_dir(tmp_path):
     data = tmp_path / "data"
@@ -42,16 +59,8 @@ def test_status_works_on_a_read_only_data_directory(read_only_data_dir, tmp_path
     env = {**os.environ, "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(read_only_data_dir),
            "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_SOCKET": str(run / "grpc.sock"),
            "HPCPREDICT_DAEMON_HOOK_SOCKET": str(run / "local.sock")}
-    with open(tmp_path / "daemon.log", "wb") as log:
-        daemon = subprocess.Popen([sys.executable, "-m", "hpcpredict.daemon.server"], env=env, stdout=log, stderr=log)
+    daemon, done = _start_and_ask_status(env, tmp_path / "daemon.log")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            done = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.cli.main", "status", "--json"],
-                                  env=env, capture_output=True, text=True)
-            if done.returncode == 0 or time.monotonic() > deadline or daemon.poll() is not None:
-                break
-            time.sleep(0.3)
         assert daemon.poll() is None, (tmp_path / "daemon.log").read_text()[-3000:]
         assert done.returncode == 0, done.stdout + done.stderr
         faults = json.dumps(json.loads(done.stdout)).lower()
@@ -90,17 +99,8 @@ def test_an_unwritable_shm_or_journal_file_is_a_fault_and_predictions_are_still_
     env = {**os.environ, "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(data), "HOME": str(run),
            "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_SOCKET": str(run / "grpc.sock"),
            "HPCPREDICT_DAEMON_HOOK_SOCKET": str(run / "local.sock")}
-    with open(tmp_path / "daemon.log", "wb") as log:
-        daemon = subprocess.Popen([sys.executable, "-m", "hpcpredict.daemon.server"], env=env, stdout=log,
-                                  stderr=log, user=65534, group=65534, cwd=str(run))
+    daemon, status = _start_and_ask_status(env, tmp_path / "daemon.log", user=65534, cwd=str(run))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            status = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.cli.main", "status", "--json"],
-                                    env=env, capture_output=True, text=True)
-            if status.returncode == 0 or time.monotonic() > deadline or daemon.poll() is not None:
-                break
-            time.sleep(0.3)
         assert daemon.poll() is None, (tmp_path / "daemon.log").read_text()[-3000:]
         assert status.returncode == 0, status.stdout + status.stderr
         faults = json.loads(status.stdout).get("faults")
