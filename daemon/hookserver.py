@@ -24,18 +24,24 @@ Bounded on every side, so one user cannot starve the hooks of others:
   and a line longer than ``max_line_bytes`` is refused;
 * calls run on a fixed pool of ``workers`` threads; past ``max_pending`` calls running or
   waiting for a worker, ``busy`` at once instead of queueing (the hooks fail open on it);
-* one event loop thread multiplexes every connection, so a slow client holds no worker; an
-  accept that fails (EMFILE) pauses accepting for a second and goes on (asyncio's own
-  back-off), it never stops the listener;
-* overload is shed, not queued: while the loop runs more than ``max_lag`` behind (measured by
-  a 50 ms heartbeat), a new connection is told ``busy`` at once. A hook gives up after its
+* one loop thread multiplexes every connection, so a slow client holds no worker; an accept
+  that fails for want of descriptors (EMFILE) pauses accepting for a second and goes on, it
+  never stops the listener;
+* overload is shed, not queued: after a round of the loop that took more than ``max_lag``
+  (the connections arriving meanwhile waited at least that long), a new connection is told
+  ``busy`` at once. A hook gives up after its
   budget (300 ms) anyway; answering it later would only delay the calls behind it. The
   listen backlog stays short (128) for the same reason: a hook that cannot connect fails open
   at once instead of waiting in the kernel.
 
-A ``Predict`` whose record goes to the memory-mapped journal (``inline``) is answered on the
-loop's own thread: a hand-off to a worker and back costs more than the call itself, and two
-threads taking turns on one interpreter lock wait for each other's switch interval.
+One thread runs a ``selectors`` loop over the listener and every connection: a connection
+costs a registration, one read and one write (asyncio's streams cost about twice the CPU per
+connection, measured in ``benchmarks/README.md#hook``). A ``Predict`` whose record goes to the
+memory-mapped journal (``inline``) is answered on that thread, usually in the same round that
+accepted its connection: a hand-off to a worker and back costs more than the call itself, and
+two threads taking turns on one interpreter lock wait for each other's switch interval. Other
+calls (they may wait for the disk) go to the worker pool and their replies come back through
+a wake-up socket.
 
 Example (``service`` is the daemon's ``PredictionService``)::
 
@@ -46,15 +52,17 @@ Example (``service`` is the daemon's ``PredictionService``)::
 """
 from __future__ import annotations
 
-import asyncio
+import collections
+import errno
 import json
 import logging
 import os
+import selectors
 import socket
 import struct
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from google.protobuf import json_format
 
@@ -67,6 +75,31 @@ _SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
 #: Every RPC of the Predictor service and its request message.
 METHODS = {method.name: getattr(pb, method.input_type.name) for method in _SERVICE.methods}
 BUSY = b'{"ok":false,"error":"busy"}\n'
+_TICK = 0.05            # seconds between deadline sweeps
+_ACCEPTS_PER_ROUND = 32  # then serve the connections already open, so none starves
+_READ_BYTES = 65536
+# accept() failures that mean "no descriptors or memory now", not "the listener is broken"
+_ACCEPT_PAUSE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+
+class _Connection:
+    """One client: bytes received and not yet a whole line, the reply not yet sent, and the
+    moment it is cut off (idle, line incomplete, reply unread)."""
+
+    __slots__ = ("sock", "uid", "received", "unsent", "deadline", "events", "calling",
+                 "close_when_sent", "closed")
+
+    def __init__(self, sock: socket.socket, uid: int | None, deadline: float):
+        self.sock = sock
+        self.uid = uid
+        self.received = bytearray()
+        self.unsent = bytearray()
+        self.deadline = deadline
+        self.events = 0             # what the selector waits for on it (0: not registered)
+        self.calling = False        # a worker is answering its request
+        self.close_when_sent = False
+        self.closed = False
+
 
 
 class HookServer:
@@ -90,12 +123,17 @@ class HookServer:
         self.max_lag = max_lag
         self._lag = 0.0
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="local-call")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._selector: selectors.BaseSelector | None = None
+        self._listener: socket.socket | None = None
+        self._wake_reader: socket.socket | None = None
+        self._wake_writer: socket.socket | None = None
         self._thread: threading.Thread | None = None
-        self._connections: set[asyncio.StreamWriter] = set()
+        self._connections: dict[int, _Connection] = {}
         self._per_uid: dict[int | None, int] = {}
         self._pending = 0
+        self._replies: collections.deque = collections.deque()   # (connection, future) from workers
+        self._accept_paused_until = 0.0
+        self._stop_at: float | None = None     # set by stop(): answer what is in flight until then
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "HookServer":
@@ -106,39 +144,37 @@ class HookServer:
             if _socket_answers(self.path):
                 raise OSError(f"local socket {self.path} is in use by another process")
             os.unlink(self.path)  # stale file of a process that died
-        loop = asyncio.new_event_loop()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self._server = loop.run_until_complete(asyncio.start_unix_server(
-                self._serve, path=self.path, limit=self.max_line_bytes, backlog=128))
+            listener.bind(self.path)
             os.chmod(self.path, self.mode)
+            listener.listen(128)
+            listener.setblocking(False)
         except BaseException:
-            loop.close()
+            listener.close()
             raise
-        self._loop = loop
-        self._heartbeat = loop.create_task(self._measure_lag())
+        self._listener = listener
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._wake_reader.setblocking(False)
+        self._wake_writer.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(listener, selectors.EVENT_READ, "listener")
+        self._selector.register(self._wake_reader, selectors.EVENT_READ, "wake")
         self._thread = threading.Thread(target=self._run, name="local-socket", daemon=True)
         self._thread.start()
         logger.info("local socket listening on %s (mode %#o, %d workers)", self.path, self.mode, self.workers)
         return self
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_forever()
-
     def stop(self, grace: float | None = None) -> None:
         """Stop accepting, wait up to ``grace`` seconds for calls in flight, remove the socket."""
-        loop, self._loop = self._loop, None
-        if loop is None:
+        thread, self._thread = self._thread, None
+        if thread is None:
             return
-        grace = grace or 0.0
-        try:
-            asyncio.run_coroutine_threadsafe(self._drain(grace), loop).result(timeout=grace + 5.0)
-        except Exception:
-            logger.exception("local socket did not drain")
-        loop.call_soon_threadsafe(loop.stop)
-        self._thread.join(timeout=5.0)
-        if not self._thread.is_alive():
-            loop.close()
+        self._stop_at = time.monotonic() + (grace or 0.0)
+        self._wake()
+        thread.join(timeout=(grace or 0.0) + 5.0)
+        if thread.is_alive():
+            logger.error("local socket did not stop within its grace")
         self._pool.shutdown(wait=False, cancel_futures=True)
         try:
             if os.path.exists(self.path) and not os.path.isdir(self.path):
@@ -147,85 +183,236 @@ class HookServer:
             logger.warning("could not remove local socket %s: %s", self.path, error)
         logger.info("local socket %s stopped", self.path)
 
-    async def _measure_lag(self, period: float = 0.05) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            due = loop.time() + period
-            await asyncio.sleep(period)
-            self._lag = loop.time() - due
+    def _wake(self) -> None:
+        try:
+            self._wake_writer.send(b"\0")
+        except OSError:
+            pass    # already awake (the pair's buffer is full), or closed at stop
 
-    async def _drain(self, grace: float) -> None:
-        self._heartbeat.cancel()
-        self._server.close()
-        deadline = time.monotonic() + grace
-        while self._pending and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        for writer in list(self._connections):
-            writer.transport.abort()
+    # ------------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        last_sweep = time.monotonic()
+        try:
+            while True:
+                events = self._selector.select(_TICK)
+                began = time.monotonic()
+                for key, mask in events:
+                    if key.data == "listener":
+                        self._accept(began)
+                    elif key.data == "wake":
+                        self._drain_wakes()
+                    elif key.data.closed:
+                        continue    # closed earlier in this round
+                    elif mask & selectors.EVENT_WRITE:
+                        if self._flush(key.data):
+                            self._serve_lines(key.data)
+                    else:
+                        self._read(key.data)
+                self._deliver_replies()
+                now = time.monotonic()
+                if now - last_sweep >= _TICK:
+                    last_sweep = now
+                    self._sweep(now)
+                if self._stop_at is not None and self._stopping(now):
+                    return
+                # a round this long kept new arrivals waiting at least as long: shed them
+                self._lag = time.monotonic() - began
+        except Exception:   # a bug here must not pass silently: the hooks fail open meanwhile
+            logger.exception("local socket loop failed")
+        finally:
+            self._close_all()
+
+    def _stopping(self, now: float) -> bool:
+        """Past stop(): no more accepts; True once the calls in flight are answered or grace ran out."""
+        if self._listener is not None:
+            self._unlisten()
+        return self._pending == 0 or now >= self._stop_at
+
+    def _unlisten(self) -> None:
+        if not self._accept_paused_until:
+            self._selector.unregister(self._listener)
+        self._listener.close()
+        self._listener = None
+
+    def _close_all(self) -> None:
+        for connection in list(self._connections.values()):
+            self._close(connection)
+        if self._listener is not None:
+            self._unlisten()
+        for sock in (self._wake_reader, self._wake_writer):
+            sock.close()
+        self._selector.close()
+
+    def _drain_wakes(self) -> None:
+        try:
+            while self._wake_reader.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def _sweep(self, now: float) -> None:
+        """Cut off connections past their deadline; resume accepting after a pause."""
+        if self._accept_paused_until and now >= self._accept_paused_until and self._listener is not None:
+            self._accept_paused_until = 0.0
+            self._selector.register(self._listener, selectors.EVENT_READ, "listener")
+        for connection in [c for c in self._connections.values() if c.deadline <= now and not c.calling]:
+            if connection.received and not connection.unsent:   # a line begun, not finished
+                _send_best_effort(connection.sock, _encode(
+                    {"ok": False, "error": f"request line not complete within {self.request_timeout:g} s"}))
+            self._close(connection)     # else idle, or not reading its reply: closed without a word
 
     # ------------------------------------------------------------------ connections
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        uid = _peer_uid(writer.get_extra_info("socket"))
-        capped = not self.service.privileged(uid)   # the hooks' own users are bounded by the total only
-        if len(self._connections) >= self.max_connections or self._lag > self.max_lag or (
-                capped and self._per_uid.get(uid, 0) >= self.max_connections_per_user):
-            self.service.metrics.rejected.inc()
-            writer.write(BUSY)
-            writer.close()
-            return
-        self._connections.add(writer)
-        self._per_uid[uid] = self._per_uid.get(uid, 0) + 1
-        try:
-            await self._requests(reader, writer, uid)
-        except (ConnectionError, OSError, TimeoutError):
-            pass   # the client went away, or does not read its replies
-        except Exception:  # a bug here must never stop the listener; log it and drop the client
-            logger.exception("local socket connection failed")
-        finally:
-            self._connections.discard(writer)
-            left = self._per_uid.pop(uid) - 1
-            if left:
-                self._per_uid[uid] = left
-            writer.close()
+    def _accept(self, now: float) -> None:
+        for _ in range(_ACCEPTS_PER_ROUND):
+            try:
+                sock, _ = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:
+                if error.errno not in _ACCEPT_PAUSE_ERRNOS:
+                    raise
+                # out of descriptors: stop accepting for a second (the kernel keeps the backlog)
+                logger.warning("local socket cannot accept (%s); pausing accepts for 1 s", error)
+                self._selector.unregister(self._listener)
+                self._accept_paused_until = now + 1.0
+                return
+            sock.setblocking(False)
+            uid = _peer_uid(sock)
+            capped = not self.service.privileged(uid)   # the hooks' own users are bounded by the total only
+            if len(self._connections) >= self.max_connections or self._lag > self.max_lag or (
+                    capped and self._per_uid.get(uid, 0) >= self.max_connections_per_user):
+                self.service.metrics.rejected.inc()
+                _send_best_effort(sock, BUSY)
+                sock.close()
+                continue
+            connection = _Connection(sock, uid, now + self.idle_timeout)
+            self._connections[sock.fileno()] = connection
+            self._per_uid[uid] = self._per_uid.get(uid, 0) + 1
+            self._watch(connection, selectors.EVENT_READ)
+            self._read(connection)   # the hooks send their line right after connecting
 
-    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, uid) -> None:
-        while True:
-            try:
-                async with asyncio.timeout(self.idle_timeout):
-                    first = await reader.read(1)
-            except TimeoutError:
+    def _watch(self, connection: _Connection, events: int) -> None:
+        """Wait for ``events`` on the connection (0: for nothing, while a worker answers it)."""
+        if events == connection.events:
+            return
+        if not events:
+            self._selector.unregister(connection.sock)
+        elif not connection.events:
+            self._selector.register(connection.sock, events, connection)
+        else:
+            self._selector.modify(connection.sock, events, connection)
+        connection.events = events
+
+    def _read(self, connection: _Connection) -> None:
+        try:
+            data = connection.sock.recv(_READ_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._close(connection)
+            return
+        if not connection.received:
+            connection.deadline = time.monotonic() + self.request_timeout   # from a line's first byte
+        connection.received += data
+        self._serve_lines(connection)
+
+    def _serve_lines(self, connection: _Connection) -> None:
+        """Answer the whole lines received, one at a time and in order, then wait for more."""
+        received = connection.received
+        while not connection.closed:
+            end = received.find(b"\n")
+            if end < 0 and len(received) <= self.max_line_bytes:
+                if not received:
+                    connection.deadline = time.monotonic() + self.idle_timeout
+                self._watch(connection, selectors.EVENT_READ)
+                return      # the rest of the line is still on its way
+            if end < 0 or end >= self.max_line_bytes:
+                self._reply(connection, _encode(
+                    {"ok": False, "error": f"request line longer than {self.max_line_bytes} bytes"}), close=True)
                 return
-            if not first:
-                return
-            try:
-                # the whole line within request_timeout of its first byte, however it trickles in
-                async with asyncio.timeout(self.request_timeout):
-                    line = first if first == b"\n" else first + await reader.readuntil(b"\n")
-            except TimeoutError:
-                writer.write(_encode({"ok": False, "error": f"request line not complete within "
-                                                            f"{self.request_timeout:g} s"}))
-                return
-            except asyncio.LimitOverrunError:
-                writer.write(_encode({"ok": False, "error": f"request line longer than {self.max_line_bytes} bytes"}))
-                return
-            except asyncio.IncompleteReadError:
-                return
+            line = bytes(received[:end + 1])
+            del received[:end + 1]
+            if received:
+                connection.deadline = time.monotonic() + self.request_timeout
             if self._pending >= self.max_pending:
                 self.service.metrics.rejected.inc()
-                writer.write(BUSY)
+                self._reply(connection, BUSY, close=True)
+                return
+            if not (self.inline and _method_of(line) in self.inline):
+                self._pending += 1
+                connection.calling = True
+                self._watch(connection, 0)      # nothing more from it until this reply is out
+                future = self._pool.submit(self._answer, line, connection.uid)
+                future.add_done_callback(lambda done, c=connection: self._replied(c, done))
                 return
             self._pending += 1
             try:
-                if self.inline and _method_of(line) in self.inline:
-                    reply = self._answer(line, uid)   # no thread hand-off (module docstring)
-                else:
-                    reply = await self._loop.run_in_executor(self._pool, self._answer, line, uid)
+                reply = self._answer(line, connection.uid)   # no thread hand-off (module docstring)
             finally:
                 self._pending -= 1
-            writer.write(reply)
-            async with asyncio.timeout(self.request_timeout):   # a client that does not read
-                await writer.drain()
+            if not self._reply(connection, reply):
+                return      # the client does not read yet: go on once the reply is out
 
+    def _replied(self, connection: _Connection, future: Future) -> None:
+        """A worker finished (any thread): hand the reply to the loop."""
+        self._replies.append((connection, future))
+        self._wake()
+
+    def _deliver_replies(self) -> None:
+        while self._replies:
+            connection, future = self._replies.popleft()
+            self._pending -= 1
+            connection.calling = False
+            if connection.closed:
+                continue
+            try:
+                reply = future.result()
+            except Exception:   # cancelled at shutdown, or a bug: this client gets no answer
+                logger.exception("local call failed")
+                self._close(connection)
+                continue
+            if self._reply(connection, reply):
+                self._serve_lines(connection)
+
+    def _reply(self, connection: _Connection, data: bytes, close: bool = False) -> bool:
+        """Send ``data`` (then close, if asked); True when all of it went out at once."""
+        connection.unsent += data
+        connection.close_when_sent = connection.close_when_sent or close
+        return self._flush(connection)
+
+    def _flush(self, connection: _Connection) -> bool:
+        try:
+            sent = connection.sock.send(connection.unsent)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:     # the client went away
+            self._close(connection)
+            return False
+        del connection.unsent[:sent]
+        if connection.unsent:
+            # the client does not read: wait for room, read nothing more, cut it off at the deadline
+            connection.deadline = time.monotonic() + self.request_timeout
+            self._watch(connection, selectors.EVENT_WRITE)
+            return False
+        if connection.close_when_sent:
+            self._close(connection)
+            return False
+        return True
+
+    def _close(self, connection: _Connection) -> None:
+        if connection.closed:
+            return
+        connection.closed = True
+        self._connections.pop(connection.sock.fileno(), None)
+        self._watch(connection, 0)
+        left = self._per_uid.pop(connection.uid, 1) - 1
+        if left:
+            self._per_uid[connection.uid] = left
+        connection.sock.close()
+
+    # ------------------------------------------------------------------ calls
     def _answer(self, line: bytes, uid) -> bytes:
         return _encode(self.handle_line(line, uid))
 
@@ -272,6 +459,13 @@ def _method_of(line: bytes) -> str:
 
 def _encode(reply: dict) -> bytes:
     return json.dumps(reply, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+
+
+def _send_best_effort(sock: socket.socket, data: bytes) -> None:
+    try:
+        sock.send(data)
+    except OSError:
+        pass    # a client that went away or does not read gets no explanation
 
 
 def _peer_uid(sock) -> int | None:

@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     messages = [pb.JobRequest.FromString(b) for b in requests(world, args.calls)]
     lammps, history = messages[::2], messages[1::2]
     for message in messages[:200]:
-        service.call("Predict", message)
+        service.call("Predict", message, 0)
 
     specs = [job_spec_from_request(m, config.limits) for m in messages]
     jobs = [JobRecord(job_id="", user=s.user, submit_time=0.0, requested_time_s=float(s.time_limit_s),
@@ -66,9 +66,9 @@ def main(argv=None) -> int:
                           request=messages[i].SerializeToString()) for i in range(len(messages))]
     steps = [
         ("Predict, whole service call (LAMMPS job: script + runtime model)",
-         _mean_us(lambda m: service.call("Predict", m), lammps)),
+         _mean_us(lambda m: service.call("Predict", m, 0), lammps)),
         ("Predict, whole service call (trace job: recent history)",
-         _mean_us(lambda m: service.call("Predict", m), history)),
+         _mean_us(lambda m: service.call("Predict", m, 0), history)),
         ("  jobspec.job_spec_from_request, LAMMPS (includes extract_inputs)",
          _mean_us(lambda m: job_spec_from_request(m, config.limits), lammps)),
         ("  runtime.inputs.extract_inputs alone (LAMMPS script)",
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     profile = cProfile.Profile()
     profile.enable()
     for message in messages:
-        service.call("Predict", message)
+        service.call("Predict", message, 0)
     profile.disable()
     pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(args.top)
     daemon.store.close()
