@@ -27,9 +27,8 @@ Bounded on every side, so one user cannot starve the hooks of others:
 * one loop thread multiplexes every connection, so a slow client holds no worker; an accept
   that fails for want of descriptors (EMFILE) pauses accepting for a second and goes on, it
   never stops the listener;
-* overload is shed, not queued: after a round of the loop that took more than ``max_lag``
-  (the connections arriving meanwhile waited at least that long), a new connection is told
-  ``busy`` at once. A hook gives up after its
+* overload is shed, not queued: while the loop comes back for its 50 ms tick more than
+  ``max_lag`` late, a request is answered ``busy`` at once. A hook gives up after its
   budget (300 ms) anyway; answering it later would only delay the calls behind it. The
   listen backlog stays short (128) for the same reason: a hook that cannot connect fails open
   at once instead of waiting in the kernel.
@@ -191,10 +190,10 @@ class HookServer:
 
     # ------------------------------------------------------------------ the loop
     def _run(self) -> None:
-        last_sweep = time.monotonic()
+        tick = time.monotonic() + _TICK
         try:
             while True:
-                events = self._selector.select(_TICK)
+                events = self._selector.select(max(0.0, tick - time.monotonic()))
                 began = time.monotonic()
                 for key, mask in events:
                     if key.data == "listener":
@@ -210,13 +209,13 @@ class HookServer:
                         self._read(key.data)
                 self._deliver_replies()
                 now = time.monotonic()
-                if now - last_sweep >= _TICK:
-                    last_sweep = now
+                if now >= tick:
+                    # how late the loop came back for its tick: what a request arriving now waits
+                    self._lag = now - tick
+                    tick = now + _TICK
                     self._sweep(now)
                 if self._stop_at is not None and self._stopping(now):
                     return
-                # a round this long kept new arrivals waiting at least as long: shed them
-                self._lag = time.monotonic() - began
         except Exception:   # a bug here must not pass silently: the hooks fail open meanwhile
             logger.exception("local socket loop failed")
         finally:
@@ -279,11 +278,10 @@ class HookServer:
             sock.setblocking(False)
             uid = _peer_uid(sock)
             capped = not self.service.privileged(uid)   # the hooks' own users are bounded by the total only
-            if len(self._connections) >= self.max_connections or self._lag > self.max_lag or (
+            if len(self._connections) >= self.max_connections or (
                     capped and self._per_uid.get(uid, 0) >= self.max_connections_per_user):
                 self.service.metrics.rejected.inc()
-                _send_best_effort(sock, BUSY)
-                sock.close()
+                _refuse(sock)
                 continue
             connection = _Connection(sock, uid, now + self.idle_timeout)
             self._connections[sock.fileno()] = connection
@@ -336,7 +334,7 @@ class HookServer:
             del received[:end + 1]
             if received:
                 connection.deadline = time.monotonic() + self.request_timeout
-            if self._pending >= self.max_pending:
+            if self._pending >= self.max_pending or self._lag > self.max_lag:
                 self.service.metrics.rejected.inc()
                 self._reply(connection, BUSY, close=True)
                 return
@@ -459,6 +457,18 @@ def _method_of(line: bytes) -> str:
 
 def _encode(reply: dict) -> bytes:
     return json.dumps(reply, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+
+
+def _refuse(sock: socket.socket) -> None:
+    """Tell a client it came at a busy moment, and close. Its request line is read first (as
+    far as it has arrived): closing a Unix socket with unread data makes the client's read fail
+    with ECONNRESET instead of returning the answer."""
+    try:
+        sock.recv(_READ_BYTES)
+    except OSError:
+        pass
+    _send_best_effort(sock, BUSY)
+    sock.close()
 
 
 def _send_best_effort(sock: socket.socket, data: bytes) -> None:
