@@ -178,6 +178,8 @@ def _refresh(args) -> int:
         try:
             reported = already_reported(store, records, args.cluster)
             fresh = [r for r in records if r.job_id not in reported]
+            # Tagged "sacct" whichever reader made them (the records are the same), so a site that
+            # switches between sacct and pyslurm never stores a job twice.
             added, present = store.add_jobs(fresh, "sacct")
             present += len(records) - len(fresh)
             pruned = store.prune_predictions(keep_days=config.store.keep_predictions_days,
