@@ -1,8 +1,10 @@
-"""Training and daemon start-up on a long history in the PostgreSQL store: 10^6 stored jobs.
+"""Training and daemon start-up on a long history in the PostgreSQL store: 10^6 / 10^7 stored jobs.
 
     python -m benchmarks run history_scale_postgres                  # 10^6 jobs
     python -m benchmarks run history_scale_postgres --jobs 100000    # a quick estimate first
     python -m benchmarks run history_scale_postgres --compare-sqlite # and the SQLite store, same load
+    python -m benchmarks run history_scale_postgres --jobs 10000000 \
+        --out benchmarks/results/history_scale_postgres_1e7.json    # 10^7: ~25 min to build on 2 cores
 
 The same measurement as ``history_scale`` (same replayed KTH-SP2 + HPC2N history, same child
 processes, same wall time and peak RSS), with ``[store] backend = "postgres"``: a throwaway
