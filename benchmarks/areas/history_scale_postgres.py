@@ -30,7 +30,7 @@ from benchmarks.areas.history_scale import _start_up, _timed_child
 from benchmarks.history_scale.build import build_store
 from benchmarks.history_scale.postgres import PostgresServer, build_postgres_store
 
-DESCRIPTION = "walltime training and daemon start-up on 10^6 jobs in the PostgreSQL store: time, peak RSS"
+DESCRIPTION = "walltime training and daemon start-up on 10^6 / 10^7 jobs in the PostgreSQL store: time, peak RSS"
 
 
 def _environment(work: Path, dsn: str) -> dict:
