@@ -137,6 +137,14 @@ class TopologyConfig:
 
 
 @dataclass(frozen=True)
+class AccountingConfig:
+    # Where `hpcpredict refresh` reads finished jobs: "auto" = pyslurm's database API when pyslurm
+    # imports and was built for the site's Slurm release, else `sacct --json`; "sacct" | "pyslurm"
+    # force one (a forced pyslurm that cannot be used is an error naming why).
+    source: str = "auto"
+
+
+@dataclass(frozen=True)
 class Config:
     data_dir: str
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
@@ -145,11 +153,13 @@ class Config:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     topology: TopologyConfig = field(default_factory=TopologyConfig)
+    accounting: AccountingConfig = field(default_factory=AccountingConfig)
     source: str = "<defaults>"
 
 
 SECTIONS = {"daemon": DaemonConfig, "store": StoreConfig, "models": ModelsConfig,
-            "policy": PolicyConfig, "limits": LimitsConfig, "topology": TopologyConfig}
+            "policy": PolicyConfig, "limits": LimitsConfig, "topology": TopologyConfig,
+            "accounting": AccountingConfig}
 
 
 def _coerce(section: str, key: str, raw, default):
@@ -291,6 +301,8 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"[store] backend must be sqlite|postgres, got {config.store.backend!r}")
     if config.store.backend == "postgres" and not config.store.dsn:
         raise ConfigError("[store] backend = postgres needs [store] dsn (a libpq connection string)")
+    if config.accounting.source not in ("auto", "sacct", "pyslurm"):
+        raise ConfigError(f"[accounting] source must be auto|sacct|pyslurm, got {config.accounting.source!r}")
     if config.store.synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
         raise ConfigError(f"[store] synchronous must be OFF|NORMAL|FULL|EXTRA, got {config.store.synchronous!r}")
     if not 0 <= config.store.journal_mib <= 1024:

@@ -8,7 +8,10 @@ The sysadmin's one command (cron or a systemd timer runs it nightly)::
     hpcpredict refresh -M tetralith         # one cluster of a federation (sacct -M); jobs stored under it
 
 Steps, each with a progress line: (1) ``sacct --json -a -S SINCE -E now`` through
-:func:`run_command` (no shell, a timeout, an error carrying the command's stderr), (2) parse
+:func:`run_command` (no shell, a timeout, an error carrying the command's stderr), or
+pyslurm's ``pyslurm.db.Jobs.load`` when ``[accounting] source`` (or ``--source``) chooses it
+(:mod:`..history.accounting`: ``auto`` takes pyslurm only when it imports and matches the
+Slurm release ``sacct --version`` names; the choice and why are printed), (2) parse
 with the history reader and add the finished jobs to the store as source ``sacct`` (jobs
 already present, e.g. reported by EpilogSlurmctld, are skipped, so nothing counts twice), (3) train the walltime model on the whole store and
 publish it atomically as a new version, (4) ask the running daemon to reload (ReloadModels on
@@ -34,6 +37,9 @@ def register(subparsers) -> None:
                         help="with -M: train and publish a model of this cluster's jobs only (default: the "
                              "model shared by every cluster, trained on all stored jobs)")
     parser.add_argument("--sacct-json", metavar="FILE", help="read this `sacct --json` dump instead of running sacct")
+    parser.add_argument("--source", choices=("auto", "sacct", "pyslurm"),
+                        help="accounting source (default: [accounting] source, auto = pyslurm when it matches "
+                             "the site's Slurm, else sacct --json)")
     parser.add_argument("--sacct", default="sacct", help="sacct program (default: sacct on PATH)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds sacct may take (default 300)")
     parser.add_argument("--no-reload", action="store_true", help="publish but do not ask the daemon to reload")
@@ -67,6 +73,61 @@ def pull_sacct(sacct: str, since: str, timeout: float, cluster: str = "") -> str
                        timeout=timeout)
 
 
+def select_source(setting: str, sacct: str, timeout: float):
+    """(choice, pyslurm module or None) for ``[accounting] source = setting``.
+
+    ``sacct --version`` runs only when pyslurm imports (its release is what pyslurm must
+    match); a forced ``pyslurm`` that cannot be used raises ConfigError with the reason.
+    """
+    from ..errors import CommandError
+    from ..history.accounting import choose_source, import_pyslurm
+
+    if setting == "sacct":
+        return choose_source(setting, slurm_version=None, pyslurm_version=None), None
+    module, pyslurm_error = import_pyslurm()
+    pyslurm_version = slurm_version = None
+    slurm_error = ""
+    if module is not None:
+        pyslurm_version = getattr(module, "__version__", None)
+        pyslurm_error = "" if pyslurm_version else "pyslurm has no __version__"
+        try:
+            slurm_version = run_command([sacct, "--version"], timeout=min(timeout, 60.0))
+        except CommandError as error:
+            slurm_error = str(error)
+    choice = choose_source(setting, slurm_version=slurm_version, pyslurm_version=pyslurm_version,
+                           pyslurm_error=pyslurm_error, slurm_error=slurm_error)
+    # An installed pyslurm left unused is worth a warning; no pyslurm at all is the usual case.
+    log = logger.warning if module is not None and choice.name != "pyslurm" else logger.info
+    log("accounting source: %s (%s)", choice.name, choice.reason)
+    return choice, module if choice.name == "pyslurm" else None
+
+
+def read_accounting(args, config):
+    """(source label, records, choice or None): the saved dump, sacct --json or pyslurm."""
+    from pathlib import Path
+
+    from ..errors import ParseError
+    from ..history.pyslurm_source import load_pyslurm_jobs, records_from_pyslurm_jobs, since_timestamp
+    from ..history.traces import read_sacct_json
+
+    if args.sacct_json:
+        source = args.sacct_json
+        try:
+            text = Path(source).read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            raise ParseError(f"cannot read: {error.strerror}", source=source) from error
+        return source, read_sacct_json(text, source=source), None
+    choice, pyslurm = select_source(args.source or config.accounting.source, args.sacct, args.timeout)
+    if pyslurm is not None:
+        source = f"pyslurm -S {args.since}"
+        jobs = load_pyslurm_jobs(pyslurm, since=since_timestamp(args.since), until=time.time(),
+                                 cluster=args.cluster)
+        return source, records_from_pyslurm_jobs(jobs, source=source), choice
+    source = f"sacct -S {args.since}"
+    text = pull_sacct(args.sacct, args.since, args.timeout, args.cluster)
+    return source, read_sacct_json(text, source=source), choice
+
+
 def finished(records):
     """Jobs with a final state and a runtime (sacct -s also lists jobs still running then)."""
     from ..records import UNKNOWN
@@ -91,15 +152,12 @@ def already_reported(store, records, cluster: str = "") -> set[str]:
 
 def _refresh(args) -> int:
     from dataclasses import replace
-    from pathlib import Path
 
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from .common import ask_reload, print_json, socket_of, writer_config_of
     from .train import train_and_publish
-    from ..errors import ParseError
-    from ..history.traces import read_sacct_json
     from ..store import open_store
 
     config = writer_config_of(args)
@@ -108,17 +166,11 @@ def _refresh(args) -> int:
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     quiet = args.json or not console.is_terminal          # progress only for a person at a terminal
     with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
-        step = progress.add_task("reading accounting (sacct --json)", total=None)
-        if args.sacct_json:
-            source = args.sacct_json
-            try:
-                text = Path(source).read_text(encoding="utf-8", errors="replace")
-            except OSError as error:
-                raise ParseError(f"cannot read: {error.strerror}", source=source) from error
-        else:
-            source = f"sacct -S {args.since}"
-            text = pull_sacct(args.sacct, args.since, args.timeout, args.cluster)
-        records = finished(read_sacct_json(text, source=source))
+        step = progress.add_task("reading accounting", total=None)
+        source, records, choice = read_accounting(args, config)
+        if choice is not None:
+            result["accounting"] = {"source": choice.name, "reason": choice.reason}
+        records = finished(records)
         if args.cluster:
             records = [replace(record, cluster=args.cluster) for record in records]
         progress.update(step, description=f"storing {len(records)} finished jobs")
@@ -126,6 +178,8 @@ def _refresh(args) -> int:
         try:
             reported = already_reported(store, records, args.cluster)
             fresh = [r for r in records if r.job_id not in reported]
+            # Tagged "sacct" whichever reader made them (the records are the same), so a site that
+            # switches between sacct and pyslurm never stores a job twice.
             added, present = store.add_jobs(fresh, "sacct")
             present += len(records) - len(fresh)
             pruned = store.prune_predictions(keep_days=config.store.keep_predictions_days,
@@ -149,6 +203,8 @@ def _refresh(args) -> int:
     if args.json:
         print_json(result)
     else:
+        if "accounting" in result:
+            print(f"accounting: {'sacct --json' if choice.name == 'sacct' else 'pyslurm'} ({choice.reason})")
         print(f"{source}: {result['finished_jobs']} finished jobs, {added} new, {present} already stored")
         print(f"trained walltime model on {trained_on} jobs: published version {artifact.version}")
         for model in result.get("serving", ()):

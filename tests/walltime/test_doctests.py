@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["swf", "sacct", "traces", "features", "predictors", "evaluate", "persist"]
+MODULES = ["swf", "sacct", "traces", "features", "predictors", "evaluate", "persist", "accounting", "pyslurm_source"]
 
 
 @pytest.mark.parametrize("name", MODULES)
