@@ -29,7 +29,11 @@ bound where it is below the request, and the jobs far below their request are th
 widest residuals, so the bound is calibrated *on the jobs it would shorten*: each residual is
 kept with its gap log(request / p), and the shift q above the estimate is the smallest one that
 covers 1 - a of the past jobs whose gap exceeds q (:func:`shortening_shift`). The risk is thus
-the probability that a job whose limit the bound shortened outlives it. Scores are kept per user
+the probability that a job whose limit the bound shortened outlives it. Jobs come in batches (one
+user's jobs with the same request and size, submitted within ``batch_window_s`` of each other):
+they are predicted together, before any of them ends, and their errors are shared, so a batch
+is one calibration unit (its worst residual) and the quantile and the minimum-count rule count
+batches, the effective sample size, not jobs. Scores are kept per user
 (used once a user has enough of them, and enough of those would have been shortened) and per
 regime (with / without user history). Censored jobs (killed at their limit) are *not* scored:
 their runtime is only known to be >= the limit, and the bound is capped at the request, so they
