@@ -9,6 +9,10 @@ metrics, the share of the oracle's improvement in mean bounded slowdown it captu
 ``killed`` against the risk target x the jobs whose limit it shortened (and their ratio,
 ``kill_rate_shortened``), and whether the
 goal holds (at least half of the oracle's improvement, no more kills than the risk allows).
+``hpcpredict/jobs-as-units`` is the policy with the bound calibrated as before batches were
+units (``batch_window_s`` = 0: every job its own calibration unit), for comparison; ``batches``
+measures how batchy the calibration residuals are, at the first risk and under that per-job
+calibration (benchmarks/scheduling/batches.py).
 Deterministic: no timing is measured, so the machine's load does not change the numbers.
 """
 from __future__ import annotations
@@ -27,6 +31,7 @@ BASELINES = ("user", "oracle")
 MODES = {"": "time_min", "/reservation": "reservation", "/any-start": "any-start"}
 PREDICTED_BY_MODE = ("hpcpredict",)
 PREDICTED = ("hpcpredict-time", "hpcpredict-soft")
+UNBATCHED = "hpcpredict/jobs-as-units"   # the bound calibrated with every job its own unit
 
 
 def _captured(scores: dict, name: str) -> float | None:
@@ -40,6 +45,8 @@ def _rounded(scores: dict) -> dict:
 
 
 def replay_trace(path: Path, risks: list[float]) -> dict:
+    from benchmarks.scheduling.batches import measure
+    from hpcpredict.daemon.history.model import HpcPredictModel, ModelParams
     from hpcpredict.daemon.history.traces import read_trace
     from hpcpredict.daemon.scheduling.policies import online_predictions
     from hpcpredict.daemon.scheduling.replay import replay_policies
@@ -58,6 +65,9 @@ def replay_trace(path: Path, risks: list[float]) -> dict:
                                      - baselines["oracle"]["mean_bounded_slowdown"], 3),
            "oracle_time_min_captured": {name: _captured(baselines, name) for name in baselines
                                         if name.startswith("oracle-time-min")},
+           # under the per-job calibration: how the jobs outliving its bound group into batches
+           "batches": measure(records, risks[0], model=HpcPredictModel(ModelParams(batch_window_s=0.0)))
+           if risks else None,
            "by_risk": {}}
     for risk in risks:
         answers = online_predictions(records, risk)
@@ -65,8 +75,10 @@ def replay_trace(path: Path, risks: list[float]) -> dict:
         for suffix, mode in MODES.items():
             for name, result in replay_policies(workload, answers, PREDICTED_BY_MODE, time_min_limit=mode).items():
                 scores[name + suffix] = result
+        unbatched = online_predictions(records, risk, model=HpcPredictModel(ModelParams(batch_window_s=0.0)))
+        scores[UNBATCHED] = replay_policies(workload, unbatched, ["hpcpredict"])["hpcpredict"]
         per_policy = {}
-        for name in [n + suffix for n in PREDICTED_BY_MODE for suffix in MODES] + list(PREDICTED):
+        for name in [n + suffix for n in PREDICTED_BY_MODE for suffix in MODES] + list(PREDICTED) + [UNBATCHED]:
             s = scores[name]
             captured = _captured(scores, name)
             allowed = risk * s["shortened"]

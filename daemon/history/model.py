@@ -29,7 +29,11 @@ bound where it is below the request, and the jobs far below their request are th
 widest residuals, so the bound is calibrated *on the jobs it would shorten*: each residual is
 kept with its gap log(request / p), and the shift q above the estimate is the smallest one that
 covers 1 - a of the past jobs whose gap exceeds q (:func:`shortening_shift`). The risk is thus
-the probability that a job whose limit the bound shortened outlives it. Scores are kept per user
+the probability that a job whose limit the bound shortened outlives it. Jobs come in batches (one
+user's jobs with the same request and size, submitted within ``batch_window_s`` of each other):
+they are predicted together, before any of them ends, and their errors are shared, so a batch
+is one calibration unit (its worst residual) and the quantile and the minimum-count rule count
+batches, the effective sample size, not jobs. Scores are kept per user
 (used once a user has enough of them, and enough of those would have been shortened) and per
 regime (with / without user history). Censored jobs (killed at their limit) are *not* scored:
 their runtime is only known to be >= the limit, and the bound is capped at the request, so they
@@ -78,6 +82,7 @@ _INTERVAL = (0.1, 0.9)  # central interval reported as low/high (80 % nominal)
 # Gap (log request - estimate) kept for a job without a request: its bound is always applied
 # (as its --time), so it belongs to every shortened set. Finite to stay plain JSON.
 NO_REQUEST_GAP = 50.0
+_BATCH_RUNS_PER_USER = 8   # open (request, size) runs remembered per user for batching
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,8 @@ class ModelParams:
     blend_power: float = 4.0         # blend weight = predicted accuracy ** this (0: never blend)
     blend_user_rate: float = 0.1     # per-user rate of the blend-minus-selected accuracy score
     blend_global_rate: float = 0.01  # ... cluster-wide (used for users without a score)
+    batch_window_s: float = 600.0    # a job submitted this close to the last of a run of its user's jobs with
+                                     # the same request and size joins that batch (0: every job is its own)
 
 
 def conformal_quantile(ordered: np.ndarray, level: float) -> float:
@@ -115,7 +122,8 @@ def conformal_quantile(ordered: np.ndarray, level: float) -> float:
     return float(ordered[max(rank, 1) - 1])
 
 
-def shortening_shift(residuals: np.ndarray, gaps: np.ndarray, level: float, min_outliers: float = 1.0) -> float:
+def shortening_shift(residuals: np.ndarray, gaps: np.ndarray, level: float, min_outliers: float = 1.0,
+                     batches: np.ndarray | None = None) -> float:
     """The smallest log shift q whose bound (estimate + q) covers ``level`` of the jobs it would
     shorten: split-conformal among the scored jobs whose gap (log request - estimate) exceeds q.
 
@@ -129,6 +137,12 @@ def shortening_shift(residuals: np.ndarray, gaps: np.ndarray, level: float, min_
     user's few jobs). Only residual values need checking: between two of them the covered
     count can only fall.
 
+    ``batches`` (optional, aligned): a batch id per job. The jobs of one batch (submitted
+    together, same request and size) were predicted together and share their errors, so they
+    are one calibration unit: its worst residual, shortened when any of its jobs is, outliving
+    when any of its shortened jobs outlives q. Counts and the minimum-count rule are then in
+    batches, the effective sample size, not in jobs.
+
     >>> r = np.array([0.0, 0.05, 0.1, 0.15, 2.0, 2.1])
     >>> shortening_shift(r, np.full(6, 9.0), 0.5), conformal_quantile(np.sort(r), 0.5)  # all shortened
     (0.15, 0.15)
@@ -137,8 +151,10 @@ def shortening_shift(residuals: np.ndarray, gaps: np.ndarray, level: float, min_
     2.1
     >>> shortening_shift(r, gaps, 0.8)    # too few shortened jobs to cover 80 %
     inf
+    >>> shortening_shift(r, np.full(6, 9.0), 0.5, batches=[0, 1, 2, 3, 4, 4])  # the two wide ones: one batch
+    2.1
     """
-    return _shift_at(ShorteningScores.of(residuals, gaps), level, min_outliers)
+    return _shift_at(ShorteningScores.of(residuals, gaps, batches), level, min_outliers)
 
 
 @dataclass(frozen=True)
@@ -150,15 +166,29 @@ class ShorteningScores:
     outliving: np.ndarray       # ... and also a residual above q
 
     @classmethod
-    def of(cls, residuals, gaps) -> "ShorteningScores":
+    def of(cls, residuals, gaps, batches=None) -> "ShorteningScores":
         r = np.fromiter(residuals, float)
         g = np.fromiter(gaps, float)
         if len(g) != len(r):        # missing gaps: every job counts as shortened
             g = np.full(len(r), NO_REQUEST_GAP)
+        outlive = np.minimum(g, r)  # above q: the job is shortened by q and outlives it
+        if batches is not None:
+            ids = np.fromiter(batches, np.int64)
+            if len(ids) == len(r) and len(r):
+                r, g, outlive = _worst_per_batch(ids, r, g, outlive)
         candidates = np.sort(r)
         n = len(r)
         return cls(candidates, n - np.searchsorted(np.sort(g), candidates, side="right"),
-                   n - np.searchsorted(np.sort(np.minimum(g, r)), candidates, side="right"))
+                   n - np.searchsorted(np.sort(outlive), candidates, side="right"))
+
+
+def _worst_per_batch(ids: np.ndarray, *columns: np.ndarray) -> list[np.ndarray]:
+    """Each column's maximum per batch id (one row per batch)."""
+    order = np.argsort(ids, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(ids[order]) != 0])
+    if len(starts) == len(ids):         # no batch of two or more: nothing to merge
+        return list(columns)
+    return [np.maximum.reduceat(column[order], starts) for column in columns]
 
 
 def _shift_at(scores: ShorteningScores, level: float, min_outliers: float = 1.0) -> float:
@@ -195,6 +225,11 @@ class _State:
     user_residuals: dict = field(default_factory=dict)     # user -> deque of log residuals
     residual_gaps: dict = field(default_factory=dict)      # regime -> deque of log(request) - estimate, aligned
     user_residual_gaps: dict = field(default_factory=dict)  # user -> the same, aligned with user_residuals
+    residual_batches: dict = field(default_factory=dict)   # regime -> deque of batch ids, aligned
+    user_residual_batches: dict = field(default_factory=dict)  # user -> the same, aligned with user_residuals
+    # user -> {(request, procs): [first submit, last submit, batch id]}: the user's open batches
+    batch_runs: dict = field(default_factory=dict)
+    next_batch: int = 0
     ratios: deque = field(default_factory=deque)           # recent log(runtime / request)
     pending: OrderedDict = field(default_factory=OrderedDict)  # job_id -> (experts, features, selected, regime, bound, risk, blend)
     observed: int = 0
@@ -353,14 +388,16 @@ class HpcPredictModel(OnlinePredictor):
             if own is None:
                 scores = self.state.user_residuals.get(user)
                 if scores is not None and len(scores) >= self.params.user_min:
-                    own = ShorteningScores.of(scores, self.state.user_residual_gaps.get(user, ()))
+                    own = ShorteningScores.of(scores, self.state.user_residual_gaps.get(user, ()),
+                                              self.state.user_residual_batches.get(user))
             if own is not None:
                 shift = _shift_at(own, level, self.params.min_shortened_outliers)
                 if math.isfinite(shift):
                     return shift
         pairs = self._cluster_shortening.get(regime)
         if pairs is None:
-            pairs = ShorteningScores.of(self.state.residuals.get(regime, ()), self.state.residual_gaps.get(regime, ()))
+            pairs = ShorteningScores.of(self.state.residuals.get(regime, ()), self.state.residual_gaps.get(regime, ()),
+                                        self.state.residual_batches.get(regime))
         return _shift_at(pairs, level, self.params.min_shortened_outliers)
 
     def _publish_calibration(self, user: str | None, refresh_all: bool) -> None:
@@ -373,7 +410,8 @@ class HpcPredictModel(OnlinePredictor):
             scores = self.state.user_residuals.get(user)
             if scores is not None and len(scores) >= self.params.user_min:
                 self._user_calibration[user] = np.sort(np.fromiter(scores, float))
-                self._user_shortening[user] = ShorteningScores.of(scores, self.state.user_residual_gaps.get(user, ()))
+                self._user_shortening[user] = ShorteningScores.of(scores, self.state.user_residual_gaps.get(user, ()),
+                                                                  self.state.user_residual_batches.get(user))
         cluster = self._cluster_calibration
         missing = [regime for regime in self.state.residuals if regime not in cluster]
         if refresh_all or missing or "ratio" not in cluster:
@@ -382,7 +420,8 @@ class HpcPredictModel(OnlinePredictor):
                 if refresh_all or regime in missing:
                     published[regime] = np.sort(np.fromiter(scores, float))
                     self._cluster_shortening = dict(self._cluster_shortening, **{
-                        regime: ShorteningScores.of(scores, self.state.residual_gaps.get(regime, ()))})
+                        regime: ShorteningScores.of(scores, self.state.residual_gaps.get(regime, ()),
+                                                    self.state.residual_batches.get(regime))})
             if refresh_all or "ratio" not in published:
                 published["ratio"] = self._typical_ratio()
             self._cluster_calibration = published
@@ -493,9 +532,11 @@ class HpcPredictModel(OnlinePredictor):
 
             residual = runtime - estimate
             gap = min(log_request - estimate, NO_REQUEST_GAP)
-            for scores, gaps, key, size in ((state.residuals, state.residual_gaps, regime, p.calibration_window),
-                                            (state.user_residuals, state.user_residual_gaps, record.user,
-                                             p.user_window)):
+            batch = self._batch_of(record)
+            for scores, gaps, batches, key, size in (
+                    (state.residuals, state.residual_gaps, state.residual_batches, regime, p.calibration_window),
+                    (state.user_residuals, state.user_residual_gaps, state.user_residual_batches, record.user,
+                     p.user_window)):
                 if scores is state.user_residuals and regime != WARM:
                     continue
                 window = scores.get(key)
@@ -504,13 +545,45 @@ class HpcPredictModel(OnlinePredictor):
                 gap_window = gaps.get(key)
                 if gap_window is None or len(gap_window) != len(window):   # absent from older states
                     gap_window = gaps[key] = deque([NO_REQUEST_GAP] * len(window), maxlen=size)
+                batch_window = batches.get(key)
+                if batch_window is None or len(batch_window) != len(window):   # absent from older states
+                    batch_window = batches[key] = deque(self._new_batches(len(window)), maxlen=size)
                 window.append(residual)
                 gap_window.append(gap)
+                batch_window.append(batch)
         if record.requested_time_s > 0:
             state.ratios.append(runtime - math.log(record.requested_time_s))
         state.history.add(record)
         state.observed += 1
         self._publish_calibration(record.user, refresh_all=state.observed % 100 == 0)
+
+    def _batch_of(self, record: JobRecord) -> int:
+        """The batch id of an ended job: the batch of its user's jobs with the same request and
+        size submitted within ``batch_window_s`` of it (ends come in any order, so a batch is the
+        submission span [first - window, last + window]), else a new one. Keeps the last few
+        (request, size) runs per user."""
+        window = self.params.batch_window_s
+        if window <= 0 or record.submit_time < 0:
+            return self._new_batches(1)[0]
+        runs = self.state.batch_runs.setdefault(record.user, {})
+        key = (float(record.requested_time_s), int(record.procs))
+        run = runs.get(key)
+        submit = float(record.submit_time)
+        if run is not None and run[0] - window <= submit <= run[1] + window:
+            run[0], run[1] = min(run[0], submit), max(run[1], submit)
+            return run[2]
+        batch = self._new_batches(1)[0]
+        runs.pop(key, None)
+        runs[key] = [submit, submit, batch]
+        if len(runs) > _BATCH_RUNS_PER_USER:     # the oldest run (insertion order) is closed
+            del runs[next(iter(runs))]
+        return batch
+
+    def _new_batches(self, count: int) -> list[int]:
+        """``count`` fresh batch ids (a job of its own each)."""
+        first = self.state.next_batch
+        self.state.next_batch = first + count
+        return list(range(first, first + count))
 
     def _already_trained(self, record: JobRecord) -> bool:
         """True for a job that ended before training stopped: the daemon replays its whole store
@@ -565,6 +638,11 @@ class HpcPredictModel(OnlinePredictor):
             "user_residuals": {u: list(v) for u, v in s.user_residuals.items()},
             "residual_gaps": {k: list(v) for k, v in s.residual_gaps.items()},
             "user_residual_gaps": {u: list(v) for u, v in s.user_residual_gaps.items()},
+            "residual_batches": {k: list(v) for k, v in s.residual_batches.items()},
+            "user_residual_batches": {u: list(v) for u, v in s.user_residual_batches.items()},
+            "batch_runs": {u: [[request, procs, *run] for (request, procs), run in runs.items()]
+                           for u, runs in s.batch_runs.items()},
+            "next_batch": s.next_batch,
             "ratios": list(s.ratios),
             "observed": s.observed,
             "risk_offset": s.risk_offset,
@@ -606,6 +684,19 @@ class HpcPredictModel(OnlinePredictor):
                 if len(values) != len(window):
                     values = [NO_REQUEST_GAP] * len(window)
                 gaps[key] = deque(values, maxlen=size)
+        # Batch ids are absent from format-4 states: each stored residual is then its own batch.
+        s.next_batch = int(data.get("next_batch", 0))
+        for scores, batches, name in ((s.residuals, s.residual_batches, "residual_batches"),
+                                      (s.user_residuals, s.user_residual_batches, "user_residual_batches")):
+            stored = data.get(name, {})
+            for key, window in scores.items():
+                ids = [int(v) for v in stored.get(key, ())]
+                if len(ids) != len(window):
+                    ids = model._new_batches(len(window))
+                batches[key] = deque(ids, maxlen=window.maxlen)
+        s.batch_runs = {str(u): {(float(request), int(procs)): [float(first), float(last), int(batch)]
+                                 for request, procs, first, last, batch in runs}
+                        for u, runs in data.get("batch_runs", {}).items()}
         s.ratios = deque(map(float, data["ratios"]), maxlen=params.ratio_window)
         s.observed = int(data["observed"])
         s.risk_offset = float(data["risk_offset"])

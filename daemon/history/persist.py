@@ -27,8 +27,8 @@ from .model import HpcPredictModel, ModelParams
 from ..records import JobRecord
 
 KIND = "walltime-history"
-FORMAT_VERSION = 4  # 4: + calibration gaps; 3: + blend scores; 2: 10 experts + learned selector
-READABLE_VERSIONS = (2, 3, 4)  # older states load with neutral blend scores and without gaps
+FORMAT_VERSION = 5  # 5: + calibration batch ids; 4: + calibration gaps; 3: + blend scores; 2: 10 experts + learned selector
+READABLE_VERSIONS = (2, 3, 4, 5)  # older states load with neutral blend scores, without gaps or batches
 STATE_FILE = "state.json"
 MANIFEST_FILE = "manifest.json"
 

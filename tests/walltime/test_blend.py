@@ -76,7 +76,7 @@ def test_blend_record_survives_save_and_load(tmp_path):
     model = train_model(synthetic_users(seed=12, n_jobs=800))
     assert model.state.blend_advantage, "training must score the blend"
     save_model(model, tmp_path / "m")
-    assert json.loads((tmp_path / "m" / "manifest.json").read_text())["format_version"] == FORMAT_VERSION == 4
+    assert json.loads((tmp_path / "m" / "manifest.json").read_text())["format_version"] == FORMAT_VERSION == 5
     assert load_model(tmp_path / "m").state.blend_advantage == model.state.blend_advantage
 
 
