@@ -25,9 +25,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-import features_file  # noqa: E402
 import hookclient  # noqa: E402
 import slurmjob  # noqa: E402
+
+try:   # a hooks directory installed before features_file.py existed: no runtime features, the rest works
+    import features_file  # noqa: E402
+except ImportError:
+    features_file = None
 
 HOOK = "epilog_slurmctld"
 
@@ -74,7 +78,7 @@ def call_retrying(settings: dict, method: str, request: dict, wait_s: float) -> 
 
 def read_features(settings: dict, job: dict):
     """The job's runtime-features text (``features_file.FeaturesText``) or None; never raises."""
-    if not hookclient.flag(settings["features_enabled"]):
+    if features_file is None or not hookclient.flag(settings["features_enabled"]):
         return None
     path = features_file.features_path(settings, job)
     uid = slurmjob.user_uid(job.get("UserId", ""))

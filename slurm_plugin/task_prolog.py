@@ -22,13 +22,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-import features_file  # noqa: E402
 import hookclient  # noqa: E402
 import slurmjob  # noqa: E402
 
+try:   # a hooks directory installed before features_file.py existed: no runtime features, the rest works
+    import features_file  # noqa: E402
+except ImportError:
+    features_file = None
+
 
 def export_features_file(settings: dict, job: dict) -> None:
-    if not hookclient.flag(settings["features_enabled"]):
+    if features_file is None or not hookclient.flag(settings["features_enabled"]):
         return
     path = features_file.features_path(settings, job)
     if path and features_file.create(path):
