@@ -64,3 +64,12 @@ def test_train_runtime_from_store_errors(capsys, tmp_path, monkeypatch, args, me
     monkeypatch.setenv("HPCPREDICT_DATA_DIR", str(tmp_path / "data"))
     assert main(args) == 1
     assert message in capsys.readouterr().err
+
+
+def test_docstring_example():
+    import doctest
+
+    from hpcpredict.daemon.runtime import stored_runs
+
+    result = doctest.testmod(stored_runs)
+    assert result.attempted > 0 and result.failed == 0

@@ -133,3 +133,10 @@ def test_features_path(settings, job, path):
 @pytest.mark.parametrize("field, uid", [("alice(1001)", 1001), ("alice", None), ("(x)", None), ("", None)])
 def test_user_uid(field, uid):
     assert slurmjob.user_uid(field) == uid
+
+
+def test_docstring_example():
+    import doctest
+
+    result = doctest.testmod(features_file)
+    assert result.attempted > 0 and result.failed == 0
