@@ -88,7 +88,8 @@ def take(path: str, uid: int, *, max_bytes: int, max_lines: int, remove: bool = 
     swapped in meanwhile is left alone); a failed removal is not an error.
     """
     directory, name = os.path.split(path)
-    dir_fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    # O_PATH: a directory SlurmUser may search but not list (0711) still works.
+    dir_fd = os.open(directory or ".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,

@@ -140,3 +140,32 @@ def test_docstring_example():
 
     result = doctest.testmod(features_file)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_working_directory_slurmuser_may_search_but_not_list(tmp_path):
+    """SlurmUser is not root on a real site: the reader, run as another user (``daemon``) through
+    runuser, reads a job's file in a 0711 directory and, without write permission there, leaves it."""
+    import pwd
+    import subprocess
+    import sys
+    import tempfile
+
+    owner = pwd.getpwnam("nobody")
+    directory = tempfile.mkdtemp(prefix="hpd-features-", dir="/tmp")
+    try:
+        os.chown(directory, owner.pw_uid, owner.pw_gid)
+        os.chmod(directory, 0o711)
+        path = os.path.join(directory, ".hpcpredict-features-15")
+        with open(path, "w") as handle:
+            handle.write("HPCPREDICT t=1 a=1\n")
+        os.chown(path, owner.pw_uid, owner.pw_gid)
+        code = ("import sys; from hpcpredict.slurm_plugin.features_file import take; "
+                f"found = take({path!r}, {owner.pw_uid}, max_bytes=100, max_lines=10); "
+                "print(repr(found.text), found.removed)")
+        done = subprocess.run(["runuser", "-u", "daemon", "--", sys.executable, "-c", code], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "'HPCPREDICT t=1 a=1\\n' False"
+        assert os.path.exists(path)
+    finally:
+        subprocess.run(["rm", "-rf", directory], check=True)
