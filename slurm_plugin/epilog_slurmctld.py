@@ -84,19 +84,20 @@ def read_features(settings: dict, job: dict):
     uid = slurmjob.user_uid(job.get("UserId", ""))
     if not path or uid is None:
         return None
+    shown = features_file.printable(path)   # the working directory is the user's choice
     try:
         found = features_file.take(path, uid, max_bytes=int(settings["features_max_bytes"]),
                                    max_lines=int(settings["features_max_lines"]))
     except features_file.FeaturesFileRefused as refused:
-        hookclient.log(settings, HOOK, f"runtime features not read: {path} {refused}")
+        hookclient.log(settings, HOOK, f"runtime features not read: {shown} {refused}")
         return None
     except (OSError, ValueError) as error:
-        hookclient.log(settings, HOOK, f"runtime features not read: {path}: {type(error).__name__}: "
+        hookclient.log(settings, HOOK, f"runtime features not read: {shown}: {type(error).__name__}: "
                                        f"{getattr(error, 'strerror', None) or error}")
         return None
     if found is not None and found.truncated:
         hookclient.log(settings, HOOK, f"runtime features: only the first {found.lines} lines "
-                                       f"({len(found.text.encode())} bytes) of {path} relayed")
+                                       f"({len(found.text.encode())} bytes) of {shown} relayed")
     return found if found is not None and found.text.strip() else None
 
 

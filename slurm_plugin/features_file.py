@@ -58,6 +58,12 @@ def features_path(settings: dict, job: dict) -> str:
     return os.path.join(directory, FILE_PREFIX + job_id)
 
 
+def printable(text: str, limit: int = 300) -> str:
+    """``text`` (a user-chosen path) fit for a log line: control characters shown as ``?``, cut."""
+    text = "".join(c if c.isprintable() else "?" for c in text[:limit])
+    return text + ("..." if len(text) >= limit else "")
+
+
 def create(path: str) -> bool:
     """Create the (empty) features file as the calling user, readable by SlurmUser (0644 whatever
     the umask). True when it now exists as our own regular file; False when something else is

@@ -169,3 +169,12 @@ def test_a_working_directory_slurmuser_may_search_but_not_list(tmp_path):
         assert os.path.exists(path)
     finally:
         subprocess.run(["rm", "-rf", directory], check=True)
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("/home/alice/run", "/home/alice/run"),
+    ("/home/\x1b[31mred\t", "/home/?[31mred?"),
+    ("/" + "a" * 400, "/" + "a" * 299 + "..."),
+])
+def test_paths_are_printable_in_the_log(text, shown):
+    assert features_file.printable(text) == shown
