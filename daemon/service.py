@@ -362,8 +362,8 @@ class PredictionService:
         """``request`` plus the runtime features the job reported (its latest prediction, when
         that is a ``runtime-features`` one made after its submission); the outcome stays linked
         to the prediction made before the job ran, which is what accuracy is measured on."""
-        row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0),
-                                            cluster=request.job.cluster or (self.clusters[0] if self.clusters else None))
+        cluster = request.job.cluster or (self.clusters[0] if self.clusters else None)
+        row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0), cluster=cluster)
         if row is None or row.stage != "runtime-features" or not row.request:
             return request
         merged = pb.JobRequest()

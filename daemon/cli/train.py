@@ -22,8 +22,9 @@ def register(subparsers) -> None:
         description="Fit the runtime model of one application from DATA.csv (one row per run: "
                     "input columns, the runtime column, optional `rep`/`config`) and publish it beside the "
                     "other applications' models; --from-store takes the runs from the store instead (the "
-                    "application's COMPLETED jobs with the runtime features they reported). The learner (log-linear, extra-trees, boosted trees or ANN "
-                    "ensemble) is chosen by cross-validation on these runs unless --learner names one.")
+                    "application's COMPLETED jobs with the runtime features they reported). The learner "
+                    "(log-linear, extra-trees, boosted trees or ANN ensemble) is chosen by cross-validation "
+                    "on these runs unless --learner names one.")
     runtime.add_argument("data", metavar="DATA.csv", nargs="?",
                          help="the runs; omit with --from-store")
     runtime.add_argument("--from-store", action="store_true",

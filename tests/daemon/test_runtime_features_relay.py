@@ -51,8 +51,8 @@ def test_raw_lines_are_parsed_and_the_outcome_keeps_values_and_report_times(daem
             "HPCPREDICT t=9 iterations=800 converged=true\n"
             "HPCPREDICT t=oops broken=1\n"
             "HPCPREDICT t=10 bad-pair-without-equals spoof@t=1\n")
-    refined = service.call("ReportRuntimeFeatures", pb.RuntimeFeatures(job_id="101", prediction_id=allocated.prediction_id,
-                                                                       text=text), SLURM)
+    relayed = pb.RuntimeFeatures(job_id="101", prediction_id=allocated.prediction_id, text=text)
+    refined = service.call("ReportRuntimeFeatures", relayed, SLURM)
     assert refined.prediction_id and refined.prediction_id != allocated.prediction_id
     store.flush()
     assert store.prediction(refined.prediction_id).stage == "runtime-features"
