@@ -44,6 +44,8 @@ from .errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreErro
 from .faults import FaultBoard
 from .jobspec import job_spec_from_request, stored_request
 from .records import JobRecord
+from .runtime.report import MAX_LINES, parse_feature_lines
+from .runtime.values import MAX_KEY_CHARS
 from .store import PredictionRow
 from ..proto.v1 import hpcpredict_pb2 as pb
 from ..topology.hostlist import count as count_hosts
@@ -55,6 +57,13 @@ STATES = frozenset({records.COMPLETED, records.FAILED, records.CANCELLED, record
 
 ANYONE, HISTORY_WRITER, ADMIN = "anyone", "history writer", "admin"
 
+#: ``<key>@t``: when runtime feature ``key`` was reported, seconds since the job started (the
+#: run tables' column name, :mod:`.runtime.dataset`)
+REPORT_TIME_SUFFIX = "@t"
+#: The raw feature lines one ReportRuntimeFeatures may carry (the Slurm epilog sends at most
+#: its ``features_max_bytes``, 64 KiB by default)
+MAX_FEATURES_TEXT_CHARS = 1 << 20
+
 #: RPC name -> (method of the service, who may call it)
 METHODS = {
     "Predict": ("predict", ANYONE),
@@ -65,6 +74,14 @@ METHODS = {
     "ListModels": ("list_models", ADMIN),
     "GetStatus": ("get_status", ADMIN),
 }
+
+
+def _value_message(value) -> pb.Value:
+    if isinstance(value, bool):
+        return pb.Value(flag=value)
+    if isinstance(value, float):
+        return pb.Value(number=value)
+    return pb.Value(text=str(value))
 
 
 def uids_of(names) -> frozenset[int]:
@@ -328,6 +345,7 @@ class PredictionService:
                 request, _ = self._stored_request(prediction_id)
             except InvalidRequest:
                 pass  # unknown prediction: the outcome's own (empty) request is then refused below
+        request = self._with_reported_features(request, outcome)
         spec = self._served(job_spec_from_request(request, self.limits, job_id=outcome.job_id))
         allocated = {}
         if not spec.nodes and outcome.node_list:
@@ -340,16 +358,50 @@ class PredictionService:
                              state=state, exit_code=int(outcome.exit_code), **allocated)
         return record, prediction_id
 
+    def _with_reported_features(self, request: pb.JobRequest, outcome) -> pb.JobRequest:
+        """``request`` plus the runtime features the job reported (its latest prediction, when
+        that is a ``runtime-features`` one made after its submission); the outcome stays linked
+        to the prediction made before the job ran, which is what accuracy is measured on."""
+        cluster = request.job.cluster or (self.clusters[0] if self.clusters else None)
+        row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0), cluster=cluster)
+        if row is None or row.stage != "runtime-features" or not row.request:
+            return request
+        merged = pb.JobRequest()
+        merged.CopyFrom(request)
+        for key, value in pb.JobRequest.FromString(row.request).inputs.items():
+            merged.inputs[key].CopyFrom(value)
+        return merged
+
     def report_runtime_features(self, request: pb.RuntimeFeatures) -> pb.Estimate:
+        """Re-predict a job with the runtime features it reported (``features`` and/or the raw
+        protocol lines of ``text``, parsed here by the one parser of the protocol) and record
+        that prediction (stage ``runtime-features``): its request carries each feature's last
+        value and, as ``<key>@t``, when it was reported; the job's outcome takes both into its
+        history (:meth:`_outcome_record`), so they become training rows."""
+        if len(request.text) > MAX_FEATURES_TEXT_CHARS:
+            raise InvalidRequest("text", f"longer than {MAX_FEATURES_TEXT_CHARS} characters")
         if not request.prediction_id:
-            raise InvalidRequest("prediction_id", "required")
-        job, row = self._stored_request(request.prediction_id)
-        if len(request.features) > self.limits.max_inputs:
-            raise InvalidRequest("features", f"more than {self.limits.max_inputs}")
+            row = self.store.prediction_for_job(request.job_id, cluster=self.clusters[0] if self.clusters else None)
+            if row is None:
+                raise InvalidRequest("prediction_id", f"required (no prediction of job {request.job_id!r} is stored)")
+            prediction_id = row.prediction_id
+        else:
+            prediction_id = request.prediction_id
+        job, row = self._stored_request(prediction_id)
+        reported: dict[str, tuple[pb.Value, float]] = {}
         for feature in request.features:
-            if not feature.key:
-                raise InvalidRequest("features.key", "required")
-            job.inputs[feature.key].CopyFrom(feature.value)
+            if not feature.key or feature.key.endswith(REPORT_TIME_SUFFIX):
+                raise InvalidRequest("features.key", f"required, and not ending in {REPORT_TIME_SUFFIX!r}")
+            reported[feature.key] = (feature.value, feature.at_s)
+        for feature in parse_feature_lines(request.text, max_lines=MAX_LINES) if request.text else ():
+            if not feature.key.endswith(REPORT_TIME_SUFFIX):
+                reported[feature.key] = (_value_message(feature.value), feature.at_s)
+        if len(reported) > self.limits.max_inputs:
+            raise InvalidRequest("features", f"more than {self.limits.max_inputs}")
+        for key, (value, at_s) in reported.items():
+            job.inputs[key].CopyFrom(value)
+            if at_s >= 0 and len(key) + len(REPORT_TIME_SUFFIX) <= MAX_KEY_CHARS:
+                job.inputs[key + REPORT_TIME_SUFFIX].number = float(at_s)
         spec = job_spec_from_request(job, self.limits, job_id=request.job_id or row.job_id)
         return self._answer(spec, "runtime-features", False, job)
 

@@ -2,8 +2,11 @@
 
 - ``job_submit.lua``       JobSubmitPlugins=lua: Predict at submission, site policy, fail-open.
 - ``prolog_slurmctld.py``  PrologSlurmctld: PredictAtAllocation on the chosen nodes.
-- ``task_prolog.sh/.py``   TaskProlog: the walltime suggestion in the job's output.
-- ``epilog_slurmctld.py``  EpilogSlurmctld: ReportOutcome (state from sacct when it answers).
+- ``task_prolog.sh/.py``   TaskProlog: the walltime suggestion in the job's output, and
+                           ``HPCPREDICT_FEATURES_FILE`` in its environment.
+- ``epilog_slurmctld.py``  EpilogSlurmctld: ReportRuntimeFeatures (the job's features file),
+                           then ReportOutcome (state from sacct when it answers).
+- ``features_file.py``     where a job's runtime-features file lives; reading it safely.
 - ``hookclient.py``        the scripts' standard-library client of the hook socket.
 - ``slurmjob.py``          pure parsers of scontrol/sacct output for those scripts.
 

@@ -9,7 +9,14 @@ detached child waits up to ``outcome_wait_s`` for ``sacct --json`` to have the f
 sacct's state when it came, the snapshot's otherwise. ``outcome_wait_s = 0`` reports the
 snapshot immediately (sites without slurmdbd). While the daemon cannot be reached (a restart)
 the child retries for ``outcome_retry_s``. ``hpcpredict refresh`` later re-reads
-accounting anyway, so a missed report only delays learning. Always exits 0.
+accounting anyway, so a missed report only delays learning.
+
+Runtime features: the job's features file (``features_file``; the TaskProlog exported its name
+as ``HPCPREDICT_FEATURES_FILE``) is read (by the detached child), bounded and without following links
+(``features_file.take``), removed, and its raw text sent with ReportRuntimeFeatures just before
+the outcome; the daemon parses it and stores the values with the job's history. A file that
+is refused or unreadable is logged (the reason, never its content) and the outcome is reported
+as usual. Always exits 0.
 """
 import json
 import os
@@ -20,6 +27,11 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import hookclient  # noqa: E402
 import slurmjob  # noqa: E402
+
+try:   # a hooks directory installed before features_file.py existed: no runtime features, the rest works
+    import features_file  # noqa: E402
+except ImportError:
+    features_file = None
 
 HOOK = "epilog_slurmctld"
 
@@ -47,7 +59,60 @@ def final_from_sacct(settings: dict, job_id: str, wait_s: float):
         pause = min(pause * 1.5, 5.0)
 
 
-def report(settings: dict, outcome: dict, wait_s: float) -> None:
+def call_retrying(settings: dict, method: str, request: dict, wait_s: float) -> dict:
+    """One hook call; while the daemon cannot be reached (a restart) keep trying for
+    ``outcome_retry_s`` when the epilog runs detached (``wait_s`` > 0)."""
+    deadline = time.monotonic() + float(settings["outcome_retry_s"])
+    pause = 1.0
+    while True:
+        try:
+            return hookclient.call(method, request, socket_path=settings["hook_socket"],
+                                   timeout=float(settings["prolog_budget_s"]))
+        except hookclient.HookError as error:
+            if wait_s <= 0 or time.monotonic() + pause > deadline or isinstance(error, hookclient.HookRefused):
+                raise
+            hookclient.log(settings, HOOK, f"retrying {method} in {pause:.0f} s: {error}")
+            time.sleep(pause)
+            pause = min(pause * 2, 15.0)
+
+
+def read_features(settings: dict, job: dict):
+    """The job's runtime-features text (``features_file.FeaturesText``) or None; never raises."""
+    if features_file is None or not hookclient.flag(settings["features_enabled"]):
+        return None
+    path = features_file.features_path(settings, job)
+    uid = slurmjob.user_uid(job.get("UserId", ""))
+    if not path or uid is None:
+        return None
+    shown = features_file.printable(path)   # the working directory is the user's choice
+    try:
+        found = features_file.take(path, uid, max_bytes=int(settings["features_max_bytes"]),
+                                   max_lines=int(settings["features_max_lines"]))
+    except features_file.FeaturesFileRefused as refused:
+        hookclient.log(settings, HOOK, f"runtime features not read: {shown} {refused}")
+        return None
+    except (OSError, ValueError) as error:
+        hookclient.log(settings, HOOK, f"runtime features not read: {shown}: {type(error).__name__}: "
+                                       f"{getattr(error, 'strerror', None) or error}")
+        return None
+    if found is not None and found.truncated:
+        hookclient.log(settings, HOOK, f"runtime features: only the first {found.lines} lines "
+                                       f"({len(found.text.encode())} bytes) of {shown} relayed")
+    return found if found is not None and found.text.strip() else None
+
+
+def report_features(settings: dict, outcome: dict, features, wait_s: float) -> None:
+    request = {"job_id": outcome["job_id"], "prediction_id": outcome["prediction_id"], "text": features.text}
+    try:
+        estimate = call_retrying(settings, "ReportRuntimeFeatures", request, wait_s)
+    except hookclient.HookError as error:
+        hookclient.log(settings, HOOK, f"runtime features ({features.lines} lines) not relayed: {error}")
+        return
+    hookclient.log(settings, HOOK, f"runtime features relayed ({features.lines} lines): "
+                                   f"prediction {estimate.get('prediction_id', '')}")
+
+
+def report(settings: dict, outcome: dict, wait_s: float, features=None) -> None:
     source = "scontrol snapshot"
     if wait_s > 0:
         final = final_from_sacct(settings, outcome["job_id"], wait_s)
@@ -57,21 +122,10 @@ def report(settings: dict, outcome: dict, wait_s: float) -> None:
             if start and end:
                 outcome.update(start_time=start, end_time=end)
             source = "sacct"
-    # The daemon may be restarting right now: keep trying for outcome_retry_s, an outcome is
-    # worth more than a prediction.
-    deadline = time.monotonic() + float(settings["outcome_retry_s"])
-    pause = 1.0
-    while True:
-        try:
-            ack = hookclient.call("ReportOutcome", outcome, socket_path=settings["hook_socket"],
-                                  timeout=float(settings["prolog_budget_s"]))
-            break
-        except hookclient.HookError as error:
-            if wait_s <= 0 or time.monotonic() + pause > deadline or isinstance(error, hookclient.HookRefused):
-                raise
-            hookclient.log(settings, HOOK, f"retrying in {pause:.0f} s: {error}")
-            time.sleep(pause)
-            pause = min(pause * 2, 15.0)
+    if features is not None:   # before the outcome: the daemon adds them to the job's history
+        report_features(settings, outcome, features, wait_s)
+    # An outcome is worth more than a prediction: retried while the daemon restarts.
+    ack = call_retrying(settings, "ReportOutcome", outcome, wait_s)
     hookclient.log(settings, HOOK, f"outcome {outcome['state']} elapsed {outcome['elapsed_s']:.0f} s "
                    f"(from {source}) stored={ack.get('stored')} duplicate={ack.get('duplicate')}")
 
@@ -96,8 +150,8 @@ def main() -> int:
         return 0
     try:
         text = hookclient.run_command(["scontrol", "show", "job", job_id], settings).decode("utf-8", "replace")
-        outcome = slurmjob.outcome_from_snapshot(slurmjob.parse_scontrol_job(text),
-                                                 os.environ.get("SLURM_JOB_EXIT_CODE2", ""))
+        job = slurmjob.parse_scontrol_job(text)
+        outcome = slurmjob.outcome_from_snapshot(job, os.environ.get("SLURM_JOB_EXIT_CODE2", ""))
         outcome["node_list"] = outcome["node_list"] or os.environ.get("SLURM_JOB_NODELIST", "")
         if not outcome["start_time"]:
             hookclient.log(settings, HOOK, "job never started: no outcome to learn from")
@@ -108,8 +162,13 @@ def main() -> int:
     wait_s = float(settings["outcome_wait_s"])
     if wait_s > 0 and not detach():
         return 0
+    try:   # after detaching: a slow shared file system must not hold slurmctld's epilog
+        features = read_features(settings, job)
+    except Exception as error:
+        hookclient.log(settings, HOOK, f"runtime features not read (bug): {type(error).__name__}: {error}")
+        features = None
     try:
-        report(settings, outcome, wait_s)
+        report(settings, outcome, wait_s, features)
     except Exception as error:
         hookclient.log(settings, HOOK, f"outcome not reported: {type(error).__name__}: {error}")
     if wait_s > 0:

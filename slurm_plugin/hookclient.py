@@ -41,6 +41,10 @@ DEFAULTS = {
     "outcome_wait_s": "30",         # how long the epilog waits for sacct's final state (0 = never)
     "outcome_retry_s": "120",       # how long the epilog retries while the daemon is unreachable
     "task_prolog_enabled": "true",
+    "features_enabled": "true",     # TaskProlog exports HPCPREDICT_FEATURES_FILE, the epilog relays it
+    "features_dir": "",             # "" = the job's working directory; else a shared directory
+    "features_max_bytes": "65536",  # the epilog reads at most this much of a job's features file
+    "features_max_lines": "1000",   # ... and at most this many lines
     "log_file": "",                 # "" = stderr (slurmctld logs it)
 }
 

@@ -83,6 +83,13 @@ def user_name(field: str) -> str:
     return (field or "").split("(", 1)[0]
 
 
+def user_uid(field: str) -> int | None:
+    """"alice(1001)" -> 1001; None when the uid is not shown."""
+    _, sep, rest = (field or "").partition("(")
+    uid = rest[:-1] if sep and rest.endswith(")") else ""
+    return int(uid) if uid.isdigit() else None
+
+
 # Our tagged field inside AdminComment: "{hpcpredict=<id>[;limit=auto][;time_min=auto]
 # [;alloc=<id>;advice=...]}" anywhere in the text (the advice never holds braces); whatever else
 # sites keep there (e.g. Jobstats' job summary) is left alone.

@@ -1,32 +1,63 @@
 #!/usr/bin/python3 -sE
-"""TaskProlog (batch step): print the walltime suggestion into the job's own output.
+"""TaskProlog (batch step): runtime-features file for the job, walltime suggestion in its output.
 
-Runs as the job user before the batch script. PrologSlurmctld stored the allocation-time
-suggestion in the job's AdminComment; this reads it back with ``scontrol show job`` and
-prints it with TaskProlog's ``print`` protocol, so the lines land in the job's output file.
-Prints nothing when there is no suggestion or its runtime is not sane (the prolog writes none
-then; this checks again, since anyone with admin rights can write AdminComment); never fails
-the job.
+Runs as the job user before the batch script, and reads the job with ``scontrol show job``.
+
+* Runtime features: creates the job's features file (``features_file.features_path``: the
+  job's working directory, or ``features_dir``) and exports ``HPCPREDICT_FEATURES_FILE`` (its
+  name) and ``HPCPREDICT_T0`` (now, Unix seconds) with TaskProlog's ``export`` protocol, so the
+  job, and the srun steps it starts, can append ``HPCPREDICT t=... key=value`` lines that
+  EpilogSlurmctld relays to the daemon. When something else already sits under that name (a
+  link, another user's file) nothing is exported.
+* Suggestion: PrologSlurmctld stored the allocation-time suggestion in the job's AdminComment;
+  this prints it with TaskProlog's ``print`` protocol, so the lines land in the job's output
+  file. Prints nothing when there is no suggestion or its runtime is not sane (the prolog
+  writes none then; this checks again, since anyone with admin rights can write AdminComment).
+
+Never fails the job.
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import hookclient  # noqa: E402
 import slurmjob  # noqa: E402
 
+try:   # a hooks directory installed before features_file.py existed: no runtime features, the rest works
+    import features_file  # noqa: E402
+except ImportError:
+    features_file = None
+
+
+def export_features_file(settings: dict, job: dict) -> None:
+    if features_file is None or not hookclient.flag(settings["features_enabled"]):
+        return
+    path = features_file.features_path(settings, job)
+    if path and features_file.create(path):
+        sys.stdout.write(f"export {features_file.FEATURES_FILE_ENV}={path}\n")
+        sys.stdout.write(f"export {features_file.START_TIME_ENV}={int(time.time())}\n")
+
 
 def main() -> int:
     settings = hookclient.load_settings()
     job_id = os.environ.get("SLURM_JOB_ID", "")
-    if not job_id or os.environ.get("SLURM_STEP_ID") or not hookclient.flag(settings["task_prolog_enabled"]):
+    suggest = hookclient.flag(settings["task_prolog_enabled"])
+    if not job_id or os.environ.get("SLURM_STEP_ID") or not (suggest or hookclient.flag(settings["features_enabled"])):
         return 0
     try:
         text = hookclient.run_command(["scontrol", "show", "job", job_id], settings, timeout=5).decode("utf-8", "replace")
     except hookclient.HookError:
         return 0
-    lines = slurmjob.advice_from_admin_comment(slurmjob.parse_scontrol_job(text).get("AdminComment", ""))
+    job = slurmjob.parse_scontrol_job(text)
+    try:
+        export_features_file(settings, job)
+    except Exception:  # noqa: BLE001 - a features problem must never stop the job or its suggestion
+        pass
+    if not suggest:
+        return 0
+    lines = slurmjob.advice_from_admin_comment(job.get("AdminComment", ""))
     if not lines or not slurmjob.sane_advice(lines[0], float(settings["max_time_limit_s"])):
         return 0
     for line in lines:

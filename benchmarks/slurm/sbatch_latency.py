@@ -124,7 +124,7 @@ def main() -> int:
                        JOB_SUBMIT_LUA=str(PLUGIN / "job_submit.lua"), TASK_PROLOG=str(PLUGIN / "task_prolog.sh"),
                        PROLOG_SLURMCTLD=str(PLUGIN / "prolog_slurmctld.py"),
                        EPILOG_SLURMCTLD=str(PLUGIN / "epilog_slurmctld.py"),
-                       HOOK_FILES=" ".join([str(PLUGIN / n) for n in ("hookclient.py", "slurmjob.py", "task_prolog.py")]
+                       HOOK_FILES=" ".join([str(PLUGIN / n) for n in ("hookclient.py", "slurmjob.py", "features_file.py", "task_prolog.py")]
                                            + [str(staging / "hpcpredict-hooks.conf")]))
     subprocess.run([str(CLUSTER / "stop-cluster.sh")], env=cluster_env, capture_output=True)
     subprocess.run([str(CLUSTER / "start-cluster.sh")], env=cluster_env, check=True, capture_output=True)

@@ -21,10 +21,17 @@ def register(subparsers) -> None:
         "train-runtime", help="train an application's runtime model from its runs (CSV) and publish it",
         description="Fit the runtime model of one application from DATA.csv (one row per run: "
                     "input columns, the runtime column, optional `rep`/`config`) and publish it beside the "
-                    "other applications' models. The learner (log-linear, extra-trees, boosted trees or ANN "
-                    "ensemble) is chosen by cross-validation on these runs unless --learner names one.")
-    runtime.add_argument("data", metavar="DATA.csv")
-    runtime.add_argument("--target", required=True, help="the runtime column (seconds)")
+                    "other applications' models; --from-store takes the runs from the store instead (the "
+                    "application's COMPLETED jobs with the runtime features they reported). The learner "
+                    "(log-linear, extra-trees, boosted trees or ANN ensemble) is chosen by cross-validation "
+                    "on these runs unless --learner names one.")
+    runtime.add_argument("data", metavar="DATA.csv", nargs="?",
+                         help="the runs; omit with --from-store")
+    runtime.add_argument("--from-store", action="store_true",
+                         help="train on the application's COMPLETED jobs in the store instead of DATA.csv: their "
+                              "inputs and the runtime features they reported (target runtime_s)")
+    runtime.add_argument("-M", "--cluster", default=None, help="with --from-store: this cluster's jobs only")
+    runtime.add_argument("--target", help="the runtime column (seconds); runtime_s with --from-store")
     runtime.add_argument("--application", required=True, help="application key jobs are matched on")
     runtime.add_argument("--alias", action="append", default=[], metavar="INPUT=FIELD",
                          help="map a model input to a request field (nodes, ntasks, cpus_per_task)")
@@ -99,9 +106,14 @@ def _train_runtime(args) -> int:
         if not sep or field not in ("nodes", "ntasks", "cpus_per_task"):
             raise HpcPredictError(f"--alias {item!r}: expected INPUT=nodes|ntasks|cpus_per_task")
         aliases[name] = field
+    if args.from_store == bool(args.data):
+        raise HpcPredictError("train-runtime: give DATA.csv or --from-store (one of them)")
+    if args.data and not args.target:
+        raise HpcPredictError("train-runtime: --target names the runtime column of DATA.csv")
     config = writer_config_of(args)
     registry = ModelRegistry(config.models.dir, owner=config.models.owner)
     with tempfile.TemporaryDirectory() as tmp:
+        data, target = (Path(args.data), args.target) if args.data else _runs_from_store(config, args, Path(tmp))
         folder = Path(tmp) / "runtime"
         try:  # every application's model lives in one artifact: start from the served one
             shutil.copytree(registry.current("runtime").model_path, folder)
@@ -112,7 +124,7 @@ def _train_runtime(args) -> int:
 
         with Console(stderr=True).status(f"training the runtime model of {args.application}..."):
             learners = None if args.learner == "auto" else {args.learner: {}}
-            variants = train_application(Path(args.data), target=args.target, application=args.application,
+            variants = train_application(data, target=target, application=args.application,
                                          directory=folder, input_aliases=aliases or None, learners=learners)
         artifact = registry.publish("runtime", folder, metadata={"trained": args.application})
     print(f"trained runtime model of {args.application}: version {artifact.version}")
@@ -122,6 +134,25 @@ def _train_runtime(args) -> int:
         print(f"  {name}: {meta['learner']} (cross-validated MAPE: {scores})")
         print(f"    {meta['selection']['reason']}")
     return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
+
+
+def _runs_from_store(config, args, directory):
+    """Write the application's stored runs as a run table in ``directory``: (path, target)."""
+    from ..errors import HpcPredictError
+    from ..runtime.stored_runs import TARGET, runs_csv
+    from ..store import open_store
+
+    store = open_store(config)
+    try:
+        text, count = runs_csv(store.jobs_by_submit(with_inputs=True, cluster=args.cluster), args.application)
+    finally:
+        store.close()
+    if not count:
+        raise HpcPredictError(f"the store has no COMPLETED job of application {args.application!r}")
+    print(f"{count} stored runs of {args.application}")
+    path = directory / "stored-runs.csv"
+    path.write_text(text, encoding="utf-8")
+    return path, TARGET
 
 
 def _publish(args) -> int:

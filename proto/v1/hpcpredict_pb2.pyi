@@ -247,14 +247,16 @@ class ReportedFeature(_message.Message):
     def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Value, _Mapping]] = ..., at_s: _Optional[float] = ...) -> None: ...
 
 class RuntimeFeatures(_message.Message):
-    __slots__ = ("job_id", "prediction_id", "features")
+    __slots__ = ("job_id", "prediction_id", "features", "text")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     PREDICTION_ID_FIELD_NUMBER: _ClassVar[int]
     FEATURES_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     prediction_id: str
     features: _containers.RepeatedCompositeFieldContainer[ReportedFeature]
-    def __init__(self, job_id: _Optional[str] = ..., prediction_id: _Optional[str] = ..., features: _Optional[_Iterable[_Union[ReportedFeature, _Mapping]]] = ...) -> None: ...
+    text: str
+    def __init__(self, job_id: _Optional[str] = ..., prediction_id: _Optional[str] = ..., features: _Optional[_Iterable[_Union[ReportedFeature, _Mapping]]] = ..., text: _Optional[str] = ...) -> None: ...
 
 class ReloadRequest(_message.Message):
     __slots__ = ()

@@ -1,0 +1,142 @@
+"""The job's runtime-features file: where it lives, making it (TaskProlog) and reading it (epilog).
+
+A job reports runtime features by appending ``HPCPREDICT t=<s> key=value ...`` lines to the
+file named by ``$HPCPREDICT_FEATURES_FILE`` (protocol: ``hpcpredict.daemon.runtime.report``).
+The TaskProlog, as the job's user, creates that file and exports its name; EpilogSlurmctld, as
+SlurmUser on the controller, reads it back and relays the raw text to the daemon, which parses
+it with the project's one parser. The file is ``.hpcpredict-features-<job id>`` in the job's
+working directory, or in ``features_dir`` when a site sets one (a shared directory the
+controller can read, e.g. owned by SlurmUser with mode 1733).
+
+The file is written by the user, so the epilog trusts nothing in it: :func:`take` opens it
+without following a symbolic link and without blocking (a FIFO), accepts only a regular file
+owned by the job's uid (a link to someone else's file, even a hard one, is refused), reads at
+most ``max_bytes`` and ``max_lines``, and removes it only when the name still refers to the
+file it read. Standard library only (the hook scripts run under the system Python).
+
+Example::
+
+    >>> features_path({"features_dir": ""}, {"JobId": "42", "WorkDir": "/home/alice/run"})
+    '/home/alice/run/.hpcpredict-features-42'
+    >>> features_path({"features_dir": "/shared/hpcpredict"}, {"JobId": "42", "WorkDir": "/x"})
+    '/shared/hpcpredict/.hpcpredict-features-42'
+    >>> features_path({"features_dir": ""}, {"JobId": "42", "WorkDir": "relative"})
+    ''
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+
+FILE_PREFIX = ".hpcpredict-features-"
+FEATURES_FILE_ENV = "HPCPREDICT_FEATURES_FILE"   # = hpcpredict.daemon.runtime.report.FEATURES_FILE_ENV
+START_TIME_ENV = "HPCPREDICT_T0"                 # = hpcpredict.daemon.runtime.report.START_TIME_ENV
+
+
+class FeaturesFileRefused(Exception):
+    """The file exists but may not be read (a link, not a regular file, another owner)."""
+
+
+@dataclass(frozen=True)
+class FeaturesText:
+    text: str            # the first max_lines whole lines of the first max_bytes bytes
+    lines: int
+    bytes_read: int
+    truncated: bool      # the file had more than was read
+    removed: bool
+
+
+def features_path(settings: dict, job: dict) -> str:
+    """The features file of ``job`` (an ``scontrol show job`` record); "" when there is no
+    usable place (no numeric job id, no absolute directory)."""
+    job_id = job.get("JobId", "")
+    directory = settings.get("features_dir") or job.get("WorkDir", "")
+    if not job_id.isdigit() or not directory.startswith("/") or any(c in directory for c in "\n\r\0"):
+        return ""
+    return os.path.join(directory, FILE_PREFIX + job_id)
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """``text`` (a user-chosen path) fit for a log line: control characters shown as ``?``, cut."""
+    text = "".join(c if c.isprintable() else "?" for c in text[:limit])
+    return text + ("..." if len(text) >= limit else "")
+
+
+def create(path: str) -> bool:
+    """Create the (empty) features file as the calling user, readable by SlurmUser (0644 whatever
+    the umask). True when it now exists as our own regular file; False when something else is
+    there (a link, another user's file planted for this job id) or it cannot be made."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return False
+        return stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
+    except OSError:
+        return False
+    try:
+        os.fchmod(fd, 0o644)
+    finally:
+        os.close(fd)
+    return True
+
+
+def take(path: str, uid: int, *, max_bytes: int, max_lines: int, remove: bool = True) -> FeaturesText | None:
+    """Read the features file of a job of ``uid`` safely; None when it does not exist.
+
+    Raises :class:`FeaturesFileRefused` (reason only, never the content) when the name is a
+    symbolic link, not a regular file, or not owned by ``uid``; ``OSError`` when it cannot be
+    read. ``remove`` unlinks it afterwards when the name still refers to the file read (a file
+    swapped in meanwhile is left alone); a failed removal is not an error.
+    """
+    directory, name = os.path.split(path)
+    # O_PATH: a directory SlurmUser may search but not list (0711) still works.
+    dir_fd = os.open(directory or ".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                         dir_fd=dir_fd)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise FeaturesFileRefused("is a symbolic link") from None
+            raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise FeaturesFileRefused("is not a regular file")
+            if info.st_uid != uid:
+                raise FeaturesFileRefused(f"is owned by uid {info.st_uid}, not the job's uid {uid}")
+            chunks, size = [], 0
+            while size <= max_bytes:
+                chunk = os.read(fd, max_bytes + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(fd)
+        data = b"".join(chunks)
+        truncated = len(data) > max_bytes
+        if truncated:   # whole lines only: a cut line would be a wrong value
+            data = data[:data.rfind(b"\n", 0, max_bytes) + 1]
+        lines = data.splitlines(keepends=True)
+        if len(lines) > max_lines:
+            lines, truncated = lines[:max_lines], True
+        removed = False
+        if remove:
+            try:
+                now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
+                    os.unlink(name, dir_fd=dir_fd)
+                    removed = True
+            except OSError:
+                pass
+        return FeaturesText(b"".join(lines).decode("utf-8", "replace"), len(lines), size, truncated, removed)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,180 @@
+"""The epilog's reader of a job's runtime-features file (slurm_plugin/features_file.py) on real
+files: links, FIFOs, other owners, oversized files, and the TaskProlog's creation of it.
+Runs as root (as the tests/slurm suite does), the most a planted link could reach."""
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from hpcpredict.slurm_plugin import features_file, slurmjob
+from hpcpredict.slurm_plugin.features_file import FeaturesFileRefused, take
+
+UID = os.getuid()
+OTHER_UID = 65534
+
+
+def test_a_regular_file_of_the_job_user_is_read_whole_and_removed(tmp_path):
+    path = tmp_path / ".hpcpredict-features-7"
+    path.write_text("HPCPREDICT t=1 n=400\nHPCPREDICT t=2 solver=cg\n")
+    found = take(str(path), UID, max_bytes=65536, max_lines=1000)
+    assert found.text == "HPCPREDICT t=1 n=400\nHPCPREDICT t=2 solver=cg\n"
+    assert (found.lines, found.truncated, found.removed) == (2, False, True)
+    assert not path.exists()
+
+
+def test_no_file_is_no_features(tmp_path):
+    assert take(str(tmp_path / "missing"), UID, max_bytes=100, max_lines=10) is None
+
+
+def test_a_symbolic_link_is_refused_and_its_target_left_alone(tmp_path):
+    secret = tmp_path / "root-only"
+    secret.write_text("HPCPREDICT t=1 secret=4242\n")
+    secret.chmod(0o600)
+    link = tmp_path / ".hpcpredict-features-8"
+    link.symlink_to(secret)
+    with pytest.raises(FeaturesFileRefused, match="symbolic link") as refused:
+        take(str(link), UID, max_bytes=65536, max_lines=1000)
+    assert "4242" not in str(refused.value)
+    assert link.is_symlink() and secret.read_text() == "HPCPREDICT t=1 secret=4242\n"
+
+
+def test_a_file_of_another_owner_is_refused_even_through_a_hard_link(tmp_path):
+    other = tmp_path / "someone-elses"
+    other.write_text("HPCPREDICT t=1 secret=4242\n")
+    os.chown(other, OTHER_UID, OTHER_UID)
+    hard = tmp_path / ".hpcpredict-features-9"
+    os.link(other, hard)
+    with pytest.raises(FeaturesFileRefused, match=f"owned by uid {OTHER_UID}, not the job's uid {UID}"):
+        take(str(hard), UID, max_bytes=65536, max_lines=1000)
+    assert hard.exists()
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / ".hpcpredict-features-10"
+    os.mkfifo(fifo)
+    result = {}
+
+    def read():
+        try:
+            take(str(fifo), UID, max_bytes=100, max_lines=10)
+        except FeaturesFileRefused as refused:
+            result["refused"] = str(refused)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(5)
+    assert not reader.is_alive(), "blocked on a FIFO with no writer"
+    assert result["refused"] == "is not a regular file"
+
+
+def test_a_directory_is_refused(tmp_path):
+    (tmp_path / ".hpcpredict-features-11").mkdir()
+    with pytest.raises(FeaturesFileRefused, match="not a regular file"):
+        take(str(tmp_path / ".hpcpredict-features-11"), UID, max_bytes=100, max_lines=10)
+
+
+@pytest.mark.parametrize("max_bytes, max_lines, text, lines", [
+    (40, 1000, "HPCPREDICT t=1 a=1\nHPCPREDICT t=2 b=2\n", 2),   # both lines fit (38 bytes)
+    (30, 1000, "HPCPREDICT t=1 a=1\n", 1),                       # whole lines only: the cut line is dropped
+    (10, 1000, "", 0),                                           # not even one whole line
+    (1000, 1, "HPCPREDICT t=1 a=1\n", 1),                         # the line limit
+])
+def test_reading_is_bounded_to_whole_lines(tmp_path, max_bytes, max_lines, text, lines):
+    path = tmp_path / "f"
+    path.write_text("HPCPREDICT t=1 a=1\nHPCPREDICT t=2 b=2\n" + "x" * 10_000_000)
+    found = take(str(path), UID, max_bytes=max_bytes, max_lines=max_lines, remove=False)
+    assert (found.text, found.lines, found.truncated) == (text, lines, True)
+    assert found.bytes_read <= max_bytes + 1      # never more than the bound (plus one to see there is more)
+
+
+def test_a_file_exactly_at_the_limit_is_not_truncated(tmp_path):
+    path = tmp_path / "f"
+    path.write_text("HPCPREDICT t=1 a=1\n")
+    found = take(str(path), UID, max_bytes=19, max_lines=1, remove=False)
+    assert (found.text, found.truncated, found.removed) == ("HPCPREDICT t=1 a=1\n", False, False)
+
+
+def test_create_makes_a_file_slurmuser_can_read_whatever_the_umask(tmp_path):
+    path = tmp_path / ".hpcpredict-features-12"
+    old = os.umask(0o077)
+    try:
+        assert features_file.create(str(path))
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644 and path.read_text() == ""
+    assert features_file.create(str(path))        # our own file already there (the batch step restarted)
+
+
+def test_create_refuses_a_planted_link_or_another_users_file(tmp_path):
+    link = tmp_path / ".hpcpredict-features-13"
+    link.symlink_to(tmp_path / "elsewhere")
+    assert not features_file.create(str(link))
+    assert not (tmp_path / "elsewhere").exists()
+    planted = tmp_path / ".hpcpredict-features-14"
+    planted.write_text("")
+    os.chown(planted, OTHER_UID, OTHER_UID)
+    assert not features_file.create(str(planted))
+
+
+@pytest.mark.parametrize("settings, job, path", [
+    ({"features_dir": ""}, {"JobId": "5", "WorkDir": "/home/a b/run"}, "/home/a b/run/.hpcpredict-features-5"),
+    ({"features_dir": "/shared/f"}, {"JobId": "5", "WorkDir": "/home/a"}, "/shared/f/.hpcpredict-features-5"),
+    ({"features_dir": ""}, {"JobId": "5", "WorkDir": ""}, ""),
+    ({"features_dir": ""}, {"JobId": "5_1", "WorkDir": "/home/a"}, ""),
+    ({"features_dir": ""}, {"JobId": "../5", "WorkDir": "/home/a"}, ""),
+    ({"features_dir": ""}, {"JobId": "5", "WorkDir": "/home/a\nexport X=1"}, ""),
+])
+def test_features_path(settings, job, path):
+    assert features_file.features_path(settings, job) == path
+
+
+@pytest.mark.parametrize("field, uid", [("alice(1001)", 1001), ("alice", None), ("(x)", None), ("", None)])
+def test_user_uid(field, uid):
+    assert slurmjob.user_uid(field) == uid
+
+
+def test_docstring_example():
+    import doctest
+
+    result = doctest.testmod(features_file)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_working_directory_slurmuser_may_search_but_not_list(tmp_path):
+    """SlurmUser is not root on a real site: the reader, run as another user (``daemon``) through
+    runuser, reads a job's file in a 0711 directory and, without write permission there, leaves it."""
+    import pwd
+    import subprocess
+    import sys
+    import tempfile
+
+    owner = pwd.getpwnam("nobody")
+    directory = tempfile.mkdtemp(prefix="hpd-features-", dir="/tmp")
+    try:
+        os.chown(directory, owner.pw_uid, owner.pw_gid)
+        os.chmod(directory, 0o711)
+        path = os.path.join(directory, ".hpcpredict-features-15")
+        with open(path, "w") as handle:
+            handle.write("HPCPREDICT t=1 a=1\n")
+        os.chown(path, owner.pw_uid, owner.pw_gid)
+        code = ("import sys; from hpcpredict.slurm_plugin.features_file import take; "
+                f"found = take({path!r}, {owner.pw_uid}, max_bytes=100, max_lines=10); "
+                "print(repr(found.text), found.removed)")
+        done = subprocess.run(["runuser", "-u", "daemon", "--", sys.executable, "-c", code], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "'HPCPREDICT t=1 a=1\\n' False"
+        assert os.path.exists(path)
+    finally:
+        subprocess.run(["rm", "-rf", directory], check=True)
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("/home/alice/run", "/home/alice/run"),
+    ("/home/\x1b[31mred\t", "/home/?[31mred?"),
+    ("/" + "a" * 400, "/" + "a" * 299 + "..."),
+])
+def test_paths_are_printable_in_the_log(text, shown):
+    assert features_file.printable(text) == shown
