@@ -13,7 +13,7 @@ from benchmarks.runtime.sweep import mpirun
 
 PACKAGE = "cp2k"
 INPUTS = ["n_water", "box_a", "cutoff_ry", "basis", "ranks"]
-RANGES = {"n_water": "1-3", "box_a": "6-8 by 0.5", "cutoff_ry": "100-200 by 25", "basis": "SZV|DZVP|TZVP",
+RANGES = {"n_water": "1-3", "box_a": "6-8 by 0.5 (design 'box': 6-8.5 by 0.25)", "cutoff_ry": "100-200 by 25", "basis": "SZV|DZVP|TZVP",
           "ranks": "1|2"}
 COMMAND = "mpirun -np RANKS cp2k.psmp -i water.inp -o water.out"
 DATA = "/usr/share/cp2k"
@@ -76,6 +76,33 @@ def draw_config(rng) -> dict:
     return {"n_water": rng.randint(1, 3), "box_a": rng.randrange(12, 17) / 2,
             "cutoff_ry": rng.randrange(100, 201, 25), "basis": rng.choice(["SZV", "DZVP", "TZVP"]),
             "ranks": rng.choice([1, 2])}
+
+
+BOX_SCAN_EDGES = [6.0 + 0.25 * i for i in range(11)]  # 6.0-8.5 Å
+BOX_SCAN_LENGTH = 4
+_box_scan_pending: list[dict] = []
+
+
+def draw_box_scan(rng) -> dict:
+    """The "box" design: scans of BOX_SCAN_LENGTH box edges at one (n_water, cutoff, basis, ranks).
+
+    The first design drew every input independently, so few pairs of configurations differed in
+    the box alone, and CP2K's cost is not monotone in it (the molecules, 3 Å apart, crowd their
+    periodic images in a 6 Å box). Consecutive calls return the scan's configurations in a random
+    order of edges, so a sweep's blocks mix scans. 3 molecules with the larger bases are kept to
+    cutoffs up to 150 Ry so that a run stays under ~20 s of CPU.
+    """
+    if not _box_scan_pending:
+        n_water, basis = rng.randint(1, 3), rng.choice(["SZV", "DZVP", "TZVP"])
+        cutoffs = range(100, 151, 25) if n_water == 3 and basis != "SZV" else range(100, 201, 25)
+        base = {"n_water": n_water, "cutoff_ry": rng.choice(cutoffs), "basis": basis, "ranks": rng.choice([1, 2])}
+        _box_scan_pending.extend({"n_water": n_water, "box_a": box_a, "cutoff_ry": base["cutoff_ry"],
+                                  "basis": basis, "ranks": base["ranks"]}
+                                 for box_a in rng.sample(BOX_SCAN_EDGES, BOX_SCAN_LENGTH))
+    return _box_scan_pending.pop(0)
+
+
+DESIGNS = {"box": draw_box_scan}
 
 
 def version() -> str:
