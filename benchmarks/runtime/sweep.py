@@ -3,7 +3,9 @@
     nice -n 10 python -m benchmarks.runtime.sweep gromacs --configs 60 --reps 3 --budget-s 900 \
         --out tests/data/runtime/gromacs_water.csv
 
-Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng, index)``,
+Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng)``, optionally ``DESIGNS``
+(other draws, ``--design``) and ``DERIVED`` (``[[name, expression], ...]``: quantities the code's
+cost follows, computed from the inputs as ``train-runtime --derive`` does; written to the JSON),
 ``prepare(config, folder) -> command``, ``version()`` and optionally ``completed(folder)``,
 which checks the code's own output: an exit status 0 alone is not trusted): ``gromacs`` (water box MD),
 ``cp2k`` (Quickstep DFT of water molecules), ``nwchem`` (SCF/DFT of water clusters). Every input
@@ -119,7 +121,8 @@ def main() -> None:
     provenance = {
         "code": args.code, "package": code.PACKAGE, "package_version": package_version(code.PACKAGE),
         "program_version": code.version(), "command_template": code.COMMAND, "inputs": code.INPUTS,
-        "input_ranges": code.RANGES, "machine": machine(), "arguments": vars(args) | {"out": str(args.out)},
+        "input_ranges": code.RANGES, "derived_inputs": getattr(code, "DERIVED", []), "machine": machine(),
+        "arguments": vars(args) | {"out": str(args.out)},
         "nice": os.nice(0),
         "started_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "target": ("runtime_s: CPU seconds (user+system) of the whole process tree, from os.wait4; all ranks "
@@ -140,7 +143,7 @@ def main() -> None:
                                "nice": earlier.pop("resume_nice", None)})
             passes.append({"utc": provenance["started_utc"], "arguments": provenance["arguments"],
                            "nice": provenance["nice"]})
-            provenance = earlier | {"resumed_passes": passes}
+            provenance = earlier | {"resumed_passes": passes, "derived_inputs": getattr(code, "DERIVED", [])}
     if args.only:
         first, end = (int(part) for part in args.only.split(":"))
         configs = [config for config in configs if first <= config["config"] < end]

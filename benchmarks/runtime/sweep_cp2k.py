@@ -16,6 +16,18 @@ INPUTS = ["n_water", "box_a", "cutoff_ry", "basis", "ranks"]
 RANGES = {"n_water": "1-3", "box_a": "6-8 by 0.5 (design 'box': 6-8.5 by 0.25)", "cutoff_ry": "100-200 by 25", "basis": "SZV|DZVP|TZVP",
           "ranks": "1|2"}
 COMMAND = "mpirun -np RANKS cp2k.psmp -i water.inp -o water.out"
+# What the cost follows (measured 2026-11-24; see tests/data/runtime/SOURCES.md):
+# * fft_points: the finest real-space grid, FFT_LENGTHS[i]³ where FFT_LENGTHS[i] is the first length
+#   CP2K accepts that is ≥ 2·floor(a·√E/2π) + 1 (a the box edge in bohr, E the cutoff in Ry:
+#   |G| ≤ √E in bohr⁻¹). Checked against CP2K 2023.1's own "PW_GRID| Bounds" for all 55 (box,
+#   cutoff) pairs of the sweeps (edges 6-8.5 by 0.25 Å, cutoffs 100-200 by 25 Ry). It jumps by up to
+#   (54/48)³ = 1.42 between neighbouring boxes, which no smooth function of the inputs follows.
+# * water_density: molecules per Å³. At a fixed SCF step count a denser box costs more per step
+#   (3 waters, SZV, 100 Ry, 12 SCF steps each: 3.6 s of CPU in a 6 Å box, 2.3 s in a 7 Å box):
+#   more basis-function pairs overlap across the periodic images.
+FFT_LENGTHS = "36, 40, 45, 48, 54, 60, 64, 72, 75, 80, 81, 90, 96, 100, 108, 120, 125, 128"
+DERIVED = [["fft_points", f"round_up(2 * floor(box_a / 0.529177 * sqrt(cutoff_ry) / 6.283185) + 1, {FFT_LENGTHS}) ** 3"],
+           ["water_density", "n_water / box_a ** 3"]]
 DATA = "/usr/share/cp2k"
 
 INPUT = """&GLOBAL

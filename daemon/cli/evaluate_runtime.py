@@ -33,6 +33,9 @@ def register(families) -> None:
     parser.add_argument("--time-share", type=float, default=0.05,
                         help="use a runtime feature only if reported within this share of the runtime")
     parser.add_argument("--no-runtime-features", action="store_true", help="submit-time inputs only")
+    parser.add_argument("--derive", action="append", default=[], metavar="NAME=EXPRESSION",
+                        help="an input computed from the others, e.g. 'grid=box**3*cutoff**1.5' (repeatable; "
+                             "as train-runtime --derive)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     parser.set_defaults(handler=run)
 
@@ -40,6 +43,7 @@ def register(families) -> None:
 def run(args) -> int:
     from ..errors import InvalidRequest
     from ..runtime.dataset import read_runs_csv
+    from ..runtime.derived import DerivedInputs
     from ..runtime.evaluation import evaluate
 
     if not 0 < args.train_fraction < 1:
@@ -48,7 +52,11 @@ def run(args) -> int:
         raise InvalidRequest("--importance-threshold", "must be in (0, 1]")
     if not 1 <= args.degree <= 3:
         raise InvalidRequest("--degree", "must be 1, 2 or 3")
-    table = read_runs_csv(args.data, target=args.target)
+    try:
+        derived = DerivedInputs.parse(args.derive)
+    except ValueError as error:
+        raise InvalidRequest("--derive", str(error)) from None
+    table = read_runs_csv(args.data, target=args.target, derived=derived)
     if len(set(table.groups.tolist())) < 4:
         raise InvalidRequest("DATA.csv", "needs at least 4 distinct configurations")
     params = {}
