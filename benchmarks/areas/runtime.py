@@ -17,7 +17,9 @@ held out, all repetitions of a configuration on one side), over ``--seeds`` rand
   they are computed from the inputs as ``train-runtime --derive`` does (``--no-derived``: without);
 * the code's repetition noise, the floor: ``repetition_mape`` (each run predicted by the mean
   of its configuration's other repetitions: the MAPE of a perfect model of the inputs) and the
-  median relative spread (max − min) / median of a configuration's repetitions.
+  median relative spread (max − min) / median of a configuration's repetitions, and
+  ``repetition_rank_accuracy`` (the same predictor's rank accuracy: roughly the ceiling the noise
+  leaves, a little pessimistic since its prediction, the mean of 1-2 other runs, is noisy too).
 
 ``auto`` fits exactly the model of the learner it chooses with the same seed, so its scores
 are that learner's scores on the split; the first split of every code also runs the full
@@ -46,6 +48,21 @@ CODES = {"lammps": "lammps_melt.csv", "gromacs": "gromacs_water.csv", "cp2k": "c
 METRICS = ("mape", "rank_accuracy", "coverage80", "coverage95")
 
 
+def repetition_rank_accuracy(groups: np.ndarray, y: np.ndarray) -> float | None:
+    """Rank accuracy of each run predicted by the mean of its configuration's other repetitions:
+    what a perfect model of the inputs would score, given the noise (pairs of configurations whose
+    runtimes differ by less than the noise are ordered by a coin toss)."""
+    from hpcpredict.daemon.runtime.metrics import rank_accuracy
+
+    _, index = np.unique(groups, return_inverse=True)
+    counts, sums = np.bincount(index), np.bincount(index, weights=y)
+    repeated = counts[index] > 1
+    if repeated.sum() < 2:
+        return None
+    others = (sums[index] - y)[repeated] / (counts[index][repeated] - 1)
+    return rank_accuracy(y[repeated], others)
+
+
 def noise_floor(table) -> dict:
     from hpcpredict.daemon.runtime.evaluation import repetition_disagreement
 
@@ -55,6 +72,7 @@ def noise_floor(table) -> dict:
         if y.size > 1:
             spreads.append((y.max() - y.min()) / np.median(y))
     floor = {"repetition_mape": repetition_disagreement(table.groups, table.y),
+             "repetition_rank_accuracy": repetition_rank_accuracy(table.groups, table.y),
              "median_relative_spread": float(np.median(spreads)) if spreads else None,
              "configurations_with_3_reps": sum(1 for n in reps.values() if n >= 3)}
     if "ranks" in table.inputs:  # busy-waiting ranks on a shared machine: the floor per process count
