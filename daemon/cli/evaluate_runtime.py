@@ -9,6 +9,8 @@ interval coverage at 80 % and 95 %, the mean relative width of the 80 % interval
 and test sizes, the features kept, the learner chosen and why, and the repetition noise of the
 held-out runs (the floor). Runtime features (columns with a ``<name>@t`` report-time column)
 are used only when reported within ``--time-share`` of the runtime (seed 000: 5 %).
+``--derive NAME=EXPRESSION`` adds an input computed from the others (a code's FFT grid points
+from its box and cutoff), as ``train-runtime --derive`` stores it in the served model.
 """
 from __future__ import annotations
 
