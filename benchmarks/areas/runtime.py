@@ -12,21 +12,27 @@ held out, all repetitions of a configuration on one side), over ``--seeds`` rand
   intervals;
 * at 50 %, the served ``auto`` model's MAPE on the held-out runs of each process count
   (``ranks``), and the noise floor per process count;
+* derived inputs: the sweep declares quantities its code's cost follows (``DERIVED`` in
+  ``benchmarks/runtime/sweep_CODE.py``, recorded as ``derived_inputs`` in the JSON beside the CSV);
+  they are computed from the inputs as ``train-runtime --derive`` does (``--no-derived``: without);
 * the code's repetition noise, the floor: ``repetition_mape`` (each run predicted by the mean
   of its configuration's other repetitions: the MAPE of a perfect model of the inputs) and the
-  median relative spread (max − min) / median of a configuration's repetitions.
+  median relative spread (max − min) / median of a configuration's repetitions, and
+  ``repetition_rank_accuracy`` (the same predictor's rank accuracy: roughly the ceiling the noise
+  leaves, a little pessimistic since its prediction, the mean of 1-2 other runs, is noisy too).
 
 ``auto`` fits exactly the model of the learner it chooses with the same seed, so its scores
 are that learner's scores on the split; the first split of every code also runs the full
 ``auto`` evaluation and checks that the two agree (``auto_shortcut_checked``).
 
-    python -m benchmarks run runtime [--seeds 3] [--codes lammps,gromacs,cp2k,nwchem] [--fractions 0.1,0.25,0.5] [--jobs 4]
+    python -m benchmarks run runtime [--seeds 3] [--codes lammps,gromacs,cp2k,nwchem] [--fractions 0.1,0.25,0.5] [--jobs 4] [--no-derived]
 
 ``--jobs N`` evaluates up to N codes at once in separate processes (the results are the same).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -42,6 +48,21 @@ CODES = {"lammps": "lammps_melt.csv", "gromacs": "gromacs_water.csv", "cp2k": "c
 METRICS = ("mape", "rank_accuracy", "coverage80", "coverage95")
 
 
+def repetition_rank_accuracy(groups: np.ndarray, y: np.ndarray) -> float | None:
+    """Rank accuracy of each run predicted by the mean of its configuration's other repetitions:
+    what a perfect model of the inputs would score, given the noise (pairs of configurations whose
+    runtimes differ by less than the noise are ordered by a coin toss)."""
+    from hpcpredict.daemon.runtime.metrics import rank_accuracy
+
+    _, index = np.unique(groups, return_inverse=True)
+    counts, sums = np.bincount(index), np.bincount(index, weights=y)
+    repeated = counts[index] > 1
+    if repeated.sum() < 2:
+        return None
+    others = (sums[index] - y)[repeated] / (counts[index][repeated] - 1)
+    return rank_accuracy(y[repeated], others)
+
+
 def noise_floor(table) -> dict:
     from hpcpredict.daemon.runtime.evaluation import repetition_disagreement
 
@@ -51,6 +72,7 @@ def noise_floor(table) -> dict:
         if y.size > 1:
             spreads.append((y.max() - y.min()) / np.median(y))
     floor = {"repetition_mape": repetition_disagreement(table.groups, table.y),
+             "repetition_rank_accuracy": repetition_rank_accuracy(table.groups, table.y),
              "median_relative_spread": float(np.median(spreads)) if spreads else None,
              "configurations_with_3_reps": sum(1 for n in reps.values() if n >= 3)}
     if "ranks" in table.inputs:  # busy-waiting ranks on a shared machine: the floor per process count
@@ -79,14 +101,26 @@ def _mean(results: list[dict]) -> dict:
     return {key: float(np.mean([r[key] for r in results])) for key in METRICS}
 
 
-def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int) -> dict:
+def declared_derived(path: Path):
+    """The derived inputs the sweep that made ``path`` declared (``derived_inputs`` in its JSON)."""
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    provenance = path.with_suffix(".json")
+    if not provenance.exists():
+        return DerivedInputs()
+    return DerivedInputs.from_json(json.loads(provenance.read_text()).get("derived_inputs"))
+
+
+def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, derived: bool = True) -> dict:
     from hpcpredict.daemon.runtime.dataset import read_runs_csv
     from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration, usable_inputs
     from hpcpredict.daemon.runtime.selection import CANDIDATES, select_learner
 
-    table = read_runs_csv(path, target="runtime_s")
+    declared = declared_derived(path) if derived else None
+    table = read_runs_csv(path, target="runtime_s", derived=declared)
     out = {"data": str(path.relative_to(DATA.parents[2])), "runs": int(table.y.size),
            "configurations": int(np.unique(table.groups).size), "inputs": table.inputs,
+           "derived_inputs": declared.to_json() if declared else [],
            "noise": noise_floor(table), "by_fraction": {}}
     checked = False
     for fraction in fractions:
@@ -140,6 +174,7 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--codes", default=",".join(CODES))
     parser.add_argument("--fractions", default="0.1,0.25,0.5")
     parser.add_argument("--jobs", type=int, default=1, help="codes evaluated at once (processes)")
+    parser.add_argument("--no-derived", action="store_true", help="ignore the sweeps' declared derived inputs")
     options = parser.parse_args(args)
     fractions = [float(f) for f in options.fractions.split(",")]
     codes = [c for c in options.codes.split(",") if c]
@@ -147,15 +182,19 @@ def run(args: list[str]) -> dict:
     if unknown:
         raise SystemExit(f"unknown codes: {', '.join(unknown)} (known: {', '.join(CODES)})")
     results = {"seeds": options.seeds, "fractions": fractions, "target": "runtime_s (CPU seconds)",
-               "inputs": "submission-time inputs only (no runtime features)", "codes": {}}
+               "inputs": "submission-time inputs only (no runtime features)"
+                         + ("" if options.no_derived else ", plus the sweeps' declared derived inputs"),
+               "codes": {}}
     if options.jobs > 1 and len(codes) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=min(options.jobs, len(codes))) as pool:
-            futures = {code: pool.submit(evaluate_code, code, DATA / CODES[code], fractions, options.seeds)
+            futures = {code: pool.submit(evaluate_code, code, DATA / CODES[code], fractions, options.seeds,
+                                                 not options.no_derived)
                        for code in codes}
             results["codes"] = {code: future.result() for code, future in futures.items()}
     else:
         for code in codes:
-            results["codes"][code] = evaluate_code(code, DATA / CODES[code], fractions, options.seeds)
+            results["codes"][code] = evaluate_code(code, DATA / CODES[code], fractions, options.seeds,
+                                                   not options.no_derived)
     return results

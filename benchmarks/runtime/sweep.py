@@ -3,7 +3,9 @@
     nice -n 10 python -m benchmarks.runtime.sweep gromacs --configs 60 --reps 3 --budget-s 900 \
         --out tests/data/runtime/gromacs_water.csv
 
-Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng, index)``,
+Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng)``, optionally ``DESIGNS``
+(other draws, ``--design``) and ``DERIVED`` (``[[name, expression], ...]``: quantities the code's
+cost follows, computed from the inputs as ``train-runtime --derive`` does; written to the JSON),
 ``prepare(config, folder) -> command``, ``version()`` and optionally ``completed(folder)``,
 which checks the code's own output: an exit status 0 alone is not trusted): ``gromacs`` (water box MD),
 ``cp2k`` (Quickstep DFT of water molecules), ``nwchem`` (SCF/DFT of water clusters). Every input
@@ -103,18 +105,24 @@ def main() -> None:
     parser.add_argument("--cpu", default="0", help="the CPU every rank of every run is pinned to (taskset -c)")
     parser.add_argument("--block", type=int, default=10, help="configurations whose repetitions interleave")
     parser.add_argument("--resume", action="store_true", help="append to --out, skipping runs it has")
+    parser.add_argument("--design", default="", metavar="NAME",
+                        help="draw configurations with the code module's DESIGNS[NAME] instead of draw_config")
+    parser.add_argument("--first-config", type=int, default=0, metavar="ID",
+                        help="number the drawn configurations from ID (a second design appended with --resume)")
     parser.add_argument("--only", default="", metavar="FIRST:END",
                         help="run only configurations FIRST..END-1 (a second sweep process in parallel)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     code = importlib.import_module(f"benchmarks.runtime.sweep_{args.code}")
     rng = random.Random(args.seed)
-    configs = [dict(config=i, **code.draw_config(rng)) for i in range(args.configs)]
+    draw = code.DESIGNS[args.design] if args.design else code.draw_config
+    configs = [dict(config=args.first_config + i, **draw(rng)) for i in range(args.configs)]
     columns = ["config", "rep"] + code.INPUTS + ["runtime_s", "_wall_s", "_load1", "_utc"]
     provenance = {
         "code": args.code, "package": code.PACKAGE, "package_version": package_version(code.PACKAGE),
         "program_version": code.version(), "command_template": code.COMMAND, "inputs": code.INPUTS,
-        "input_ranges": code.RANGES, "machine": machine(), "arguments": vars(args) | {"out": str(args.out)},
+        "input_ranges": code.RANGES, "derived_inputs": getattr(code, "DERIVED", []), "machine": machine(),
+        "arguments": vars(args) | {"out": str(args.out)},
         "nice": os.nice(0),
         "started_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "target": ("runtime_s: CPU seconds (user+system) of the whole process tree, from os.wait4; all ranks "
@@ -127,12 +135,18 @@ def main() -> None:
         with args.out.open() as existing:
             done = {(int(row["config"]), int(row["rep"])) for row in csv.DictReader(existing)}
         if meta.exists():
-            provenance = json.loads(meta.read_text()) | {"resumed_utc": provenance["started_utc"],
-                                                         "resume_arguments": provenance["arguments"],
-                                                         "resume_nice": provenance["nice"]}
+            # Every pass that appended is listed, so a CSV grown by several designs says how.
+            earlier = json.loads(meta.read_text())
+            passes = earlier.get("resumed_passes", [])
+            if "resumed_utc" in earlier:
+                passes.append({"utc": earlier.pop("resumed_utc"), "arguments": earlier.pop("resume_arguments"),
+                               "nice": earlier.pop("resume_nice", None)})
+            passes.append({"utc": provenance["started_utc"], "arguments": provenance["arguments"],
+                           "nice": provenance["nice"]})
+            provenance = earlier | {"resumed_passes": passes, "derived_inputs": getattr(code, "DERIVED", [])}
     if args.only:
         first, end = (int(part) for part in args.only.split(":"))
-        configs = configs[first:end]
+        configs = [config for config in configs if first <= config["config"] < end]
     order = [(config, rep) for start in range(0, len(configs), args.block) for rep in range(args.reps)
              for config in configs[start:start + args.block] if (config["config"], rep) not in done]
     deadline = time.time() + args.budget_s

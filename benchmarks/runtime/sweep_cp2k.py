@@ -13,9 +13,21 @@ from benchmarks.runtime.sweep import mpirun
 
 PACKAGE = "cp2k"
 INPUTS = ["n_water", "box_a", "cutoff_ry", "basis", "ranks"]
-RANGES = {"n_water": "1-3", "box_a": "6-8 by 0.5", "cutoff_ry": "100-200 by 25", "basis": "SZV|DZVP|TZVP",
+RANGES = {"n_water": "1-3", "box_a": "6-8 by 0.5 (design 'box': 6-8.5 by 0.25)", "cutoff_ry": "100-200 by 25", "basis": "SZV|DZVP|TZVP",
           "ranks": "1|2"}
 COMMAND = "mpirun -np RANKS cp2k.psmp -i water.inp -o water.out"
+# What the cost follows (measured 2026-11-24; see tests/data/runtime/SOURCES.md):
+# * fft_points: the finest real-space grid, FFT_LENGTHS[i]³ where FFT_LENGTHS[i] is the first length
+#   CP2K accepts that is ≥ 2·floor(a·√E/2π) + 1 (a the box edge in bohr, E the cutoff in Ry:
+#   |G| ≤ √E in bohr⁻¹). Checked against CP2K 2023.1's own "PW_GRID| Bounds" for all 55 (box,
+#   cutoff) pairs of the sweeps (edges 6-8.5 by 0.25 Å, cutoffs 100-200 by 25 Ry). It jumps by up to
+#   (54/48)³ = 1.42 between neighbouring boxes, which no smooth function of the inputs follows.
+# * water_density: molecules per Å³. At a fixed SCF step count a denser box costs more per step
+#   (3 waters, SZV, 100 Ry, 12 SCF steps each: 3.6 s of CPU in a 6 Å box, 2.3 s in a 7 Å box):
+#   more basis-function pairs overlap across the periodic images.
+FFT_LENGTHS = "36, 40, 45, 48, 54, 60, 64, 72, 75, 80, 81, 90, 96, 100, 108, 120, 125, 128"
+DERIVED = [["fft_points", f"round_up(2 * floor(box_a / 0.529177 * sqrt(cutoff_ry) / 6.283185) + 1, {FFT_LENGTHS}) ** 3"],
+           ["water_density", "n_water / box_a ** 3"]]
 DATA = "/usr/share/cp2k"
 
 INPUT = """&GLOBAL
@@ -76,6 +88,33 @@ def draw_config(rng) -> dict:
     return {"n_water": rng.randint(1, 3), "box_a": rng.randrange(12, 17) / 2,
             "cutoff_ry": rng.randrange(100, 201, 25), "basis": rng.choice(["SZV", "DZVP", "TZVP"]),
             "ranks": rng.choice([1, 2])}
+
+
+BOX_SCAN_EDGES = [6.0 + 0.25 * i for i in range(11)]  # 6.0-8.5 Å
+BOX_SCAN_LENGTH = 4
+_box_scan_pending: list[dict] = []
+
+
+def draw_box_scan(rng) -> dict:
+    """The "box" design: scans of BOX_SCAN_LENGTH box edges at one (n_water, cutoff, basis, ranks).
+
+    The first design drew every input independently, so few pairs of configurations differed in
+    the box alone, and CP2K's cost is not monotone in it (the molecules, 3 Å apart, crowd their
+    periodic images in a 6 Å box). Consecutive calls return the scan's configurations in a random
+    order of edges, so a sweep's blocks mix scans. 3 molecules with the larger bases are kept to
+    cutoffs up to 150 Ry so that a run stays under ~20 s of CPU.
+    """
+    if not _box_scan_pending:
+        n_water, basis = rng.randint(1, 3), rng.choice(["SZV", "DZVP", "TZVP"])
+        cutoffs = range(100, 151, 25) if n_water == 3 and basis != "SZV" else range(100, 201, 25)
+        base = {"n_water": n_water, "cutoff_ry": rng.choice(cutoffs), "basis": basis, "ranks": rng.choice([1, 2])}
+        _box_scan_pending.extend({"n_water": n_water, "box_a": box_a, "cutoff_ry": base["cutoff_ry"],
+                                  "basis": basis, "ranks": base["ranks"]}
+                                 for box_a in rng.sample(BOX_SCAN_EDGES, BOX_SCAN_LENGTH))
+    return _box_scan_pending.pop(0)
+
+
+DESIGNS = {"box": draw_box_scan}
 
 
 def version() -> str:

@@ -9,6 +9,8 @@ interval coverage at 80 % and 95 %, the mean relative width of the 80 % interval
 and test sizes, the features kept, the learner chosen and why, and the repetition noise of the
 held-out runs (the floor). Runtime features (columns with a ``<name>@t`` report-time column)
 are used only when reported within ``--time-share`` of the runtime (seed 000: 5 %).
+``--derive NAME=EXPRESSION`` adds an input computed from the others (a code's FFT grid points
+from its box and cutoff), as ``train-runtime --derive`` stores it in the served model.
 """
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ def register(families) -> None:
     parser.add_argument("--time-share", type=float, default=0.05,
                         help="use a runtime feature only if reported within this share of the runtime")
     parser.add_argument("--no-runtime-features", action="store_true", help="submit-time inputs only")
+    parser.add_argument("--derive", action="append", default=[], metavar="NAME=EXPRESSION",
+                        help="an input computed from the others, e.g. 'grid=box**3*cutoff**1.5' (repeatable; "
+                             "as train-runtime --derive)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     parser.set_defaults(handler=run)
 
@@ -40,6 +45,7 @@ def register(families) -> None:
 def run(args) -> int:
     from ..errors import InvalidRequest
     from ..runtime.dataset import read_runs_csv
+    from ..runtime.derived import DerivedInputs
     from ..runtime.evaluation import evaluate
 
     if not 0 < args.train_fraction < 1:
@@ -48,7 +54,11 @@ def run(args) -> int:
         raise InvalidRequest("--importance-threshold", "must be in (0, 1]")
     if not 1 <= args.degree <= 3:
         raise InvalidRequest("--degree", "must be 1, 2 or 3")
-    table = read_runs_csv(args.data, target=args.target)
+    try:
+        derived = DerivedInputs.parse(args.derive)
+    except ValueError as error:
+        raise InvalidRequest("--derive", str(error)) from None
+    table = read_runs_csv(args.data, target=args.target, derived=derived)
     if len(set(table.groups.tolist())) < 4:
         raise InvalidRequest("DATA.csv", "needs at least 4 distinct configurations")
     params = {}

@@ -35,6 +35,10 @@ def register(subparsers) -> None:
     runtime.add_argument("--application", required=True, help="application key jobs are matched on")
     runtime.add_argument("--alias", action="append", default=[], metavar="INPUT=FIELD",
                          help="map a model input to a request field (nodes, ntasks, cpus_per_task)")
+    runtime.add_argument("--derive", action="append", default=[], metavar="NAME=EXPRESSION",
+                         help="an input computed from the others, stored with the model and computed for every "
+                              "job, e.g. 'grid=box**3*cutoff**1.5' (repeatable; + - * / **, sqrt log exp abs "
+                              "min max floor ceil round_up)")
     runtime.add_argument("--learner", choices=("auto", "log-linear", "extra-trees", "boosted-trees", "ann"),
                          default="auto", help="auto (default): the simplest learner that no richer one beats "
                                               "by cross-validation on DATA.csv")
@@ -110,6 +114,12 @@ def _train_runtime(args) -> int:
         raise HpcPredictError("train-runtime: give DATA.csv or --from-store (one of them)")
     if args.data and not args.target:
         raise HpcPredictError("train-runtime: --target names the runtime column of DATA.csv")
+    from ..runtime.derived import DerivedInputs
+
+    try:
+        derived = DerivedInputs.parse(args.derive)
+    except ValueError as error:
+        raise HpcPredictError(f"--derive: {error}") from None
     config = writer_config_of(args)
     registry = ModelRegistry(config.models.dir, owner=config.models.owner)
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,7 +135,8 @@ def _train_runtime(args) -> int:
         with Console(stderr=True).status(f"training the runtime model of {args.application}..."):
             learners = None if args.learner == "auto" else {args.learner: {}}
             variants = train_application(data, target=target, application=args.application,
-                                         directory=folder, input_aliases=aliases or None, learners=learners)
+                                         directory=folder, input_aliases=aliases or None, learners=learners,
+                                         derived=derived)
         artifact = registry.publish("runtime", folder, metadata={"trained": args.application})
     print(f"trained runtime model of {args.application}: version {artifact.version}")
     for name, meta in variants.items():

@@ -18,6 +18,8 @@ m ± q·s with the conformal multiplier q, whatever the learner. A predictor's
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import ModelArtifactError
@@ -65,6 +67,8 @@ def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
         arrays = _trend_arrays(estimator.fill_, estimator.log_columns_, estimator.coef_, estimator.intercept_,
                                estimator.pairs_)
         arrays["calibration_scores"] = np.asarray(estimator.calibration_scores_, dtype=float)
+        if getattr(estimator, "startup_", 0.0) > 0:  # absent: no start-up term (earlier artifacts load unchanged)
+            arrays["startup_s"] = np.asarray([estimator.startup_], dtype=float)
         return "log-linear", arrays, {}
     raise ModelArtifactError(f"only fitted {', '.join(SERVABLE)} runtime models can be saved")
 
@@ -112,11 +116,23 @@ class LogLinearPredictor:
 
     def __init__(self, arrays: dict, n_inputs: int):
         self.trend = _Trend(arrays, n_inputs)
+        try:
+            self.startup = float(np.asarray(arrays.get("startup_s", [0.0]), dtype=float).ravel()[0])
+        except (ValueError, TypeError, IndexError) as error:
+            raise ModelArtifactError(f"start-up time: {error}") from error
+        if not (math.isfinite(self.startup) and self.startup >= 0):
+            raise ModelArtifactError(f"start-up time must be finite and >= 0: {self.startup}")
+        self._log_startup = math.log(self.startup) if self.startup > 0 else None
 
     def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
-        return self.trend.value(self.trend.inputs(vector)), 1.0
+        m = self.trend.value(self.trend.inputs(vector))
+        if self._log_startup is not None:
+            m = float(np.logaddexp(self._log_startup, m))
+        return m, 1.0
 
     def describe(self) -> str:
+        if self.startup > 0:
+            return f"log-linear model (runtime {self.startup:.3g} s of start-up + a product of powers of the inputs)"
         return "log-linear model (runtime a product of powers of the inputs)"
 
     def interval_method(self) -> str:

@@ -5,7 +5,9 @@ target runtime column, an optional ``rep`` column (repetition number of the same
 configuration), optional runtime-feature report times ``<feature>@t`` (seconds since the
 start when ``<feature>`` was reported), and annotations (``config`` and any column whose name
 starts with ``_``, e.g. ``_wall_s``), which are not inputs. Rows with the same input values are one
-*configuration*; evaluation splits by configuration.
+*configuration*; evaluation splits by configuration. ``derived`` (:class:`~.derived.DerivedInputs`)
+adds inputs computed from the columns (after them, in order); a model fitted on the table keeps
+the expressions and computes them for the jobs it estimates.
 
 >>> table = parse_runs_csv("n,solver,rep,runtime\\n10,cg,0,1.5\\n10,cg,1,1.7\\n20,gmres,0,4\\n", target="runtime")
 >>> table.inputs, table.y.tolist(), table.groups.tolist()
@@ -22,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ParseError
+from .derived import DerivedInputs
 from .values import Value, coerce_value
 
 MAX_ROWS = 1_000_000
@@ -35,12 +38,13 @@ class RunTable:
     y: np.ndarray                     # target runtime per run (seconds, > 0)
     groups: np.ndarray                # configuration id per run
     report_times: dict[str, np.ndarray]  # feature -> seconds since start when reported (NaN unknown)
+    derived: DerivedInputs | None = None  # inputs computed from the others (already in ``rows``)
 
     def matrix_rows(self, columns: list[str]) -> list[dict[str, Value]]:
         return [{c: row[c] for c in columns if c in row} for row in self.rows]
 
 
-def parse_runs_csv(text: str, *, target: str, source: str = "CSV") -> RunTable:
+def parse_runs_csv(text: str, *, target: str, source: str = "CSV", derived: DerivedInputs | None = None) -> RunTable:
     """Parse a run table; raises :class:`ParseError` naming the line and column."""
     reader = csv.reader(io.StringIO(text))
     try:
@@ -79,6 +83,14 @@ def parse_runs_csv(text: str, *, target: str, source: str = "CSV") -> RunTable:
             times[name].append(at if isinstance(at, float) and not isinstance(at, bool) else math.nan)
     if not rows:
         raise ParseError("no data rows", source=source)
+    if derived:
+        clash = sorted(set(derived.names) & set(header))
+        if clash:
+            raise ParseError(f"derived inputs named like columns: {', '.join(clash)}", source=source, line=1)
+        unknown = sorted({name for names in derived.sources.values() for name in names}
+                         - set(inputs) - set(derived.names))
+        if unknown:
+            raise ParseError(f"derived inputs read inputs that are not columns: {', '.join(unknown)}", source=source)
     # A configuration is what the user chose: the `config` column when given, else the input
     # values without runtime features (those differ between repetitions of one configuration).
     keys: dict[tuple, int] = {}
@@ -87,13 +99,16 @@ def parse_runs_csv(text: str, *, target: str, source: str = "CSV") -> RunTable:
     else:
         labels = [tuple(sorted((k, str(v)) for k, v in row.items() if k not in time_columns)) for row in rows]
     groups = np.array([keys.setdefault(label, len(keys)) for label in labels])
+    if derived:
+        rows = [derived.apply(row) for row in rows]
+        inputs = inputs + derived.names
     return RunTable(inputs, rows, np.asarray(ys, dtype=float), groups,
-                    {name: np.asarray(v, dtype=float) for name, v in times.items()})
+                    {name: np.asarray(v, dtype=float) for name, v in times.items()}, derived or None)
 
 
-def read_runs_csv(path: Path, *, target: str) -> RunTable:
+def read_runs_csv(path: Path, *, target: str, derived: DerivedInputs | None = None) -> RunTable:
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as error:
         raise ParseError(f"cannot read: {error.strerror}", source=str(path)) from error
-    return parse_runs_csv(text, target=target, source=str(path))
+    return parse_runs_csv(text, target=target, source=str(path), derived=derived)

@@ -55,6 +55,8 @@ class RuntimeModel:
         rows = np.arange(len(table.y)) if rows is None else np.asarray(rows)
         names = self.inputs if self.inputs is not None else table.inputs
         records = [table.rows[i] for i in rows]
+        # Derived inputs are part of the model: a job's are computed from its stated inputs.
+        self.derived_ = table.derived if table.derived else None
         self.encoder_ = InputEncoder().fit(records, names)
         X = self.encoder_.transform(records)
         # What each numeric input spanned in training: a prediction far outside says so.
@@ -69,7 +71,8 @@ class RuntimeModel:
         return self
 
     def matrix(self, rows: Sequence[Mapping[str, object]]) -> np.ndarray:
-        return self.encoder_.transform(rows)
+        derived = getattr(self, "derived_", None)
+        return self.encoder_.transform([derived.apply(row) for row in rows] if derived else rows)
 
     def predict(self, rows: Sequence[Mapping[str, object]]) -> np.ndarray:
         return self.estimator_.predict(self.matrix(rows))

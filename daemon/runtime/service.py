@@ -46,6 +46,7 @@ from ..errors import InvalidRequest, ModelArtifactError
 from ..estimates import RuntimeEstimate
 from .artifacts import FORMAT_VERSION, FORMATS, LEARNER_OF_FORMAT, pack, unpack
 from .conformal import conformal_multiplier
+from .derived import DerivedInputs
 from .encoding import InputEncoder
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,9 @@ def save_application_model(model, directory: Path, *, application: str, metadata
         "arrays_sha256": hashlib.sha256(blob).hexdigest(), "metadata": metadata,
         "input_ranges": {name: [low, high] for name, (low, high) in getattr(model, "input_ranges_", {}).items()},
     })
+    derived = getattr(model, "derived_", None)
+    if derived:  # absent otherwise: artifacts without derived inputs are unchanged
+        description["derived_inputs"] = derived.to_json()
     try:
         text = json.dumps(description, indent=1, sort_keys=True)
     except (TypeError, ValueError) as error:
@@ -124,6 +128,7 @@ class _Variant:
             self.required = [str(name) for name in description["required_inputs"]]
             metadata = description.get("metadata") or {}
             self.aliases = {str(k): str(v) for k, v in dict(metadata.get("input_aliases", {})).items()}
+            self.derived = DerivedInputs.from_json(description.get("derived_inputs")) or None
         except (KeyError, ValueError, TypeError, ModelArtifactError) as error:
             raise ModelArtifactError(f"{path}: corrupt model: {error}") from error
         try:
@@ -183,6 +188,8 @@ class _Variant:
 
     def estimate(self, inputs: Mapping[str, object], coverage: float,
                  bound_coverage: float | None = None) -> RuntimeEstimate | None:
+        if self.derived is not None:
+            inputs = self.derived.apply(inputs)
         dist = self.log_dist(inputs)
         if dist is None:
             return None

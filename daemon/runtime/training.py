@@ -35,6 +35,7 @@ import numpy as np
 
 from .artifacts import SERVABLE
 from .dataset import RunTable, read_runs_csv
+from .derived import DerivedInputs
 from .evaluation import repetition_disagreement, usable_inputs
 from .model import RuntimeModel
 from .reduction import DEFAULT_TIME_SHARE
@@ -74,13 +75,14 @@ def fit_served(table: RunTable, rows: np.ndarray, *, inputs: list[str] | None,
 def train_application(data: Path, *, target: str, application: str, directory: Path,
                       time_share: float = DEFAULT_TIME_SHARE, learners: Mapping[str, dict] | None = None,
                       input_aliases: dict[str, str] | None = None, version: str = "",
-                      seed: int = 0) -> dict[str, dict]:
+                      seed: int = 0, derived: DerivedInputs | None = None) -> dict[str, dict]:
     """Fit and save the application's variants; returns each variant's metadata.
 
     ``learners``: the candidates and their parameters, simplest first (default: every servable
     learner with default parameters); with one candidate there is no choice, its CV score is recorded.
+    ``derived``: inputs computed from the others (:mod:`.derived`), stored with the model.
     """
-    table = read_runs_csv(Path(data), target=target)
+    table = read_runs_csv(Path(data), target=target, derived=derived)
     rows = np.arange(len(table.y))
     digest = hashlib.sha256(Path(data).read_bytes()).hexdigest()
     static_inputs, _, _ = usable_inputs(table, rows, time_share=None)
@@ -100,6 +102,7 @@ def train_application(data: Path, *, target: str, application: str, directory: P
             "selection": choice["selection"],
             "kept_features": model.kept_features, "required_inputs": model.required_inputs,
             "runtime_features_dropped": dropped, "input_aliases": dict(input_aliases or {}),
+            "derived_inputs": derived.to_json() if derived else [],
         }
         save_application_model(model, Path(directory), application=application, metadata=metadata)
         summary[variant] = metadata

@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 MODULES = ["values", "report", "inputs", "dataset", "metrics", "reduction", "encoding", "conformal", "trees",
-           "model", "linear", "ann", "transfer", "active", "evaluation", "service", "training",
+           "model", "derived", "linear", "ann", "transfer", "active", "evaluation", "service", "training",
            "compiled_ann"]
 
 

@@ -26,3 +26,21 @@ def test_sweep_is_a_run_table_with_repetitions_and_provenance(name):
     assert provenance["package_version"] not in ("", "unknown") and provenance["inputs"] == SWEEPS[name]
     assert provenance["machine"]["cores"] and provenance["runs"] == len(table.y)
     assert f"{name}.csv" in (DATA / "SOURCES.md").read_text()
+
+
+def test_cp2k_declared_grid_is_the_grid_cp2k_printed():
+    """The sweep's derived input ``fft_points`` against the finest grid CP2K itself chose for
+    every (box edge, cutoff) pair of the sweeps (cp2k_grids.json, see SOURCES.md)."""
+    from benchmarks.runtime.sweep_cp2k import DERIVED
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    derived = DerivedInputs(DERIVED)
+    printed = json.loads((DATA / "cp2k_grids.json").read_text())["finest_grid_points_per_edge"]
+    assert len(printed) == 55
+    for key, points in printed.items():
+        box, cutoff = (float(part) for part in key.split(","))
+        values = derived.apply({"box_a": box, "cutoff_ry": cutoff, "n_water": 2.0})
+        assert values["fft_points"] == points ** 3, key
+        assert values["water_density"] == pytest.approx(2.0 / box ** 3)
+    # Declared in the provenance, as the benchmark reads it.
+    assert json.loads((DATA / "cp2k_water.json").read_text())["derived_inputs"] == DERIVED

@@ -58,7 +58,8 @@ def test_served_artifact_answers_as_the_fitted_model(tmp_path, learner, params):
 def test_boosted_trees_learn_a_switch_that_the_log_linear_model_cannot():
     """The trees learn the step. Over a second-order trend (the default of both learners) the
     trend bends towards the step (log-linear 17 %), the trees still do better (11 %); over a
-    first-order trend the contrast is the plain one (6 % vs 35 %)."""
+    first-order trend the contrast is the plain one (6 % vs 30 %; 35 % without the log-linear
+    model's start-up term, which takes up a little of the step)."""
     table = threshold_table()
     train, test = split_by_configuration(table.groups, 0.5, 0)
     scores = {}
@@ -66,7 +67,7 @@ def test_boosted_trees_learn_a_switch_that_the_log_linear_model_cannot():
         for learner, extra in (("boosted-trees", {"max_iter": 60}), ("log-linear", {})):
             scores[order, learner] = evaluate(table, learner=learner, train_rows=train, test_rows=test, time_share=None,
                                               params=dict(extra, interactions=interactions))["mape"]
-    assert scores["first", "boosted-trees"] < 0.1 < 0.3 < scores["first", "log-linear"]
+    assert scores["first", "boosted-trees"] < 0.1 < 0.25 < scores["first", "log-linear"]
     assert scores["second", "boosted-trees"] < 0.8 * scores["second", "log-linear"]
 
 
@@ -82,11 +83,45 @@ def exponent_switch_table(n_configs=60, reps=2, seed=0):
 
 
 def test_second_order_trend_learns_an_exponent_that_depends_on_a_category():
+    """The trend's order alone (no start-up term: it takes up some of the bend, 19 % first order)."""
     table = exponent_switch_table()
     train, test = split_by_configuration(table.groups, 0.5, 0)
     scores = {interactions: evaluate(table, learner="log-linear", train_rows=train, test_rows=test, time_share=None,
-                                     params={"interactions": interactions})["mape"] for interactions in (False, True)}
+                                     params={"interactions": interactions, "startup_shares": ()})["mape"]
+              for interactions in (False, True)}
     assert scores[True] < 0.05 < 0.2 < scores[False]
+
+
+def startup_table(startup=None, n_configs=60, reps=2, seed=0):
+    """runtime = startup + 0.002·n·steps · noise (startup None: the work alone)."""
+    rng = np.random.default_rng(seed)
+    lines = ["n,steps,rep,runtime"]
+    for _ in range(n_configs):
+        n, steps = int(rng.integers(2, 60)), int(rng.integers(1, 20)) * 50
+        value = (startup or 0.0) + 0.002 * n * steps
+        lines += [f"{n},{steps},{rep},{value * np.exp(rng.normal(0, 0.02)):.6f}" for rep in range(reps)]
+    return parse_runs_csv("\n".join(lines), target="runtime")
+
+
+def test_log_linear_model_finds_a_start_up_time_and_serves_it(tmp_path):
+    """A fixed start-up under a power law: the product of powers alone bends away from it at the
+    short runs; the start-up term is chosen by cross-validation, served, and absent when there is none."""
+    table = startup_table(startup=0.5)
+    train, test = split_by_configuration(table.groups, 0.5, 0)
+    scores = {(shares, order): evaluate(table, learner="log-linear", train_rows=train, test_rows=test, time_share=None,
+                                        params={"startup_shares": shares, "interactions": order == 2})["mape"]
+              for shares in ((), (0.3, 0.5)) for order in (1, 2)}
+    # Measured: first order 7.0 % → 1.6 %; second order (whose squares bend towards the start-up) 2.7 % → 2.2 %.
+    assert scores[(0.3, 0.5), 1] < 0.4 * scores[(), 1] and scores[(0.3, 0.5), 2] < scores[(), 2], scores
+    model = RuntimeModel("log-linear", {"random_state": 0}).fit(table, train)
+    assert model.estimator_.startup_ > 0
+    save_application_model(model, tmp_path, application="app", metadata={})
+    served = ApplicationModels.load(tmp_path)
+    rows = [table.rows[i] for i in test[:10]]
+    assert [served.estimate("app", row, 0, 0, 0).runtime_s for row in rows] == pytest.approx(model.predict(rows), rel=1e-9)
+    assert "start-up" in served.estimate("app", rows[0], 0, 0, 0).explanation[0]
+    plain = RuntimeModel("log-linear", {"random_state": 0}).fit(startup_table(startup=None))
+    assert plain.estimator_.startup_ == 0.0
 
 
 def test_trend_pairs_naming_missing_inputs_are_refused(tmp_path):

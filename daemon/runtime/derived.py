@@ -1,0 +1,179 @@
+"""Derived inputs: quantities a code's cost follows, computed from the inputs a job states.
+
+A code's inputs are what its user types (a box edge, a plane-wave cutoff), while its cost
+follows a quantity they imply (the number of FFT grid points, which grows as the box volume
+times the cutoff to the power 3/2 and jumps where the FFT length rounds up to the next size the
+code accepts). A learner given only the typed inputs must discover that quantity from the
+runs; with few runs it cannot. The site (or a sweep) declares it instead, once per application,
+as an arithmetic expression of the inputs; it is computed for every training run and, from the
+stored expressions, for every job the served model estimates, so the model and the daemon agree.
+
+Expressions: numbers, input names, ``+ - * / **``, unary minus, and the functions of
+:data:`FUNCTIONS` (``sqrt``, ``log``, ``exp``, ``abs``, ``min``, ``max``, ``floor``, ``ceil``, and
+``round_up(x, a, b, ...)``: the smallest of ``a, b, ...`` that is at least ``x``, or ``x`` when
+none is: a code's list of accepted sizes). Nothing else parses (no attributes, no calls of other
+names, no comparisons): an expression cannot run code. Arithmetic is in floats; a value that
+cannot be computed (an input missing or not a number, division by zero, overflow, a negative
+square root) leaves the derived input missing, as if the job had not stated it.
+
+>>> derived = DerivedInputs.parse(["atoms=4*x*y*z", "grid=round_up(box*sqrt(cut), 40, 45, 48) ** 3"])
+>>> derived.names
+['atoms', 'grid']
+>>> derived.apply({"x": 2.0, "y": 3.0, "z": 4.0, "box": 4.0, "cut": 121.0})   # 4·11 = 44 → 45
+{'x': 2.0, 'y': 3.0, 'z': 4.0, 'box': 4.0, 'cut': 121.0, 'atoms': 96.0, 'grid': 91125.0}
+>>> derived.apply({"x": 2.0, "y": "big", "box": 1.0, "cut": 0.0})["grid"]    # 0 → 40: 40³
+64000.0
+>>> "atoms" in derived.apply({"x": 2.0, "y": "big"})                         # not a number: missing
+False
+>>> DerivedInputs.parse(["bad=__import__('os')"])
+Traceback (most recent call last):
+...
+ValueError: derived input 'bad': unknown function '__import__' (allowed: abs, ceil, exp, floor, log, max, min, round_up, sqrt)
+"""
+from __future__ import annotations
+
+import ast
+import math
+from typing import Callable, Mapping, Sequence
+
+from .values import valid_key
+
+MAX_DERIVED = 32
+MAX_EXPRESSION_CHARS = 1_000
+MAX_NODES = 200
+
+
+def _round_up(x: float, *sizes: float) -> float:
+    return min((size for size in sizes if size >= x), default=x)
+
+
+FUNCTIONS: dict[str, tuple[Callable[..., float], int, int]] = {  # name: (function, fewest, most arguments)
+    "sqrt": (math.sqrt, 1, 1), "log": (math.log, 1, 1), "exp": (math.exp, 1, 1), "abs": (abs, 1, 1),
+    "floor": (lambda x: float(math.floor(x)), 1, 1), "ceil": (lambda x: float(math.ceil(x)), 1, 1),
+    "min": (min, 2, 64), "max": (max, 2, 64), "round_up": (_round_up, 2, 128),
+}
+_OPERATORS: dict[type, Callable[[float, float], float]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: math.pow(a, b),
+}
+_Evaluator = Callable[[Mapping[str, object]], float]
+
+
+class _Missing(Exception):
+    """An input the expression needs is absent or not a number."""
+
+
+def _compile(node: ast.AST, where: str, names: set[str]) -> _Evaluator:
+    """A closure computing ``node`` from an inputs mapping (floats only; raises _Missing,
+    ArithmeticError or ValueError when the value cannot be computed)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        try:
+            value = float(node.value)
+        except OverflowError:
+            raise ValueError(f"{where}: the number {ast.unparse(node)[:20]}... is too large") from None
+        return lambda inputs: value
+    if isinstance(node, ast.Name):
+        name = node.id
+        names.add(name)
+
+        def read(inputs):
+            value = inputs.get(name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise _Missing(name)
+            return float(value)
+        return read
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = _compile(node.operand, where, names)
+        if isinstance(node.op, ast.USub):
+            return lambda inputs: -operand(inputs)
+        return operand
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        operator = _OPERATORS[type(node.op)]
+        left, right = _compile(node.left, where, names), _compile(node.right, where, names)
+        return lambda inputs: operator(left(inputs), right(inputs))
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            called = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+            raise ValueError(f"{where}: unknown function {called!r} (allowed: {', '.join(sorted(FUNCTIONS))})")
+        if node.keywords:
+            raise ValueError(f"{where}: {node.func.id}() takes no keyword arguments")
+        function, fewest, most = FUNCTIONS[node.func.id]
+        if not fewest <= len(node.args) <= most:
+            raise ValueError(f"{where}: {node.func.id}() takes {fewest}-{most} arguments, not {len(node.args)}")
+        arguments = [_compile(argument, where, names) for argument in node.args]
+        return lambda inputs: float(function(*(argument(inputs) for argument in arguments)))
+    raise ValueError(f"{where}: {ast.unparse(node)!r} is not allowed (numbers, input names, + - * / **, "
+                     f"and the functions {', '.join(sorted(FUNCTIONS))})")
+
+
+class DerivedInputs:
+    """Named expressions of the inputs, in order (a later one may use an earlier one)."""
+
+    def __init__(self, expressions: Sequence[tuple[str, str]] = ()):
+        if len(expressions) > MAX_DERIVED:
+            raise ValueError(f"at most {MAX_DERIVED} derived inputs, got {len(expressions)}")
+        self.expressions = [(str(name), str(text)) for name, text in expressions]
+        self._evaluators: list[tuple[str, _Evaluator]] = []
+        self.sources: dict[str, list[str]] = {}  # derived name -> the inputs it reads
+        seen: set[str] = set()
+        for name, text in self.expressions:
+            where = f"derived input {name!r}"
+            if not valid_key(name):
+                raise ValueError(f"{where}: not a valid input name")
+            if name in seen:
+                raise ValueError(f"{where}: declared twice")
+            if len(text) > MAX_EXPRESSION_CHARS:
+                raise ValueError(f"{where}: expression longer than {MAX_EXPRESSION_CHARS} characters")
+            try:
+                tree = ast.parse(text.strip(), mode="eval")
+            except SyntaxError as error:
+                raise ValueError(f"{where}: cannot parse {text!r}: {error.msg}") from None
+            if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
+                raise ValueError(f"{where}: expression has more than {MAX_NODES} parts")
+            names: set[str] = set()
+            self._evaluators.append((name, _compile(tree.body, where, names)))
+            if name in names:
+                raise ValueError(f"{where}: uses itself")
+            self.sources[name] = sorted(names)
+            seen.add(name)
+
+    @classmethod
+    def parse(cls, declarations: Sequence[str]) -> "DerivedInputs":
+        """From ``NAME=EXPRESSION`` strings (the ``--derive`` option's form)."""
+        pairs = []
+        for declaration in declarations:
+            name, equals, text = str(declaration).partition("=")
+            if not equals or not text.strip():
+                raise ValueError(f"derived input {declaration!r}: expected NAME=EXPRESSION")
+            pairs.append((name.strip(), text.strip()))
+        return cls(pairs)
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.expressions]
+
+    def __bool__(self) -> bool:
+        return bool(self.expressions)
+
+    def apply(self, inputs: Mapping[str, object]) -> dict[str, object]:
+        """``inputs`` plus every derived input that can be computed (a stated one is replaced)."""
+        values = dict(inputs)
+        for name, evaluate in self._evaluators:
+            values.pop(name, None)
+            try:
+                value = evaluate(values)
+            except (_Missing, ArithmeticError, ValueError):
+                continue
+            if math.isfinite(value):
+                values[name] = value
+        return values
+
+    def to_json(self) -> list:
+        return [[name, text] for name, text in self.expressions]
+
+    @classmethod
+    def from_json(cls, data) -> "DerivedInputs":
+        try:
+            return cls([(name, text) for name, text in (data or [])])
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"bad derived inputs: {error}") from error
