@@ -57,16 +57,21 @@ def build_store(path: Path, total: int) -> dict:
     started = time.perf_counter()
     store = SQLiteStore(str(path), synchronous="OFF")   # a benchmark fixture: no fsync per batch
     opened = time.perf_counter() - started   # a store built by an older schema is migrated here
+    facts = fill_store(store, total, opened, f"{path}")
+    return {**facts, "store_mib": round(path.stat().st_size / 2**20)}
+
+
+def fill_store(store, total: int, opened: float, where: str) -> dict:
+    """Add the ``total`` replayed jobs to an empty store (any backend) and close it; a store
+    that already holds them is reused. Build facts: jobs, seconds, whether reused."""
     try:
         have = store.count_jobs()
         if have == total:
-            return {"jobs": total, "built_s": 0.0, "reused": True, "open_and_migrate_s": round(opened, 1),
-                    "store_mib": round(path.stat().st_size / 2**20)}
+            return {"jobs": total, "built_s": 0.0, "reused": True, "open_and_migrate_s": round(opened, 1)}
         if have:
-            raise SystemExit(f"{path} holds {have} jobs, not {total}: remove it")
+            raise SystemExit(f"{where} holds {have} jobs, not {total}: remove it")
         started = time.perf_counter()
         added, _ = store.add_jobs(replayed_jobs(total), "replay:KTH-SP2+HPC2N")
-        built = time.perf_counter() - started
+        return {"jobs": added, "built_s": round(time.perf_counter() - started, 1), "reused": False}
     finally:
         store.close()
-    return {"jobs": added, "built_s": round(built, 1), "reused": False, "store_mib": round(path.stat().st_size / 2**20)}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hpcpredict.daemon.store_postgres import PostgresStore
 
-from .build import replayed_jobs
+from .build import fill_store
 
 
 def _pg_bin(name: str) -> str:
@@ -103,16 +103,5 @@ def build_postgres_store(server: PostgresServer, total: int) -> tuple[str, dict]
     started = time.perf_counter()
     store = PostgresStore(dsn)
     opened = time.perf_counter() - started
-    try:
-        have = store.count_jobs()
-        if have == total:
-            return dsn, {"jobs": total, "built_s": 0.0, "reused": True, "open_and_migrate_s": round(opened, 1),
-                         "database_mib": server.size_mib(name)}
-        if have:
-            raise SystemExit(f"database {name} holds {have} jobs, not {total}: drop it")
-        started = time.perf_counter()
-        added, _ = store.add_jobs(replayed_jobs(total), "replay:KTH-SP2+HPC2N")
-        built = time.perf_counter() - started
-    finally:
-        store.close()
-    return dsn, {"jobs": added, "built_s": round(built, 1), "reused": False, "database_mib": server.size_mib(name)}
+    facts = fill_store(store, total, opened, f"database {name}")
+    return dsn, {**facts, "database_mib": server.size_mib(name)}
