@@ -117,11 +117,7 @@ def _hook_open_loop(path: str, lines: list[bytes], rate: float, seconds: float, 
         due, sent, _ = open_calls.pop(sock)
         selector.unregister(sock)
         sock.close()
-        codes[code] = codes.get(code, 0) + 1
-        if code == "OK":
-            done = time.monotonic()
-            latencies.append(done - due)
-            from_send.append(done - sent)
+        _count(code, due, sent, time.monotonic(), codes, latencies, from_send)
 
     start = time.monotonic() + 0.2
     index = 0
@@ -190,11 +186,7 @@ async def _open_loop(call, items: list, rate: float, seconds: float, timeout: fl
             code = error.code().name
         except OSError as error:
             code = type(error).__name__
-        codes[code] = codes.get(code, 0) + 1
-        if code == "OK":
-            done = loop.time()
-            latencies.append(done - due)
-            from_send.append(done - sent)
+        _count(code, due, sent, loop.time(), codes, latencies, from_send)
 
     start = loop.time() + 0.2
     tasks = []
@@ -208,6 +200,14 @@ async def _open_loop(call, items: list, rate: float, seconds: float, timeout: fl
         tasks.append(asyncio.ensure_future(one(index, due)))
     await asyncio.gather(*tasks)
     return _summary(rate, count, codes, latencies, from_send, loop.time() - start, late)
+
+
+def _count(code: str, due: float, sent: float, done: float, codes: dict, latencies: list, from_send: list) -> None:
+    """One answered request: its code counted, an OK's latency from its due time and its send."""
+    codes[code] = codes.get(code, 0) + 1
+    if code == "OK":
+        latencies.append(done - due)
+        from_send.append(done - sent)
 
 
 def _summary(rate: float, count: int, codes: dict, latencies: list[float], from_send: list[float], wall: float,
