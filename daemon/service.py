@@ -253,6 +253,11 @@ class PredictionService:
         return hashlib.blake2b(next(self._id_counter).to_bytes(8, "little"), key=self._id_key,
                                digest_size=16).hexdigest()
 
+    @property
+    def _default_cluster(self) -> str | None:
+        """The cluster of a request naming none: the first configured (None: any)."""
+        return self.clusters[0] if self.clusters else None
+
     def _served(self, spec):
         """``spec`` on one of the clusters this daemon serves: a request naming none is on the
         first configured one; one naming another cluster is refused (no list: any cluster)."""
@@ -336,8 +341,7 @@ class PredictionService:
             # The hooks' AdminComment field was rewritten by a site tool: the prediction
             # recorded at allocation under this job id (after its submission) links the outcome.
             row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0),
-                                                cluster=outcome.request.job.cluster or
-                                                (self.clusters[0] if self.clusters else None))
+                                                cluster=outcome.request.job.cluster or self._default_cluster)
             prediction_id = row.prediction_id if row is not None else ""
         request = outcome.request
         if not request.job.user and prediction_id:
@@ -362,7 +366,7 @@ class PredictionService:
         """``request`` plus the runtime features the job reported (its latest prediction, when
         that is a ``runtime-features`` one made after its submission); the outcome stays linked
         to the prediction made before the job ran, which is what accuracy is measured on."""
-        cluster = request.job.cluster or (self.clusters[0] if self.clusters else None)
+        cluster = request.job.cluster or self._default_cluster
         row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0), cluster=cluster)
         if row is None or row.stage != "runtime-features" or not row.request:
             return request
@@ -381,7 +385,7 @@ class PredictionService:
         if len(request.text) > MAX_FEATURES_TEXT_CHARS:
             raise InvalidRequest("text", f"longer than {MAX_FEATURES_TEXT_CHARS} characters")
         if not request.prediction_id:
-            row = self.store.prediction_for_job(request.job_id, cluster=self.clusters[0] if self.clusters else None)
+            row = self.store.prediction_for_job(request.job_id, cluster=self._default_cluster)
             if row is None:
                 raise InvalidRequest("prediction_id", f"required (no prediction of job {request.job_id!r} is stored)")
             prediction_id = row.prediction_id
