@@ -79,6 +79,23 @@ def _start_up(env: dict, work: Path, timeout: float = 600.0) -> dict:
         log.close()
 
 
+def _train(env: dict) -> dict:
+    """``hpcpredict train`` on the store ``env`` names, in a child: wall, CPU, peak RSS, jobs."""
+    train = _timed_child([sys.executable, "-m", "hpcpredict.daemon.cli.main", "train", "--no-reload", "--json"], env)
+    trained = json.loads(train.pop("stdout"))
+    train.update(jobs=trained["jobs"], version=trained["version"])
+    return train
+
+
+def _row(train: dict | None, start: dict) -> dict:
+    """The headline numbers of one history size (no training ones with --start-up-only)."""
+    row = {"start_up_s": start["start_s"], "daemon_peak_rss_mib": start["peak_rss_mib"]}
+    if train is None:
+        return row
+    return {"train_s": train["wall_s"], "train_cpu_s": train["cpu_s"], "train_peak_rss_mib": train["peak_rss_mib"],
+            **row}
+
+
 def run(args: list[str]) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks run history_scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, nargs="+", default=[1_000_000], help="history sizes (default 10^6)")
@@ -98,16 +115,9 @@ def run(args: list[str]) -> dict:
                 raise SystemExit(f"--start-up-only: no walltime model in {work / 'models'}: run without it first")
             train = None
         else:
-            train = _timed_child([sys.executable, "-m", "hpcpredict.daemon.cli.main", "train", "--no-reload", "--json"],
-                                 env)
-            trained = json.loads(train.pop("stdout"))
-            train.update(jobs=trained["jobs"], version=trained["version"])
+            train = _train(env)
         start = _start_up(env, work)
         sizes[str(total)] = {"store": built, "train": train, "start_up": start,
                              "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
-        row = {"start_up_s": start["start_s"], "daemon_peak_rss_mib": start["peak_rss_mib"]}
-        if train is not None:
-            row = {"train_s": train["wall_s"], "train_cpu_s": train["cpu_s"],
-                   "train_peak_rss_mib": train["peak_rss_mib"], **row}
-        headline[f"{total:.0e}".replace("+0", "")] = row
+        headline[f"{total:.0e}".replace("+0", "")] = _row(train, start)
     return {"headline": headline, "sizes": sizes}

@@ -20,13 +20,11 @@ run, so the two backends are compared under the same load.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from pathlib import Path
 
 from benchmarks.areas.history_scale import _environment as _sqlite_environment
-from benchmarks.areas.history_scale import _start_up, _timed_child
+from benchmarks.areas.history_scale import _row, _start_up, _train
 from benchmarks.history_scale.build import build_store
 from benchmarks.history_scale.postgres import build_postgres_store
 from benchmarks.postgres import PostgresServer
@@ -41,15 +39,7 @@ def _environment(work: Path, dsn: str) -> dict:
 
 
 def _train_and_start(env: dict, work: Path) -> tuple[dict, dict]:
-    train = _timed_child([sys.executable, "-m", "hpcpredict.daemon.cli.main", "train", "--no-reload", "--json"], env)
-    trained = json.loads(train.pop("stdout"))
-    train.update(jobs=trained["jobs"], version=trained["version"])
-    return train, _start_up(env, work)
-
-
-def _row(train: dict, start: dict) -> dict:
-    return {"train_s": train["wall_s"], "train_cpu_s": train["cpu_s"], "train_peak_rss_mib": train["peak_rss_mib"],
-            "start_up_s": start["start_s"], "daemon_peak_rss_mib": start["peak_rss_mib"]}
+    return _train(env), _start_up(env, work)
 
 
 def run(args: list[str]) -> dict:
