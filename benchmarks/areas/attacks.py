@@ -23,7 +23,6 @@ import os
 import pwd
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from benchmarks.areas.hook import KTH
+from benchmarks.load.world import KTH
 from benchmarks.load.openloop import median_row, run_rate, start_daemon, stop_daemon
 from benchmarks.load.world import build_world, requests
 

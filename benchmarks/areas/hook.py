@@ -19,10 +19,9 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.load.openloop import crossing_rate, hook_lines, median_row, run_rate, start_daemon, stop_daemon
-from benchmarks.load.world import REPO, build_world, requests
+from benchmarks.load.world import KTH, build_world, requests
 
 DESCRIPTION = "hook socket, open loop: p50/p99 at 500 req/s and the rate where p99 crosses 10 ms"
-KTH = REPO / "tests" / "data" / "traces" / "KTH-SP2.swf"
 
 
 def run(args: list[str]) -> dict:

@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TRACE = REPO / "tests" / "data" / "traces" / "hpc2n-subset.swf"
+KTH = REPO / "tests" / "data" / "traces" / "KTH-SP2.swf"   # the load benchmarks' history
 RUNS_CSV = REPO / "tests" / "data" / "runtime" / "lammps_melt.csv"
 INPUT_COLUMNS = ("x", "y", "z", "steps", "cutoff", "skin", "temp", "newton")
 
