@@ -9,6 +9,13 @@ killed, in trace processors x hours (SWF counts processors; on a node-exclusive 
 nodes). ``killed_censored`` counts the killed jobs that the trace shows ran into their own
 request anyway (killed there in reality; the policy only stopped them earlier).
 
+A replay with resubmission (``simulate(..., resubmit_killed=True)``) has one more outcome per
+killed job, its retry. Scores are then the user's: a job's wait runs from its first
+submission to its final end minus its final run (so it holds its first wait, the lost run and
+the retry's wait), ``run`` is the final run, ``utilization`` counts the lost runs too (the
+machine was busy), ``n`` and the other counts are over first submissions, and
+``resubmitted`` counts the retries. Without retries the scores are those above.
+
 >>> from hpcpredict.daemon.scheduling.easy import simulate
 >>> from hpcpredict.daemon.scheduling.workload import SimJob
 >>> summary = summarize(simulate([SimJob(0, "a", 0, 1, 100, 100, 100)], procs=2), procs=2)
@@ -24,6 +31,9 @@ TAU_S = 10.0
 
 def summarize(outcomes, procs: int) -> dict:
     """The metrics of a replay (plain floats and ints, JSON-ready)."""
+    retries = {o.job.retry_of: o for o in outcomes if o.job.retry_of >= 0}
+    everything = outcomes
+    outcomes = [o for o in outcomes if o.job.retry_of < 0] if retries else outcomes
     n = len(outcomes)
     if n == 0:
         return {"n": 0, "mean_wait_s": float("nan"), "mean_bounded_slowdown": float("nan"),
@@ -34,14 +44,23 @@ def summarize(outcomes, procs: int) -> dict:
     end = np.fromiter((o.end_s for o in outcomes), float, n)
     size = np.fromiter((o.job.procs for o in outcomes), float, n)
     killed = np.fromiter((o.killed for o in outcomes), bool, n)
-    wait, run = start - submit, end - start
+    run = end - start                   # as run under this outcome (a killed job: its lost run)
+    used = (size * run).sum()
+    wait = start - submit
     slowdown = np.maximum(1.0, (wait + run) / np.maximum(run, TAU_S))
-    span = end.max() - submit.min()
+    if retries:
+        final = [retries.get(o.job.seq, o) for o in outcomes]
+        final_start = np.fromiter((f.start_s for f in final), float, n)
+        final_run = np.fromiter((f.end_s for f in final), float, n) - final_start
+        wait = final_start - submit        # the first wait, the lost run, the retry's wait
+        slowdown = np.maximum(1.0, (wait + final_run) / np.maximum(final_run, TAU_S))
+        used += sum(o.job.procs * (o.end_s - o.start_s) for o in retries.values())
+    span = max(o.end_s for o in everything) - submit.min()
     return {
         "n": n,
         "mean_wait_s": float(wait.mean()),
         "mean_bounded_slowdown": float(slowdown.mean()),
-        "utilization": float((size * run).sum() / (procs * span)) if span > 0 else float("nan"),
+        "utilization": float(used / (procs * span)) if span > 0 else float("nan"),
         "killed": int(killed.sum()),
         "killed_node_hours": float((size * run)[killed].sum() / 3600.0),
         "killed_censored": int(sum(o.killed and 0 < o.job.request_s <= o.job.work_s for o in outcomes)),
