@@ -11,8 +11,9 @@ semantics, bf_resolution 60 s) on KTH-SP2 and the HPC2N subset, two questions:
    at its kill with the user's own request and no ``time_min``, and scored from its first
    submission to its final end. ``ours``: our policy (``hpcpredict``, online predictions as in
    ``evaluate walltime``) at each risk under both accountings, the share of the oracle's gain
-   in mean bounded slowdown, the kills against risk x shortened, and the lowest risk where the
-   goal (>= half the gain, kills within the risk) holds.
+   in mean bounded slowdown, the kills against risk x shortened, the lowest risk where the
+   goal (>= half the gain, kills within the risk) holds, and how much of the change in mean
+   bounded slowdown comes from the killed jobs themselves and how much from the others.
 2. *Information ceiling.* ``hindsight``: the bound of each job is the (1 - risk) quantile of
    its group's runtimes over the whole trace (benchmarks/scheduling/hindsight.py; groups
    user+request+size, user, batch; in-sample, leave-one-out or split conformal), through the
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+import numpy as np
 
 DESCRIPTION = ("walltime policy vs oracle when killed jobs are resubmitted, and a hindsight "
                "group-quantile bound as the ceiling of any bound (KTH-SP2, HPC2N)")
@@ -49,17 +52,38 @@ def _scores(s: dict, user: dict, room: float, risk: float) -> dict:
 def _group_sizes(ids) -> dict:
     """How many jobs sit in groups too small for a quantile at risk 0.03 (fewer than 34 jobs:
     there the in-sample bound is the group's maximum, and conformal gives none)."""
-    import numpy as np
-
     sizes = np.bincount(ids)[ids]       # per job, the size of its group
     return {"groups": int(len(np.unique(ids))), "jobs_alone": int((sizes == 1).sum()),
             "jobs_in_groups_below_10": int((sizes < 10).sum()), "jobs_in_groups_below_34": int((sizes < 34).sum())}
 
 
+def _killed_split(user_outcomes, outcomes) -> dict:
+    """Where the policy's change in mean bounded slowdown comes from: the jobs it killed, or
+    the others; and the killed jobs' own wait and slowdown against the users' requests'."""
+    from hpcpredict.daemon.scheduling.metrics import job_scores
+
+    first_u, wait_u, bsld_u = job_scores(user_outcomes)
+    first, wait, bsld = job_scores(outcomes)
+    by_seq = {o.job.seq: i for i, o in enumerate(first_u)}
+    order = [by_seq[o.job.seq] for o in first]
+    wait_u, bsld_u = wait_u[order], bsld_u[order]
+    killed = np.array([o.killed for o in first])
+    if not killed.any():
+        return {"bsld_change_killed": 0.0, "bsld_change_others": round(float((bsld - bsld_u).mean()), 3)}
+    n = len(first)
+    return {"bsld_change_killed": round(float((bsld - bsld_u)[killed].sum() / n), 3),
+            "bsld_change_others": round(float((bsld - bsld_u)[~killed].sum() / n), 3),
+            "killed_mean_wait_s": round(float(wait[killed].mean())),
+            "killed_mean_wait_s_user": round(float(wait_u[killed].mean())),
+            "killed_mean_bsld": round(float(bsld[killed].mean()), 3),
+            "killed_mean_bsld_user": round(float(bsld_u[killed].mean()), 3)}
+
+
 def replay_trace(path: Path, risks: list[float]) -> dict:
     from benchmarks.scheduling.hindsight import GROUPINGS, METHODS, group_ids, hindsight_jobs
     from hpcpredict.daemon.history.traces import read_trace
-    from hpcpredict.daemon.scheduling.policies import online_predictions
+    from hpcpredict.daemon.scheduling.easy import simulate
+    from hpcpredict.daemon.scheduling.policies import hpcpredict, online_predictions
     from hpcpredict.daemon.scheduling.replay import replay_jobs, replay_policies
     from hpcpredict.daemon.scheduling.workload import sim_jobs, trace_machine_size
 
@@ -78,11 +102,13 @@ def replay_trace(path: Path, risks: list[float]) -> dict:
            "oracle_time_min": _scores(base["oracle-time-min"], user, room, 0.0),
            "group_sizes": {grouping: _group_sizes(group_ids(workload, grouping)) for grouping in GROUPINGS},
            "ours": {}, "hindsight": {}}
+    user_outcomes = simulate(workload.jobs, procs)
     for risk in risks:
         answers = online_predictions(records, risk)
+        jobs = [hpcpredict(job, answers.get(id(record))) for job, record in zip(workload.jobs, workload.records)]
         out["ours"][str(risk)] = {
-            accounting: _scores(replay_policies(workload, answers, ["hpcpredict"], resubmit_killed=resubmit)
-                                ["hpcpredict"], user, room, risk)
+            accounting: dict(_scores(replay_jobs(workload, jobs, resubmit_killed=resubmit), user, room, risk),
+                             **_killed_split(user_outcomes, simulate(jobs, procs, resubmit_killed=resubmit)))
             for accounting, resubmit in ACCOUNTINGS.items()}
         for grouping in GROUPINGS:
             for method in METHODS:

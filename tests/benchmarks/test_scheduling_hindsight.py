@@ -103,3 +103,6 @@ def test_area_on_the_hpc2n_subset():
             assert s["goal_met"] == (s["captured"] is not None and s["captured"] >= 0.5
                                      and s["killed"] <= 0.3 * s["shortened"])
     assert out["ours"]["0.3"]["resubmitted"]["killed"] > 0
+    for s in out["ours"]["0.3"].values():     # the change splits into the killed jobs' and the others'
+        assert s["bsld_change_killed"] + s["bsld_change_others"] == pytest.approx(-s["bsld_gain"], abs=2e-3)
+        assert s["killed_mean_wait_s"] >= 0 and s["killed_mean_bsld"] >= 1
