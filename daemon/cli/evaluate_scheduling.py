@@ -7,6 +7,9 @@ and ``hpcpredict-soft``), each with ``n``, ``mean_wait_s``, ``mean_bounded_slowd
 ``lowered``, ``shortened``, ``procs`` and ``dropped``. The machine size comes from the SWF
 header (``; MaxProcs:``, else ``; MaxNodes:``); ``--procs`` overrides it. ``--time-min-limit``
 says what a job backfilled on its ``--time-min`` runs under (Slurm 22.05: the ``time_min``).
+``--resubmit-killed`` makes kills cost what they cost: a job a policy's limit killed is
+submitted again at its kill with the user's own request, and scored from its first submission
+to its final end (its lost run counted as waiting); each policy then also has ``resubmitted``.
 """
 from __future__ import annotations
 
@@ -32,6 +35,10 @@ def register(families) -> None:
                              "22.05, the default), 'reservation' (later Slurm: the time left before "
                              "the reservation it would overlap) or 'any-start' (22.05 at worst: every "
                              "job with a --time-min runs under it, also those started at the head)")
+    parser.add_argument("--resubmit-killed", action="store_true",
+                        help="a job killed by a limit below its request is submitted again at its kill "
+                             "with the user's request (no --time-min) and scored from its first "
+                             "submission to its final end (default: a killed job counts as done)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
@@ -57,9 +64,10 @@ def run(args) -> int:
         raise ParseError("no job with a known submit time and runtime", source=args.trace)
     policies = list(POLICIES) if args.all_policies else list(DEFAULT_POLICIES)
     if len(jobs) > 5000 and sys.stderr.isatty() and not args.json:
-        scores = _with_progress(jobs, procs, args.risk, policies, args.time_min_limit)
+        scores = _with_progress(jobs, procs, args.risk, policies, args.time_min_limit, args.resubmit_killed)
     else:
-        scores = evaluate_scheduling(jobs, procs, args.risk, policies, time_min_limit=args.time_min_limit)
+        scores = evaluate_scheduling(jobs, procs, args.risk, policies, time_min_limit=args.time_min_limit,
+                                     resubmit_killed=args.resubmit_killed)
     if args.json:
         print(json.dumps(scores))
     else:
@@ -67,7 +75,7 @@ def run(args) -> int:
     return 0
 
 
-def _with_progress(jobs, procs, risk, policies, time_min_limit):
+def _with_progress(jobs, procs, risk, policies, time_min_limit, resubmit_killed):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
@@ -77,6 +85,7 @@ def _with_progress(jobs, procs, risk, policies, time_min_limit):
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("predict", total=len(jobs))
         return evaluate_scheduling(jobs, procs, risk, policies, time_min_limit=time_min_limit,
+                                   resubmit_killed=resubmit_killed,
                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
 
 
@@ -88,7 +97,9 @@ def _print_table(trace: str, risk: float, procs: int, scores: dict) -> None:
     table = Table(title=f"EASY backfilling replay, {procs} processors, bound risk {risk:g}",
                   caption=f"{trace}: {first['n']} jobs replayed, {first['dropped']} dropped. bsld = mean "
                           "bounded slowdown (tau 10 s); shortened = limits the policy set below the "
-                          "request; lowered = limits backfill cut to a time_min")
+                          "request; lowered = limits backfill cut to a time_min"
+                          + ("; killed jobs resubmitted with their request, scored to their final end"
+                             if "resubmitted" in first else ""))
     table.add_column("policy", no_wrap=True)
     for column in ("wait min", "bsld", "util", "shortened", "lowered", "killed", "killed proc-h"):
         table.add_column(column, justify="right")

@@ -40,6 +40,11 @@ before its request), and reservations assume it ends at ``time_min``, or, once p
 halfway between now and its limit (``_bf_reserve_running``). Our Slurm test cluster is 22.05:
 that variant is not validated against a real Slurm.
 
+With ``resubmit_killed`` a job that a limit below its user's request killed is submitted again
+at its kill time with the user's request and no ``time_min`` (:meth:`SimJob.resubmission`):
+its lost run occupied the machine and the retry queues like any new job. Without it (the
+default) a killed job is simply done at its kill, as if its cut run were all it needed.
+
 Where this differs from Slurm (say so when comparing): Slurm reserves for every pending job
 it tests (bf_max_job_test), not only the head; it places jobs on nodes (a job may take
 reserved nodes and be cut although extra processors existed); it schedules every
@@ -103,12 +108,14 @@ class _Running:
 
 
 def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_RESOLUTION_S,
-             time_min_limit: str = SLURM_22_05) -> list[Outcome]:
+             time_min_limit: str = SLURM_22_05, resubmit_killed: bool = False) -> list[Outcome]:
     """Replay ``jobs`` on ``procs`` processors; one :class:`Outcome` per job, in start order.
 
     ``resolution_s``: reservation start times are rounded down to it (Slurm's
     ``bf_resolution``; 0 = exact, plain EASY). ``time_min_limit``: the limit of a job that
-    backfill starts on its time_min (``SLURM_22_05`` or ``RESERVATION``, see above)."""
+    backfill starts on its time_min (``SLURM_22_05`` or ``RESERVATION``, see above).
+    ``resubmit_killed``: a job killed below its user's request is submitted again at its kill
+    (one more outcome, whose ``job.retry_of`` is the killed job's ``seq``)."""
     if procs <= 0:
         raise ValueError(f"machine size must be positive, got {procs}")
     if time_min_limit not in (SLURM_22_05, RESERVATION, ANY_START):
@@ -121,6 +128,7 @@ def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_
     events: list[tuple[float, int, int, SimJob]] = [(j.submit_s, _SUBMIT, j.seq, j) for j in ordered]
     heapq.heapify(events)
     state = _Machine(procs, resolution_s, time_min_limit)
+    next_seq = max((j.seq for j in ordered), default=-1) + 1
     while events:
         now = events[0][0]
         while events and events[0][0] == now:
@@ -132,6 +140,11 @@ def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_
                 state.queue.append(job)
         for outcome in state.schedule(now):
             heapq.heappush(events, (outcome.end_s, _END, outcome.job.seq, outcome.job))
+            if resubmit_killed and outcome.killed and outcome.limit_s < outcome.job.request_limit_s:
+                # the user's own request never ends in a retry: only a limit we set below it
+                retry = outcome.job.resubmission(next_seq, outcome.end_s)
+                heapq.heappush(events, (outcome.end_s, _SUBMIT, next_seq, retry))
+                next_seq += 1
     return state.outcomes
 
 

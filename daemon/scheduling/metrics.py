@@ -9,6 +9,13 @@ killed, in trace processors x hours (SWF counts processors; on a node-exclusive 
 nodes). ``killed_censored`` counts the killed jobs that the trace shows ran into their own
 request anyway (killed there in reality; the policy only stopped them earlier).
 
+A replay with resubmission (``simulate(..., resubmit_killed=True)``) has one more outcome per
+killed job, its retry. Scores are then the user's: a job's wait runs from its first
+submission to its final end minus its final run (so it holds its first wait, the lost run and
+the retry's wait), ``run`` is the final run, ``utilization`` counts the lost runs too (the
+machine was busy), ``n`` and the other counts are over first submissions, and
+``resubmitted`` counts the retries. Without retries the scores are those above.
+
 >>> from hpcpredict.daemon.scheduling.easy import simulate
 >>> from hpcpredict.daemon.scheduling.workload import SimJob
 >>> summary = summarize(simulate([SimJob(0, "a", 0, 1, 100, 100, 100)], procs=2), procs=2)
@@ -24,27 +31,37 @@ TAU_S = 10.0
 
 def summarize(outcomes, procs: int) -> dict:
     """The metrics of a replay (plain floats and ints, JSON-ready)."""
-    n = len(outcomes)
+    first, wait, slowdown = job_scores(outcomes)
+    n = len(first)
     if n == 0:
         return {"n": 0, "mean_wait_s": float("nan"), "mean_bounded_slowdown": float("nan"),
                 "utilization": float("nan"), "killed": 0, "killed_node_hours": 0.0, "killed_censored": 0,
                 "backfilled": 0, "lowered": 0}
-    submit = np.fromiter((o.job.submit_s for o in outcomes), float, n)
-    start = np.fromiter((o.start_s for o in outcomes), float, n)
-    end = np.fromiter((o.end_s for o in outcomes), float, n)
-    size = np.fromiter((o.job.procs for o in outcomes), float, n)
-    killed = np.fromiter((o.killed for o in outcomes), bool, n)
-    wait, run = start - submit, end - start
-    slowdown = np.maximum(1.0, (wait + run) / np.maximum(run, TAU_S))
-    span = end.max() - submit.min()
+    used = sum(o.job.procs * (o.end_s - o.start_s) for o in outcomes)      # lost runs and retries too
+    lost = sum(o.job.procs * (o.end_s - o.start_s) for o in first if o.killed)
+    span = max(o.end_s for o in outcomes) - min(o.job.submit_s for o in first)
     return {
         "n": n,
         "mean_wait_s": float(wait.mean()),
         "mean_bounded_slowdown": float(slowdown.mean()),
-        "utilization": float((size * run).sum() / (procs * span)) if span > 0 else float("nan"),
-        "killed": int(killed.sum()),
-        "killed_node_hours": float((size * run)[killed].sum() / 3600.0),
-        "killed_censored": int(sum(o.killed and 0 < o.job.request_s <= o.job.work_s for o in outcomes)),
-        "backfilled": int(sum(o.backfilled for o in outcomes)),
-        "lowered": int(sum(o.lowered for o in outcomes)),
+        "utilization": float(used / (procs * span)) if span > 0 else float("nan"),
+        "killed": int(sum(o.killed for o in first)),
+        "killed_node_hours": float(lost / 3600.0),
+        "killed_censored": int(sum(o.killed and 0 < o.job.request_s <= o.job.work_s for o in first)),
+        "backfilled": int(sum(o.backfilled for o in first)),
+        "lowered": int(sum(o.lowered for o in first)),
     }
+
+
+def job_scores(outcomes) -> tuple[list, np.ndarray, np.ndarray]:
+    """Per job as its user saw it: (its first outcome, wait s, bounded slowdown), in the order
+    of ``outcomes``; a resubmitted job's wait runs to its retry's start (see above)."""
+    retries = {o.job.retry_of: o for o in outcomes if o.job.retry_of >= 0}
+    first = [o for o in outcomes if o.job.retry_of < 0] if retries else list(outcomes)
+    final = [retries.get(o.job.seq, o) for o in first] if retries else first
+    n = len(first)
+    submit = np.fromiter((o.job.submit_s for o in first), float, n)
+    start = np.fromiter((o.start_s for o in final), float, n)
+    run = np.fromiter((o.end_s for o in final), float, n) - start
+    wait = start - submit       # resubmitted: the first wait, the lost run, the retry's wait
+    return first, wait, np.maximum(1.0, (wait + run) / np.maximum(run, TAU_S))

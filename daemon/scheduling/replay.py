@@ -22,10 +22,12 @@ from .workload import Workload, sim_jobs
 def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
                         policies: Iterable[str] = DEFAULT_POLICIES,
                         resolution_s: float = SLURM_BF_RESOLUTION_S, time_min_limit: str = SLURM_22_05,
-                        progress: Callable[[int, int], None] | None = None) -> dict[str, dict]:
+                        progress: Callable[[int, int], None] | None = None,
+                        resubmit_killed: bool = False) -> dict[str, dict]:
     """Metrics per policy (``n``, ``mean_wait_s``, ``mean_bounded_slowdown``, ``utilization``,
     ``killed``, ``killed_node_hours``, ``backfilled``, ``lowered``, ``shortened``, ``procs``,
-    ``dropped``)."""
+    ``dropped``; with ``resubmit_killed`` every killed job is submitted again with its user's
+    request and scored from its first submission to its final end, and ``resubmitted`` is added)."""
     names = list(policies)
     unknown = [name for name in names if name not in POLICIES]
     if unknown:
@@ -36,20 +38,29 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
         reasons = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in workload.dropped.items())
         raise InvalidRequest("trace", f"no job to replay on {procs} processors ({reasons or 'no jobs'})")
     answers = online_predictions(records, risk, progress=progress) if names != ["user"] else {}
-    return replay_policies(workload, answers, names, resolution_s, time_min_limit)
+    return replay_policies(workload, answers, names, resolution_s, time_min_limit, resubmit_killed)
 
 
 def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
-                    resolution_s: float = SLURM_BF_RESOLUTION_S, time_min_limit: str = SLURM_22_05) -> dict[str, dict]:
+                    resolution_s: float = SLURM_BF_RESOLUTION_S, time_min_limit: str = SLURM_22_05,
+                    resubmit_killed: bool = False) -> dict[str, dict]:
     """:func:`evaluate_scheduling` on a workload whose predictions (``online_predictions``)
     are already made: one replay per policy."""
-    results = {}
-    for name in names:
-        policy = POLICIES[name]
-        jobs = [policy(job, answers.get(id(record))) for job, record in zip(workload.jobs, workload.records)]
-        scores = summarize(simulate(jobs, workload.procs, resolution_s, time_min_limit), workload.procs)
-        scores["shortened"] = sum(shortened(before, after) for before, after in zip(workload.jobs, jobs))
-        scores["procs"] = workload.procs
-        scores["dropped"] = sum(workload.dropped.values())
-        results[name] = scores
-    return results
+    return {name: replay_jobs(workload, [POLICIES[name](job, answers.get(id(record)))
+                                         for job, record in zip(workload.jobs, workload.records)],
+                              resolution_s, time_min_limit, resubmit_killed)
+            for name in names}
+
+
+def replay_jobs(workload: Workload, jobs: list, resolution_s: float = SLURM_BF_RESOLUTION_S,
+                time_min_limit: str = SLURM_22_05, resubmit_killed: bool = False) -> dict:
+    """The scores of one replay of ``workload`` whose jobs a policy has set (``jobs[i]`` is
+    ``workload.jobs[i]`` with its limits)."""
+    outcomes = simulate(jobs, workload.procs, resolution_s, time_min_limit, resubmit_killed)
+    scores = summarize(outcomes, workload.procs)
+    scores["shortened"] = sum(shortened(before, after) for before, after in zip(workload.jobs, jobs))
+    scores["procs"] = workload.procs
+    scores["dropped"] = sum(workload.dropped.values())
+    if resubmit_killed:
+        scores["resubmitted"] = sum(o.job.retry_of >= 0 for o in outcomes)
+    return scores

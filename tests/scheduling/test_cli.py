@@ -107,3 +107,19 @@ def test_trace_where_no_job_fits_is_a_clear_error(tmp_path):
     done = cli(str(path), "--json")
     assert done.returncode == 1 and "no job to replay on 4 processors" in done.stderr
     assert "1 larger than machine" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_resubmit_killed_adds_a_field_and_leaves_the_baselines_alone(kth_slice):
+    """--resubmit-killed: the same keys plus ``resubmitted`` (one retry per killed job); the
+    users' requests and the oracle kill nothing, so their scores equal the default replay's."""
+    default = json.loads(cli(str(kth_slice), "--risk", "0.3", "--json").stdout)
+    done = cli(str(kth_slice), "--risk", "0.3", "--json", "--resubmit-killed")
+    assert done.returncode == 0, done.stderr
+    scores = json.loads(done.stdout)
+    assert list(scores) == ["user", "hpcpredict", "oracle"]
+    for name, s in scores.items():
+        assert s.keys() == default[name].keys() | {"resubmitted"}
+        assert s["resubmitted"] == s["killed"] and s["n"] == default[name]["n"]
+    assert scores["user"] == dict(default["user"], resubmitted=0)
+    assert scores["oracle"] == dict(default["oracle"], resubmitted=0)
+    assert scores["hpcpredict"]["killed"] > 0      # the risk-0.3 bound kills some jobs here
