@@ -30,7 +30,7 @@ BASELINES = ("user", "oracle")
 # 22.05 at worst (its backfill thread starts every job) the time_min for every job.
 MODES = {"": "time_min", "/reservation": "reservation", "/any-start": "any-start"}
 PREDICTED_BY_MODE = ("hpcpredict",)
-PREDICTED = ("hpcpredict-time", "hpcpredict-soft")
+PREDICTED = ("hpcpredict-time", "hpcpredict-soft", "hpcpredict-soft-point")
 UNBATCHED = "hpcpredict/jobs-as-units"   # the bound calibrated with every job its own unit
 
 

@@ -1,8 +1,8 @@
 """`hpcpredict evaluate scheduling TRACE`: replay a trace through EASY backfilling per policy.
 
 Prints a table (or one JSON object with ``--json``) keyed by policy name (``user``,
-``hpcpredict``, ``oracle``; ``--all-policies`` adds ``oracle-time-min``, ``hpcpredict-time``
-and ``hpcpredict-soft``), each with ``n``, ``mean_wait_s``, ``mean_bounded_slowdown``,
+``hpcpredict``, ``oracle``; ``--all-policies`` adds ``oracle-time-min``, ``hpcpredict-time``,
+``hpcpredict-soft`` and ``hpcpredict-soft-point``), each with ``n``, ``mean_wait_s``, ``mean_bounded_slowdown``,
 ``utilization``, ``killed``, ``killed_node_hours``, ``killed_censored``, ``backfilled``,
 ``lowered``, ``shortened``, ``procs`` and ``dropped``. The machine size comes from the SWF
 header (``; MaxProcs:``, else ``; MaxNodes:``); ``--procs`` overrides it. ``--time-min-limit``
@@ -29,7 +29,7 @@ def register(families) -> None:
                         help="machine size in processors (default: the SWF header's MaxProcs/MaxNodes)")
     parser.add_argument("--all-policies", action="store_true",
                         help="also the policies a site could choose instead (oracle-time-min, "
-                             "hpcpredict-time, hpcpredict-soft)")
+                             "hpcpredict-time, hpcpredict-soft, hpcpredict-soft-point)")
     parser.add_argument("--time-min-limit", choices=("time_min", "reservation", "any-start"), default="time_min",
                         help="the limit of a job backfill starts on its --time-min: 'time_min' (Slurm "
                              "22.05, the default), 'reservation' (later Slurm: the time left before "

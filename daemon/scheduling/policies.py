@@ -13,6 +13,8 @@ Every policy maps (job with the user's request, our online prediction) to the jo
   capped at the request): a kill limit at the risk target on every predicted job.
 - ``hpcpredict-soft``: the hook's ``--time-min`` as a soft limit (Slurm >= 23.11
   ``time_min_as_soft_limit``: planned on, never enforced; modelled, not tested on a real Slurm).
+- ``hpcpredict-soft-point``: the same soft limit set to our point estimate instead of the
+  bound: where a limit never kills, the bound's margin only costs scheduling accuracy.
 
 Predictions are made online as ``hpcpredict evaluate walltime`` makes them: in submission
 order, a job sees only the jobs that ended (in the trace) before it was submitted.
@@ -68,9 +70,15 @@ def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
                                    fallback=prediction.fallback), soft=True)
 
 
+def hpcpredict_soft_point(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
+    return _apply(job, plan_limits(bound_s=prediction.runtime_s, requested_s=job.request_s,
+                                   fallback=prediction.fallback), soft=True)
+
+
 POLICIES: dict[str, Policy] = {
     "user": user, "hpcpredict": hpcpredict, "oracle": oracle, "oracle-time-min": oracle_time_min,
     "hpcpredict-time": hpcpredict_time, "hpcpredict-soft": hpcpredict_soft,
+    "hpcpredict-soft-point": hpcpredict_soft_point,
 }
 DEFAULT_POLICIES = ("user", "hpcpredict", "oracle")
 

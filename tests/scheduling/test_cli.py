@@ -50,7 +50,8 @@ def test_procs_overrides_the_header_and_drops_larger_jobs(kth_slice):
 def test_table_names_every_policy(kth_slice):
     done = cli(str(kth_slice), "--all-policies")
     assert done.returncode == 0, done.stderr
-    for name in ("user", "hpcpredict", "oracle", "oracle-time-min", "hpcpredict-time", "hpcpredict-soft"):
+    for name in ("user", "hpcpredict", "oracle", "oracle-time-min", "hpcpredict-time", "hpcpredict-soft",
+                 "hpcpredict-soft-point"):
         assert name in done.stdout
     assert "of the oracle's improvement" in done.stdout
 

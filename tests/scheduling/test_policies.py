@@ -47,6 +47,9 @@ def test_hpcpredict_time_replaces_the_request_by_the_bound_and_never_raises_it()
 def test_soft_and_oracle_variants():
     soft = policies.hpcpredict_soft(job(7200), prediction(1000))
     assert (soft.time_min_s, soft.soft_time_min, soft.limit_s) == (1020, True, 7200)
+    point = policies.hpcpredict_soft_point(job(7200), prediction(1000))    # the point estimate, 500 s
+    assert (point.time_min_s, point.soft_time_min, point.limit_s) == (540, True, 7200)
+    assert policies.hpcpredict_soft_point(job(7200), prediction(1000, fallback=True)).time_min_s == 0
     assert policies.oracle(job(7200, work=1234.0), None).limit_s == 1234.0
     assert policies.oracle_time_min(job(7200, work=1234.0), None).time_min_s == 1260
 
