@@ -44,3 +44,20 @@ def test_cp2k_declared_grid_is_the_grid_cp2k_printed():
         assert values["water_density"] == pytest.approx(2.0 / box ** 3)
     # Declared in the provenance, as the benchmark reads it.
     assert json.loads((DATA / "cp2k_water.json").read_text())["derived_inputs"] == DERIVED
+
+
+def test_nwchem_declared_basis_functions_are_the_counts_nwchem_printed():
+    """The sweep's derived input ``basis_functions`` against the 'functions =' NWChem 7.0.2 printed
+    for one water in each basis of the sweep (nwchem_functions.json, see SOURCES.md)."""
+    from benchmarks.runtime.sweep_nwchem import BASES, DERIVED
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    printed = json.loads((DATA / "nwchem_functions.json").read_text())["basis_functions_per_water"]
+    assert sorted(printed) == sorted(BASES)
+    derived = DerivedInputs(DERIVED)
+    for basis, per_water in printed.items():
+        for n_water in (1.0, 4.0):
+            assert derived.apply({"n_water": n_water, "basis": basis})["basis_functions"] == n_water * per_water
+    assert json.loads((DATA / "nwchem_water.json").read_text())["derived_inputs"] == DERIVED
+    table = read_runs_csv(DATA / "nwchem_water.csv", target="runtime_s", derived=derived)
+    assert table.inputs[-1] == "basis_functions" and all("basis_functions" in row for row in table.rows)
