@@ -44,6 +44,8 @@ def main() -> None:
     parser.add_argument("--derive", action="append", default=[], metavar="NAME=EXPR")
     parser.add_argument("--no-declared", action="store_true")
     parser.add_argument("--learners", default="log-linear,boosted-trees,extra-trees")
+    parser.add_argument("--together", action="store_true",
+                        help="only all --derive together (a later one may read an earlier one)")
     parser.add_argument("--fraction", type=float, default=0.5)
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
@@ -53,9 +55,9 @@ def main() -> None:
     learners = args.learners.split(",")
     print("baseline", base and [n for n, _ in base], training_cv(args.code, base, learners, args.fraction, args.seeds))
     extra = DerivedInputs.parse(args.derive).expressions
-    for name, text in extra:
+    for name, text in ([] if args.together else extra):
         print("+", name, training_cv(args.code, base + [(name, text)], learners, args.fraction, args.seeds))
-    if len(extra) > 1:
+    if len(extra) > 1 or args.together:
         print("+ all", training_cv(args.code, base + extra, learners, args.fraction, args.seeds))
 
 

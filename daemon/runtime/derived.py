@@ -12,9 +12,10 @@ Expressions: numbers, input names, ``+ - * / **``, unary minus, and the function
 :data:`FUNCTIONS` (``sqrt``, ``log``, ``exp``, ``abs``, ``min``, ``max``, ``floor``, ``ceil``, and
 ``round_up(x, a, b, ...)``: the smallest of ``a, b, ...`` that is at least ``x``, or ``x`` when
 none is: a code's list of accepted sizes), and ``choose(name, key1, value1, key2, value2, ...)``: the
-value paired with the key the input ``name`` equals (keys are quoted words or numbers, the only
-place a quoted word may appear), missing when it equals none: a quantity a categorical input
-implies, such as the basis functions per molecule of a named basis set. Nothing else parses
+value paired with the key the input ``name`` (or a number computed from the inputs) equals; keys
+are quoted words or numbers (the only place a quoted word may appear); missing when it equals
+none: a quantity a categorical input implies (the basis functions per molecule of a named basis
+set), or a measured cost per value a code picks (its start-up per FFT grid length). Nothing else parses
 (no attributes, no calls of other names, no comparisons): an expression cannot run code. Arithmetic is in floats; a value that
 cannot be computed (an input missing or not a number, division by zero, overflow, a negative
 square root) leaves the derived input missing, as if the job had not stated it.
@@ -118,16 +119,23 @@ def _compile(node: ast.AST, where: str, names: set[str]) -> _Evaluator:
 
 
 def _compile_choose(node: ast.Call, where: str, names: set[str]) -> _Evaluator:
-    """``choose(name, key1, value1, ...)``: the value of the key the input equals (see the module)."""
+    """``choose(subject, key1, value1, ...)``: the value of the key ``subject`` equals (see the module)."""
     if node.keywords:
         raise ValueError(f"{where}: choose() takes no keyword arguments")
     if len(node.args) < 3 or len(node.args) % 2 == 0 or len(node.args) > MAX_CHOICES * 2 + 1:
-        raise ValueError(f"{where}: choose() takes an input name and 1-{MAX_CHOICES} key, value pairs")
+        raise ValueError(f"{where}: choose() takes an input name (or expression) and 1-{MAX_CHOICES} key, value pairs")
     subject = node.args[0]
-    if not isinstance(subject, ast.Name):
-        raise ValueError(f"{where}: choose()'s first argument must be an input name, not {ast.unparse(subject)!r}")
-    name = subject.id
-    names.add(name)
+    if isinstance(subject, ast.Name):   # an input, read as stated: a word or a number
+        name = subject.id
+        names.add(name)
+
+        def read(inputs):
+            value = inputs.get(name)
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                raise _Missing(name)
+            return value if isinstance(value, str) else float(value)
+    else:                               # arithmetic of the inputs: a number
+        read = _compile(subject, where, names)
     table: dict[object, _Evaluator] = {}
     for key_node, value_node in zip(node.args[1::2], node.args[2::2]):
         key = key_node.value if isinstance(key_node, ast.Constant) else None
@@ -139,12 +147,9 @@ def _compile_choose(node: ast.Call, where: str, names: set[str]) -> _Evaluator:
         table[key] = _compile(value_node, where, names)
 
     def evaluate(inputs):
-        value = inputs.get(name)
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise _Missing(name)
-        chosen = table.get(value if isinstance(value, str) else float(value))
+        chosen = table.get(read(inputs))
         if chosen is None:
-            raise _Missing(name)
+            raise _Missing(ast.unparse(subject))
         return chosen(inputs)
     return evaluate
 

@@ -132,7 +132,7 @@ FUNCTIONS = "functions=n * choose(basis, 'sto-3g', 7, '6-31g*', 19, 'cc-pvdz', 2
     ("choose(basis)", "key, value pairs"), ("choose(basis, 'a')", "key, value pairs"),
     ("choose(basis, 'a', 1, 'b')", "key, value pairs"),
     ("choose(basis, " + ", ".join(f"{i}, {i}" for i in range(65)) + ")", "key, value pairs"),
-    ("choose('sto-3g', 'sto-3g', 1)", "must be an input name"), ("choose(n * 2, 1, 1)", "must be an input name"),
+    ("choose('sto-3g', 'sto-3g', 1)", "is not allowed"), ("choose(n > 2, 1, 1)", "is not allowed"),
     ("choose(basis, n, 1)", "keys must be quoted words or numbers"), ("choose(basis, True, 1)", "keys must be"),
     ("choose(basis, 'a', 1, 'a', 2)", "the key 'a' twice"), ("choose(basis, 1, 1, 1.0, 2)", "the key 1.0 twice"),
     ("choose(basis, 'a', 1, key='b')", "no keyword arguments"),
@@ -154,6 +154,8 @@ def test_choose_maps_a_categorical_input_and_is_missing_for_an_unknown_key():
     for unknown in ("6-31G*", "def2-svp", "", 7.0, True, None):   # case matters; no default: missing
         assert "functions" not in derived.apply({"n": 3.0, "basis": unknown})
     assert "functions" not in derived.apply({"basis": "sto-3g"})                  # the chosen value's input missing
+    grid = DerivedInputs.parse(["setup=choose(round_up(box / 0.12, 24, 25, 28), 24, 0.8, 25, 0.3, 28, 0.4)"])
+    assert [grid.apply({"box": box}).get("setup") for box in (2.8, 2.95, 3.1, 3.5, "big")] == [0.8, 0.3, 0.4, None, None]
 
 
 def _basis_csv(seed: int = 0) -> str:
