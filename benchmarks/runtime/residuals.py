@@ -7,8 +7,8 @@ For one recorded sweep (tests/data/runtime/CODE_water.csv), on ALL its configura
   learners (the cheap candidates ``auto`` chooses between on these codes), with the sweep's
   declared derived inputs plus any ``--derive NAME=EXPR``;
 * the absolute percentage error and the signed log ratio (log predicted / measured) grouped by
-  every input, by the sweep block (configurations whose repetitions interleave, run minutes
-  apart), by the machine's load (``_load1``) and by the start-up share (runtime of the
+  every input, by the sweep pass (appended with ``--resume``) and block (configurations whose
+  repetitions interleave, run minutes apart), by the machine's load (``_load1``) and by the start-up share (runtime of the
   configuration over the smallest runtime of the same code and ranks: near 1 the run is mostly
   start-up);
 * drift between blocks, which the repetition noise (measured within a block) cannot see:
