@@ -11,14 +11,15 @@ stored expressions, for every job the served model estimates, so the model and t
 Expressions: numbers, input names, ``+ - * / **``, unary minus, and the functions of
 :data:`FUNCTIONS` (``sqrt``, ``log``, ``exp``, ``abs``, ``min``, ``max``, ``floor``, ``ceil``, and
 ``round_up(x, a, b, ...)``: the smallest of ``a, b, ...`` that is at least ``x``, or ``x`` when
-none is: a code's list of accepted sizes), and ``choose(name, key1, value1, key2, value2, ...)``: the
-value paired with the key the input ``name`` (or a number computed from the inputs) equals; keys
-are quoted words or numbers (the only place a quoted word may appear); missing when it equals
-none: a quantity a categorical input implies (the basis functions per molecule of a named basis
-set), or a measured cost per value a code picks (its start-up per FFT grid length). Nothing else parses
-(no attributes, no calls of other names, no comparisons): an expression cannot run code. Arithmetic is in floats; a value that
-cannot be computed (an input missing or not a number, division by zero, overflow, a negative
-square root) leaves the derived input missing, as if the job had not stated it.
+none is: a code's list of accepted sizes), and ``choose(name, key1, value1, key2, value2, ...)``:
+the value paired with the key the input ``name`` (or a number computed from the inputs) equals;
+keys are quoted words or numbers (the only place a quoted word may appear); missing when it
+equals none: a quantity a categorical input implies (the basis functions per molecule of a
+named basis set), or a measured cost per value a code picks (its start-up per FFT grid length).
+Nothing else parses (no attributes, no calls of other names, no comparisons): an expression
+cannot run code. Arithmetic is in floats; a value that cannot be computed (an input missing or
+not a number, division by zero, overflow, a negative square root) leaves the derived input
+missing, as if the job had not stated it.
 
 >>> derived = DerivedInputs.parse(["atoms=4*x*y*z", "grid=round_up(box*sqrt(cut), 40, 45, 48) ** 3"])
 >>> derived.names
@@ -141,7 +142,10 @@ def _compile_choose(node: ast.Call, where: str, names: set[str]) -> _Evaluator:
         key = key_node.value if isinstance(key_node, ast.Constant) else None
         if isinstance(key, bool) or not isinstance(key, (str, int, float)):
             raise ValueError(f"{where}: choose()'s keys must be quoted words or numbers, not {ast.unparse(key_node)!r}")
-        key = key if isinstance(key, str) else float(key)
+        try:
+            key = key if isinstance(key, str) else float(key)
+        except OverflowError:
+            raise ValueError(f"{where}: choose()'s key {ast.unparse(key_node)[:20]}... is too large") from None
         if key in table:
             raise ValueError(f"{where}: choose() has the key {key!r} twice")
         table[key] = _compile(value_node, where, names)

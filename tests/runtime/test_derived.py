@@ -135,7 +135,7 @@ FUNCTIONS = "functions=n * choose(basis, 'sto-3g', 7, '6-31g*', 19, 'cc-pvdz', 2
     ("choose('sto-3g', 'sto-3g', 1)", "is not allowed"), ("choose(n > 2, 1, 1)", "is not allowed"),
     ("choose(basis, n, 1)", "keys must be quoted words or numbers"), ("choose(basis, True, 1)", "keys must be"),
     ("choose(basis, 'a', 1, 'a', 2)", "the key 'a' twice"), ("choose(basis, 1, 1, 1.0, 2)", "the key 1.0 twice"),
-    ("choose(basis, 'a', 1, key='b')", "no keyword arguments"),
+    ("choose(basis, 'a', 1, key='b')", "no keyword arguments"), ("choose(n, " + "9" * 400 + ", 1)", "too large"),
     ("choose(basis, 'a', __import__('os'))", "unknown function '__import__'"),
     ("choose(basis, 'a', 'b')", "is not allowed"),            # a quoted word is only a key, never a value
     ("n * 'sto-3g'", "is not allowed"),
