@@ -11,10 +11,15 @@ stored expressions, for every job the served model estimates, so the model and t
 Expressions: numbers, input names, ``+ - * / **``, unary minus, and the functions of
 :data:`FUNCTIONS` (``sqrt``, ``log``, ``exp``, ``abs``, ``min``, ``max``, ``floor``, ``ceil``, and
 ``round_up(x, a, b, ...)``: the smallest of ``a, b, ...`` that is at least ``x``, or ``x`` when
-none is: a code's list of accepted sizes). Nothing else parses (no attributes, no calls of other
-names, no comparisons): an expression cannot run code. Arithmetic is in floats; a value that
-cannot be computed (an input missing or not a number, division by zero, overflow, a negative
-square root) leaves the derived input missing, as if the job had not stated it.
+none is: a code's list of accepted sizes), and ``choose(name, key1, value1, key2, value2, ...)``:
+the value paired with the key the input ``name`` (or a number computed from the inputs) equals;
+keys are quoted words or numbers (the only place a quoted word may appear); missing when it
+equals none: a quantity a categorical input implies (the basis functions per molecule of a
+named basis set), or a measured cost per value a code picks (its start-up per FFT grid length).
+Nothing else parses (no attributes, no calls of other names, no comparisons): an expression
+cannot run code. Arithmetic is in floats; a value that cannot be computed (an input missing or
+not a number, division by zero, overflow, a negative square root) leaves the derived input
+missing, as if the job had not stated it.
 
 >>> derived = DerivedInputs.parse(["atoms=4*x*y*z", "grid=round_up(box*sqrt(cut), 40, 45, 48) ** 3"])
 >>> derived.names
@@ -25,10 +30,15 @@ square root) leaves the derived input missing, as if the job had not stated it.
 64000.0
 >>> "atoms" in derived.apply({"x": 2.0, "y": "big"})                         # not a number: missing
 False
+>>> per_molecule = DerivedInputs.parse(["functions=n * choose(basis, 'sto-3g', 7, 'cc-pvdz', 25)"])
+>>> per_molecule.apply({"n": 2.0, "basis": "cc-pvdz"})["functions"]
+50.0
+>>> "functions" in per_molecule.apply({"n": 2.0, "basis": "6-31g"})                 # no such key: missing
+False
 >>> DerivedInputs.parse(["bad=__import__('os')"])
 Traceback (most recent call last):
 ...
-ValueError: derived input 'bad': unknown function '__import__' (allowed: abs, ceil, exp, floor, log, max, min, round_up, sqrt)
+ValueError: derived input 'bad': unknown function '__import__' (allowed: abs, ceil, choose, exp, floor, log, max, min, round_up, sqrt)
 """
 from __future__ import annotations
 
@@ -41,6 +51,7 @@ from .values import valid_key
 MAX_DERIVED = 32
 MAX_EXPRESSION_CHARS = 1_000
 MAX_NODES = 200
+MAX_CHOICES = 64   # key, value pairs of one choose()
 
 
 def _round_up(x: float, *sizes: float) -> float:
@@ -91,10 +102,12 @@ def _compile(node: ast.AST, where: str, names: set[str]) -> _Evaluator:
         operator = _OPERATORS[type(node.op)]
         left, right = _compile(node.left, where, names), _compile(node.right, where, names)
         return lambda inputs: operator(left(inputs), right(inputs))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "choose":
+        return _compile_choose(node, where, names)
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             called = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-            raise ValueError(f"{where}: unknown function {called!r} (allowed: {', '.join(sorted(FUNCTIONS))})")
+            raise ValueError(f"{where}: unknown function {called!r} (allowed: {', '.join(sorted([*FUNCTIONS, 'choose']))})")
         if node.keywords:
             raise ValueError(f"{where}: {node.func.id}() takes no keyword arguments")
         function, fewest, most = FUNCTIONS[node.func.id]
@@ -103,7 +116,46 @@ def _compile(node: ast.AST, where: str, names: set[str]) -> _Evaluator:
         arguments = [_compile(argument, where, names) for argument in node.args]
         return lambda inputs: float(function(*(argument(inputs) for argument in arguments)))
     raise ValueError(f"{where}: {ast.unparse(node)!r} is not allowed (numbers, input names, + - * / **, "
-                     f"and the functions {', '.join(sorted(FUNCTIONS))})")
+                     f"and the functions {', '.join(sorted([*FUNCTIONS, 'choose']))})")
+
+
+def _compile_choose(node: ast.Call, where: str, names: set[str]) -> _Evaluator:
+    """``choose(subject, key1, value1, ...)``: the value of the key ``subject`` equals (see the module)."""
+    if node.keywords:
+        raise ValueError(f"{where}: choose() takes no keyword arguments")
+    if len(node.args) < 3 or len(node.args) % 2 == 0 or len(node.args) > MAX_CHOICES * 2 + 1:
+        raise ValueError(f"{where}: choose() takes an input name (or expression) and 1-{MAX_CHOICES} key, value pairs")
+    subject = node.args[0]
+    if isinstance(subject, ast.Name):   # an input, read as stated: a word or a number
+        name = subject.id
+        names.add(name)
+
+        def read(inputs):
+            value = inputs.get(name)
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                raise _Missing(name)
+            return value if isinstance(value, str) else float(value)
+    else:                               # arithmetic of the inputs: a number
+        read = _compile(subject, where, names)
+    table: dict[object, _Evaluator] = {}
+    for key_node, value_node in zip(node.args[1::2], node.args[2::2]):
+        key = key_node.value if isinstance(key_node, ast.Constant) else None
+        if isinstance(key, bool) or not isinstance(key, (str, int, float)):
+            raise ValueError(f"{where}: choose()'s keys must be quoted words or numbers, not {ast.unparse(key_node)!r}")
+        try:
+            key = key if isinstance(key, str) else float(key)
+        except OverflowError:
+            raise ValueError(f"{where}: choose()'s key {ast.unparse(key_node)[:20]}... is too large") from None
+        if key in table:
+            raise ValueError(f"{where}: choose() has the key {key!r} twice")
+        table[key] = _compile(value_node, where, names)
+
+    def evaluate(inputs):
+        chosen = table.get(read(inputs))
+        if chosen is None:
+            raise _Missing(ast.unparse(subject))
+        return chosen(inputs)
+    return evaluate
 
 
 class DerivedInputs:

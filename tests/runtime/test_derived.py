@@ -122,3 +122,60 @@ def test_cli_derive_option(capsys, tmp_path):
     assert "grid" in result["inputs_required"] and result["mape"] < 0.05
     assert main(["evaluate", "runtime", str(csv), "--target", "t", "--derive", "grid=os.getcwd()"]) == 1
     assert "--derive" in capsys.readouterr().err
+
+
+# A categorical input's implied quantity: basis functions per molecule of a named basis (NWChem's counts).
+FUNCTIONS = "functions=n * choose(basis, 'sto-3g', 7, '6-31g*', 19, 'cc-pvdz', 25)"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("choose(basis)", "key, value pairs"), ("choose(basis, 'a')", "key, value pairs"),
+    ("choose(basis, 'a', 1, 'b')", "key, value pairs"),
+    ("choose(basis, " + ", ".join(f"{i}, {i}" for i in range(65)) + ")", "key, value pairs"),
+    ("choose('sto-3g', 'sto-3g', 1)", "is not allowed"), ("choose(n > 2, 1, 1)", "is not allowed"),
+    ("choose(basis, n, 1)", "keys must be quoted words or numbers"), ("choose(basis, True, 1)", "keys must be"),
+    ("choose(basis, 'a', 1, 'a', 2)", "the key 'a' twice"), ("choose(basis, 1, 1, 1.0, 2)", "the key 1.0 twice"),
+    ("choose(basis, 'a', 1, key='b')", "no keyword arguments"), ("choose(n, " + "9" * 400 + ", 1)", "too large"),
+    ("choose(basis, 'a', __import__('os'))", "unknown function '__import__'"),
+    ("choose(basis, 'a', 'b')", "is not allowed"),            # a quoted word is only a key, never a value
+    ("n * 'sto-3g'", "is not allowed"),
+])
+def test_choose_is_refused_unless_well_formed(text, message):
+    with pytest.raises(ValueError, match=message):
+        DerivedInputs([("d", text)])
+
+
+def test_choose_maps_a_categorical_input_and_is_missing_for_an_unknown_key():
+    derived = DerivedInputs.parse([FUNCTIONS, "nodes_cost=choose(p, 1, 1.0, 2, n / 2)"])
+    assert derived.sources == {"functions": ["basis", "n"], "nodes_cost": ["n", "p"]}
+    assert derived.apply({"n": 3.0, "basis": "6-31g*", "p": 2.0}) == {
+        "n": 3.0, "basis": "6-31g*", "p": 2.0, "functions": 57.0, "nodes_cost": 1.5}
+    assert derived.apply({"n": 3.0, "basis": "cc-pvdz", "p": 1})["nodes_cost"] == 1.0   # an int key matches 1
+    for unknown in ("6-31G*", "def2-svp", "", 7.0, True, None):   # case matters; no default: missing
+        assert "functions" not in derived.apply({"n": 3.0, "basis": unknown})
+    assert "functions" not in derived.apply({"basis": "sto-3g"})                  # the chosen value's input missing
+    grid = DerivedInputs.parse(["setup=choose(round_up(box / 0.12, 24, 25, 28), 24, 0.8, 25, 0.3, 28, 0.4)"])
+    assert [grid.apply({"box": box}).get("setup") for box in (2.8, 2.95, 3.1, 3.5, "big")] == [0.8, 0.3, 0.4, None, None]
+
+
+def _basis_csv(seed: int = 0) -> str:
+    """Runs whose cost is (n · functions per molecule)^2.5: shared by every basis."""
+    rng = np.random.default_rng(seed)
+    per = {"sto-3g": 7, "6-31g*": 19, "cc-pvdz": 25}
+    lines = ["config,rep,n,basis,t"]
+    for config in range(45):
+        n, basis = int(rng.integers(1, 9)), str(rng.choice(list(per)))
+        for rep in range(2):
+            lines.append(f"{config},{rep},{n},{basis},{(n * per[basis]) ** 2.5 / 1e4 * np.exp(rng.normal(0, 0.02)):.6f}")
+    return "\n".join(lines)
+
+
+def test_served_model_chooses_from_a_jobs_stated_category(tmp_path):
+    table = parse_runs_csv(_basis_csv(), target="t", derived=DerivedInputs.parse([FUNCTIONS]))
+    model = RuntimeModel("log-linear").fit(table)
+    save_application_model(model, tmp_path, application="qc", metadata={"variant": "inputs"})
+    models = ApplicationModels.load(tmp_path)
+    for n, basis, functions in ((2, "sto-3g", 14), (5, "cc-pvdz", 125), (8, "6-31g*", 152)):
+        estimate = models.estimate("qc", {"n": float(n), "basis": basis}, nodes=1, ntasks=1, cpus_per_task=1)
+        assert estimate.runtime_s == pytest.approx(functions ** 2.5 / 1e4, rel=0.08)
+        assert f"functions={float(functions)}" in " ".join(estimate.explanation)

@@ -44,3 +44,46 @@ def test_cp2k_declared_grid_is_the_grid_cp2k_printed():
         assert values["water_density"] == pytest.approx(2.0 / box ** 3)
     # Declared in the provenance, as the benchmark reads it.
     assert json.loads((DATA / "cp2k_water.json").read_text())["derived_inputs"] == DERIVED
+
+
+def test_nwchem_declared_basis_functions_are_the_counts_nwchem_printed():
+    """The sweep's derived input ``basis_functions`` against the 'functions =' NWChem 7.0.2 printed
+    for one water in each basis of the sweep (nwchem_functions.json, see SOURCES.md)."""
+    from benchmarks.runtime.sweep_nwchem import BASES, DERIVED
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    printed = json.loads((DATA / "nwchem_functions.json").read_text())["basis_functions_per_water"]
+    assert sorted(printed) == sorted(BASES)
+    derived = DerivedInputs(DERIVED)
+    for basis, per_water in printed.items():
+        for n_water in (1.0, 4.0):
+            assert derived.apply({"n_water": n_water, "basis": basis})["basis_functions"] == n_water * per_water
+    assert json.loads((DATA / "nwchem_water.json").read_text())["derived_inputs"] == DERIVED
+    table = read_runs_csv(DATA / "nwchem_water.csv", target="runtime_s", derived=derived)
+    assert table.inputs[-1] == "basis_functions" and all("basis_functions" in row for row in table.rows)
+
+
+def test_gromacs_declared_startup_follows_the_grid_gromacs_picked():
+    """The sweep's derived input ``startup_s``: its PME grid rule against the grid GROMACS chose
+    for every box of the sweep (gromacs_startup.json, see SOURCES.md), and its table against the
+    start-up the probe measured (mdrun -nsteps 0) for each grid and rank count."""
+    from benchmarks.runtime.sweep_gromacs import DERIVED, PME_GRID, STARTUP_CPU_S
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    probe = json.loads((DATA / "gromacs_startup.json").read_text())
+    grid = DerivedInputs([("grid", PME_GRID)])
+    for box, picked in probe["pme_grid_picked"].items():
+        assert grid.apply({"box_nm": float(box), "coulomb": "pme"})["grid"] == picked, box
+        assert grid.apply({"box_nm": float(box), "coulomb": "rf"})["grid"] == 0
+    table = read_runs_csv(DATA / "gromacs_water.csv", target="runtime_s", derived=DerivedInputs(DERIVED))
+    assert {str(row["box_nm"]) for row in table.rows} <= set(probe["pme_grid_picked"])
+    measured = probe["startup_cpu_s"]
+    for ranks, by_grid in STARTUP_CPU_S.items():
+        assert by_grid[0] == measured["rf"][str(ranks)]
+        assert {str(g): s for g, s in by_grid.items() if g} == measured["pme"][str(ranks)]
+    for row in table.rows:   # every run of the sweep has its start-up
+        expected = STARTUP_CPU_S[int(row["ranks"])][0 if row["coulomb"] == "rf" else probe["pme_grid_picked"][str(row["box_nm"])]]
+        assert row["startup_s"] == expected
+    assert json.loads((DATA / "gromacs_water.json").read_text())["derived_inputs"] == DERIVED
+    assert "startup_s" not in DerivedInputs(DERIVED).apply({"box_nm": 6.0, "coulomb": "pme", "ranks": 2.0})  # unmeasured
+    assert "startup_s" not in DerivedInputs(DERIVED).apply({"box_nm": 3.0, "coulomb": "pme", "ranks": 4.0})
