@@ -165,3 +165,20 @@ def test_evaluate_runtime_and_train_application_serve_the_blend(capsys, tmp_path
     estimate = ApplicationModels.load(tmp_path / "models").estimate("demo", {"n": 20.0, "m": 2.0}, 1, 1, 1)
     assert estimate.model_name == "runtime-blend/demo/inputs"
     assert abs(estimate.runtime_s - 8.0) / 8.0 < 0.2
+
+
+@pytest.mark.parametrize("n,coverage", [(10, 0.8), (20, 0.8), (50, 0.95)])
+def test_conformal_rank_gives_its_finite_sample_coverage(n, coverage):
+    """With n exchangeable scores, the interval covers a new run with probability
+    ceil((n+1)c)/(n+1): at least c, and less than c + 1/(n+1). The rule without the +1
+    (the ceil(n·c)-th score) would cover less than c."""
+    rng = np.random.default_rng(n)
+    trials = 40_000
+    scores = rng.exponential(size=(trials, n + 1))
+    q = np.array([conformal_multiplier(row[:n], coverage) for row in scores])
+    covered = float(np.mean(scores[:, n] <= q))
+    expected = np.ceil((n + 1) * coverage) / (n + 1)
+    assert covered == pytest.approx(expected, abs=4 * np.sqrt(expected * (1 - expected) / trials))
+    assert coverage <= expected < coverage + 1 / (n + 1)
+    without_plus_one = np.sort(scores[:, :n], axis=1)[:, int(np.ceil(n * coverage)) - 1]
+    assert np.mean(scores[:, n] <= without_plus_one) < coverage
