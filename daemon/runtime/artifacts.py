@@ -34,6 +34,9 @@ FORMATS = {"extra-trees": "hpcpredict-runtime-extra-trees", "ann": "hpcpredict-r
            "blend": "hpcpredict-runtime-blend"}
 BOOSTED_PARTS = ("centre", "lower", "upper")
 LEARNER_OF_FORMAT = {value: key for key, value in FORMATS.items()}
+# The layout version of every format. A new learner is a new format string, not a new version:
+# the blend left the other formats' layouts, and so their artifacts, unchanged (a daemon older
+# than the blend refuses a blend artifact as "not a runtime model artifact").
 FORMAT_VERSION = 1
 SERVABLE = tuple(FORMATS)
 
