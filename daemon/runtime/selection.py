@@ -35,6 +35,8 @@ from .dataset import RunTable
 from .model import RuntimeModel
 
 # Simplest first; the parameters are the served ones (selection fits skip interval calibration).
+# The blend (:mod:`.blend`: log-linear, boosted trees and ANN averaged in log space) is last: it
+# holds the richest of them.
 CANDIDATES: dict[str, dict] = {"log-linear": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {}, "blend": {}}
 SIMPLER_MARGIN = 0.05
 NOISE_FACTOR = 1.3   # "at the noise floor": within this factor of the repetition noise
