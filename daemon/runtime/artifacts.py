@@ -1,6 +1,6 @@
 """Learner arrays of a runtime-model artifact: pack a fitted learner, unpack a served predictor.
 
-Four learners can be served, each stored as plain arrays (``np.savez``, no pickle):
+Five learners can be served, each stored as plain arrays (``np.savez``, no pickle):
 
 * ``extra-trees`` (format ``hpcpredict-runtime-extra-trees``): the compiled forest
   (:class:`~hpcpredict.daemon.runtime.compiled.CompiledForest`), the feature transform and the
@@ -10,9 +10,12 @@ Four learners can be served, each stored as plain arrays (``np.savez``, no pickl
 * ``boosted-trees`` (format ``hpcpredict-runtime-boosted-trees``): the log-log trend and the
   boosted trees of the centre (and of the 10 %/90 % quantiles, when the interval uses them),
   each a compiled forest whose trees are summed;
-* ``log-linear`` (format ``hpcpredict-runtime-log-linear``): the log-log trend alone.
+* ``log-linear`` (format ``hpcpredict-runtime-log-linear``): the log-log trend alone;
+* ``blend`` (format ``hpcpredict-runtime-blend``): each member's arrays as that member's own
+  format packs them, prefixed ``member<i>_``, its learner and settings listed in
+  ``blend_members``; served as the mean of the members' log predictions.
 
-Both carry ``calibration_scores``: held-out |log y − m| / s, so the served interval is
+Every format carries ``calibration_scores``: held-out |log y − m| / s, so the served interval is
 m ± q·s with the conformal multiplier q, whatever the learner. A predictor's
 :meth:`log_dist` takes one encoded input vector and returns (m, s) of log runtime.
 """
@@ -27,9 +30,13 @@ from .compiled import CompiledForest, log_linear_trend, transform_features
 from .compiled_ann import CompiledEnsemble
 
 FORMATS = {"extra-trees": "hpcpredict-runtime-extra-trees", "ann": "hpcpredict-runtime-ann",
-           "boosted-trees": "hpcpredict-runtime-boosted-trees", "log-linear": "hpcpredict-runtime-log-linear"}
+           "boosted-trees": "hpcpredict-runtime-boosted-trees", "log-linear": "hpcpredict-runtime-log-linear",
+           "blend": "hpcpredict-runtime-blend"}
 BOOSTED_PARTS = ("centre", "lower", "upper")
 LEARNER_OF_FORMAT = {value: key for key, value in FORMATS.items()}
+# The layout version of every format. A new learner is a new format string, not a new version:
+# the blend left the other formats' layouts, and so their artifacts, unchanged (a daemon older
+# than the blend refuses a blend artifact as "not a runtime model artifact").
 FORMAT_VERSION = 1
 SERVABLE = tuple(FORMATS)
 
@@ -37,6 +44,7 @@ SERVABLE = tuple(FORMATS)
 def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
     """(learner name, arrays, JSON settings) of a fitted runtime learner that can be served."""
     from .ann import ANNEnsemble
+    from .blend import BlendRuntime
     from .boosting import BoostedTreesRuntime
     from .loglinear import LogLinearRuntime
     from .trees import ExtraTreesRuntime
@@ -70,6 +78,16 @@ def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
         if getattr(estimator, "startup_", 0.0) > 0:  # absent: no start-up term (earlier artifacts load unchanged)
             arrays["startup_s"] = np.asarray([estimator.startup_], dtype=float)
         return "log-linear", arrays, {}
+    if isinstance(estimator, BlendRuntime) and hasattr(estimator, "members_"):
+        arrays = {"calibration_scores": np.asarray(estimator.calibration_scores_, dtype=float)}
+        members = []
+        for i, (_, member) in enumerate(estimator.members_):
+            learner, member_arrays, settings = pack(member)
+            if learner == "blend":
+                raise ModelArtifactError("a blend cannot contain a blend")
+            arrays.update({f"member{i}_{key}": value for key, value in member_arrays.items()})
+            members.append({"learner": learner, "settings": settings})
+        return "blend", arrays, {"blend_members": members}
     raise ModelArtifactError(f"only fitted {', '.join(SERVABLE)} runtime models can be saved")
 
 
@@ -241,6 +259,35 @@ class EnsemblePredictor:
         return "members' spread"
 
 
+class BlendPredictor:
+    """Served blend: the mean of its members' log predictions (constant-factor interval)."""
+
+    learner = "blend"
+
+    def __init__(self, arrays: dict, n_inputs: int, settings: dict):
+        members = settings.get("blend_members") if isinstance(settings, dict) else None
+        if not isinstance(members, list) or len(members) < 2:
+            raise ModelArtifactError("blend settings: members missing")
+        self.members = []
+        for i, member in enumerate(members):
+            if not isinstance(member, dict) or member.get("learner") not in SERVABLE or member["learner"] == "blend":
+                raise ModelArtifactError(f"blend member {i}: not a servable learner")
+            if not isinstance(member.get("settings"), dict):
+                raise ModelArtifactError(f"blend member {i}: settings missing")
+            prefix = f"member{i}_"
+            member_arrays = {key[len(prefix):]: value for key, value in arrays.items() if key.startswith(prefix)}
+            self.members.append(unpack(member["learner"], member_arrays, n_inputs, member["settings"]))
+
+    def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
+        return float(np.mean([member.log_dist(vector)[0] for member in self.members])), 1.0
+
+    def describe(self) -> str:
+        return "blend (mean in log space) of " + " and ".join(member.describe() for member in self.members)
+
+    def interval_method(self) -> str:
+        return "constant factor"
+
+
 def unpack(learner: str, arrays: dict, n_inputs: int, description: dict):
     """The served predictor of an artifact's arrays and JSON description (ModelArtifactError when inconsistent)."""
     settings = description.get("ann") if learner == "ann" else description
@@ -254,4 +301,6 @@ def unpack(learner: str, arrays: dict, n_inputs: int, description: dict):
         return BoostedPredictor(arrays, n_inputs, description)
     if learner == "log-linear":
         return LogLinearPredictor(arrays, n_inputs)
+    if learner == "blend":
+        return BlendPredictor(arrays, n_inputs, description)
     raise ModelArtifactError(f"unknown learner {learner!r}")

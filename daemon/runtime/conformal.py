@@ -4,6 +4,19 @@ A model gives a centre m and a scale s per row (log-runtime space); the score of
 run is |log y − m| / s. With n scores, the interval m ± q·s where q is the ⌈(n+1)c⌉-th
 smallest score covers a new run with probability ≥ c (exchangeability).
 
+Expected coverage. If the n scores and the new run's score are exchangeable (and untied), the
+new score is at most the k-th smallest of the n with probability exactly k/(n+1), so the
+interval covers with probability ⌈(n+1)c⌉/(n+1), in [c, c + 1/(n+1)): the finite-sample rule
+is conservative by less than one run in n + 1 (at 50 % training on the real sweeps, n = 190-300
+held-out runs: 80.0-80.5 % for c = 80 %). The learners' scores are cross-conformal: each comes
+from a fold model that did not see the run's configuration and trained on the other folds,
+while the served model trains on all of them. A fold model is a little worse than the served
+one, so its scores are a little larger and the interval a little wider: coverage at or
+slightly above c, the more so with fewer folds (the learners use 20). The runs of one
+configuration share its error, so the exchangeable units are configurations: the coverage
+measured on one split of ~100 held-out configurations strays from c by a few points (the
+runtime benchmark records each split's).
+
 >>> import numpy as np
 >>> conformal_multiplier(np.arange(1, 10, dtype=float), 0.8)
 8.0

@@ -18,7 +18,7 @@ import numpy as np
 from .dataset import RunTable
 from .encoding import InputEncoder
 
-LEARNERS = ("log-linear", "extra-trees", "boosted-trees", "ann", "linear")
+LEARNERS = ("log-linear", "extra-trees", "boosted-trees", "ann", "blend", "linear")
 
 
 def make_learner(name: str, **params):
@@ -35,6 +35,9 @@ def make_learner(name: str, **params):
     if name == "log-linear":
         from .loglinear import LogLinearRuntime
         return LogLinearRuntime(**params)
+    if name == "blend":
+        from .blend import BlendRuntime
+        return BlendRuntime(**params)
     if name == "linear":
         from .linear import LinearRuntime
         return LinearRuntime(**params)

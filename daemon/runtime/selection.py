@@ -35,7 +35,9 @@ from .dataset import RunTable
 from .model import RuntimeModel
 
 # Simplest first; the parameters are the served ones (selection fits skip interval calibration).
-CANDIDATES: dict[str, dict] = {"log-linear": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {}}
+# The blend (:mod:`.blend`: log-linear, boosted trees and ANN averaged in log space) is last: it
+# holds the richest of them.
+CANDIDATES: dict[str, dict] = {"log-linear": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {}, "blend": {}}
 SIMPLER_MARGIN = 0.05
 NOISE_FACTOR = 1.3   # "at the noise floor": within this factor of the repetition noise
 
@@ -44,14 +46,22 @@ def without_calibration(learner: str, params: dict) -> dict:
     """Parameters for a fit whose intervals are not used (cross-validation folds).
 
     Interval calibration (and boosting's quantile models) do not change point predictions: they
-    are skipped. The ANN ensemble has no such switch; its cross-validation fits use at most 5
-    members (its default is 10: a 10-member ensemble per fold costs more than every other
+    are skipped (a blend's members too). The ANN ensemble has no such switch; its cross-validation
+    fits (alone or in a blend) use at most 5 members (its default is 10: a 10-member ensemble per fold costs more than every other
     candidate together), which makes its cross-validated MAPE slightly pessimistic.
     """
     if learner == "ann":
         return dict(params, n_members=min(5, params.get("n_members", 10)))
     if learner == "boosted-trees":
         return dict(params, calibration_folds=0, interval="constant")
+    if learner == "blend":  # its members are fitted without calibration; its ANN as in the line above
+        from .blend import FOLD_ANN_MEMBERS, MEMBERS
+
+        member_params = dict(params.get("member_params") or {})
+        if "ann" in params.get("members", MEMBERS):
+            ann = dict(member_params.get("ann") or {})
+            member_params["ann"] = dict(ann, n_members=min(FOLD_ANN_MEMBERS, ann.get("n_members", 10)))
+        return dict(params, calibration_folds=0, member_params=member_params)
     return dict(params, calibration_folds=0)
 
 

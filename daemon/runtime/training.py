@@ -5,7 +5,8 @@ runtime features arrive early enough (time reduction), the ``runtime`` variant (
 those features: used after ``ReportRuntimeFeatures``). For each variant the learner is chosen
 by cross-validation on the site's own runs (:mod:`.selection`: folds of configurations, the
 simplest learner that no richer one beats) among the learners the daemon can serve
-(log-linear, extra-trees, boosted trees, ANN ensemble). :func:`fit_served` is that choice and
+(log-linear, extra-trees, boosted trees, ANN ensemble, and the blend of log-linear, boosted
+trees and ANN). :func:`fit_served` is that choice and
 fit; ``hpcpredict evaluate runtime`` scores the same function. Each artifact's metadata records
 the data file, its SHA-256, the learner chosen and why, every candidate's cross-validated MAPE,
 the repetition noise of the runs and the features kept.
