@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from .blend import FOLD_ANN_MEMBERS, MEMBERS, uncalibrated
 from .conformal import group_folds
 from .dataset import RunTable
 from .model import RuntimeModel
@@ -47,22 +48,18 @@ def without_calibration(learner: str, params: dict) -> dict:
 
     Interval calibration (and boosting's quantile models) do not change point predictions: they
     are skipped (a blend's members too). The ANN ensemble has no such switch; its cross-validation
-    fits (alone or in a blend) use at most 5 members (its default is 10: a 10-member ensemble per fold costs more than every other
-    candidate together), which makes its cross-validated MAPE slightly pessimistic.
+    fits (alone or in a blend) use at most 5 members (its default is 10: a 10-member ensemble per
+    fold costs more than every other candidate together), which makes its cross-validated MAPE
+    slightly pessimistic.
     """
     if learner == "ann":
-        return dict(params, n_members=min(5, params.get("n_members", 10)))
-    if learner == "boosted-trees":
-        return dict(params, calibration_folds=0, interval="constant")
-    if learner == "blend":  # its members are fitted without calibration; its ANN as in the line above
-        from .blend import FOLD_ANN_MEMBERS, MEMBERS
-
+        return dict(params, n_members=min(FOLD_ANN_MEMBERS, params.get("n_members", 10)))
+    if learner == "blend":  # its members as alone, its own calibration skipped too
         member_params = dict(params.get("member_params") or {})
         if "ann" in params.get("members", MEMBERS):
-            ann = dict(member_params.get("ann") or {})
-            member_params["ann"] = dict(ann, n_members=min(FOLD_ANN_MEMBERS, ann.get("n_members", 10)))
+            member_params["ann"] = without_calibration("ann", member_params.get("ann") or {})
         return dict(params, calibration_folds=0, member_params=member_params)
-    return dict(params, calibration_folds=0)
+    return uncalibrated(learner, params)
 
 
 def out_of_fold_errors(table: RunTable, rows: np.ndarray, learner: str, params: dict, *,
