@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.areas.scheduling import TRACE_FILES, TRACES
+
 DESCRIPTION = ("walltime policy vs oracle when killed jobs are resubmitted, and a hindsight "
                "group-quantile bound as the ceiling of any bound (KTH-SP2, HPC2N)")
 
-TRACES = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
-TRACE_FILES = {"kth": "KTH-SP2.swf", "hpc2n": "hpc2n-subset.swf"}
 ACCOUNTINGS = {"served": False, "resubmitted": True}   # a killed job: done at its kill / resubmitted
 KEPT = ("mean_bounded_slowdown", "mean_wait_s", "utilization", "killed", "killed_node_hours",
         "shortened", "lowered", "resubmitted")
