@@ -41,9 +41,11 @@ def test_real_mpi_benchmark_records(mpi_records):
     assert len(recs) == 2 * 2 * 3
     assert {r.ntasks for r in recs} == {2, 4} and {r.source for r in recs} == {"mpi"}
     assert all(r.time_s > 0 for r in recs)
-    big = [r.time_s for r in recs if r.message_bytes == 262144 and r.ntasks == 4 and r.peers == 2]
-    small = [r.time_s for r in recs if r.message_bytes == 16 and r.ntasks == 4 and r.peers == 2]
-    assert big[0] > small[0]                                    # 256 KiB takes longer than 16 B
+    # 256 KiB takes longer than 16 B. The fastest of each size's four runs is compared: with 4
+    # ranks on 2 cores one preempted run can take longer than anything it moved.
+    big = min(r.time_s for r in recs if r.message_bytes == 262144)
+    small = min(r.time_s for r in recs if r.message_bytes == 16)
+    assert big > small
 
 
 def test_real_mpi_records_train_and_predict(mpi_records, tmp_path, capsys):

@@ -23,13 +23,14 @@ def _mount(*argv: str) -> bool:
 
 def _start_and_ask_status(env: dict, log_path: Path, **popen):
     """Start hpcpredictd and ask ``hpcpredict status --json`` until it answers, the daemon
-    exits or 60 s pass: (the daemon process, the last status run)."""
+    exits or 120 s pass (a deadline to give up, generous so that a loaded machine does not fail
+    it): (the daemon process, the last status run)."""
     with open(log_path, "wb") as log:
         if "user" in popen:
             popen["group"] = popen["user"]
         daemon = subprocess.Popen([sys.executable, "-m", "hpcpredict.daemon.server"], env=env, stdout=log,
                                   stderr=log, **popen)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while True:
         status = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.cli.main", "status", "--json"],
                                 env=env, capture_output=True, text=True)
