@@ -71,6 +71,14 @@ def uncalibrated(name: str, params: dict) -> dict:
     return dict(params, calibration_folds=0)
 
 
+def in_folds(name: str, params: dict) -> dict:
+    """A learner's parameters for a fit inside folds: the ANN ensemble with at most
+    FOLD_ANN_MEMBERS nets (its default is 10), every other learner as given."""
+    if name != "ann":
+        return params
+    return dict(params, n_members=min(FOLD_ANN_MEMBERS, params.get("n_members", 10)))
+
+
 class BlendRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __init__(self, members=MEMBERS, member_params=None, calibration_folds=20, random_state=None):
         self.members = members
@@ -117,8 +125,7 @@ class BlendRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
         n_folds = min(self.calibration_folds or 0, np.unique(groups).size)
         scores = []
         if n_folds >= 2:
-            fold_specs = [(name, dict(params, n_members=min(FOLD_ANN_MEMBERS, params.get("n_members", 10)))
-                           if name == "ann" else params) for name, params in specs]
+            fold_specs = [(name, in_folds(name, params)) for name, params in specs]
             for held_out in trainable_folds(groups, n_folds, seed):
                 fold_members = self._fit_members(fold_specs, X[~held_out], y[~held_out], groups[~held_out], feature_names)
                 scores.append(np.abs(np.log(y[held_out]) - self._log_mean(fold_members, X[held_out])))

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from .blend import FOLD_ANN_MEMBERS, MEMBERS, uncalibrated
+from .blend import MEMBERS, in_folds, uncalibrated
 from .conformal import group_folds
 from .dataset import RunTable
 from .model import RuntimeModel
@@ -53,7 +53,7 @@ def without_calibration(learner: str, params: dict) -> dict:
     slightly pessimistic.
     """
     if learner == "ann":
-        return dict(params, n_members=min(FOLD_ANN_MEMBERS, params.get("n_members", 10)))
+        return in_folds("ann", params)
     if learner == "blend":  # its members as alone, its own calibration skipped too
         member_params = dict(params.get("member_params") or {})
         if "ann" in params.get("members", MEMBERS):
