@@ -15,6 +15,7 @@ from hpcpredict.daemon.runtime.selection import CANDIDATES, out_of_fold_errors, 
 from hpcpredict.daemon.runtime.service import ApplicationModels, save_application_model
 
 from .synthetic import power_law_table
+from .test_served_learners import served_as_fitted
 
 INPUTS = ["n", "m", "p", "noise_a"]
 SMALL_ANN = {"n_members": 3}
@@ -67,16 +68,11 @@ def test_served_blend_answers_as_the_fitted_model(table, fitted, tmp_path):
     description = json.loads((tmp_path / "app" / "inputs.json").read_text())
     assert description["format"] == "hpcpredict-runtime-blend"
     assert [m["learner"] for m in description["blend_members"]] == ["log-linear", "boosted-trees", "ann"]
-    served = ApplicationModels.load(tmp_path)
     rows = table.rows[::9] + [{"n": 500.0, "m": 1.0, "p": 8.0, "noise_a": 0.5}]   # last: far outside
-    centre = fitted.predict(rows)
-    low, high = fitted.predict_interval(rows, 0.8)
-    for i, row in enumerate(rows):
-        estimate = served.estimate("app", row, 0, 0, 0, coverage=0.8)
-        assert estimate.runtime_s == pytest.approx(centre[i], rel=1e-9)
-        assert (estimate.low_s, estimate.high_s) == (pytest.approx(low[i], rel=1e-9), pytest.approx(high[i], rel=1e-9))
+    estimates = served_as_fitted(fitted, tmp_path, rows)
+    for estimate in estimates:
         assert estimate.model_name == "runtime-blend/app/inputs" and estimate.model_version == "b1"
-    assert "blend (mean in log space) of log-linear" in served.estimate("app", rows[0], 0, 0, 0).explanation[0]
+    assert "blend (mean in log space) of log-linear" in estimates[0].explanation[0]
 
 
 def _rewrite(folder, arrays=None, description=None):

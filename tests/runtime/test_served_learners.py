@@ -43,16 +43,24 @@ def test_served_artifact_answers_as_the_fitted_model(tmp_path, learner, params):
     save_application_model(model, tmp_path, application="app", metadata={"version": "v"})
     description = json.loads((tmp_path / "app" / "inputs.json").read_text())
     assert description["format"] == f"hpcpredict-runtime-{learner}"
-    served = ApplicationModels.load(tmp_path)
-    rows = [table.rows[i] for i in range(0, len(table.y), 7)]
+    for estimate in served_as_fitted(model, tmp_path, [table.rows[i] for i in range(0, len(table.y), 7)]):
+        assert estimate.low_s < estimate.runtime_s < estimate.high_s
+        assert estimate.model_name == f"runtime-{learner}/app/inputs"
+
+
+def served_as_fitted(model, directory, rows):
+    """The estimates the model saved in ``directory`` as application "app" serves for ``rows``,
+    each asserted equal to the fitted model's centre and 80 % interval."""
+    served = ApplicationModels.load(directory)
     centre = model.predict(rows)
     low, high = model.predict_interval(rows, 0.8)
+    estimates = []
     for i, row in enumerate(rows):
         estimate = served.estimate("app", row, 0, 0, 0, coverage=0.8)
         assert estimate.runtime_s == pytest.approx(centre[i], rel=1e-9)
         assert (estimate.low_s, estimate.high_s) == (pytest.approx(low[i], rel=1e-9), pytest.approx(high[i], rel=1e-9))
-        assert estimate.low_s < estimate.runtime_s < estimate.high_s
-        assert estimate.model_name == f"runtime-{learner}/app/inputs"
+        estimates.append(estimate)
+    return estimates
 
 
 def test_boosted_trees_learn_a_switch_that_the_log_linear_model_cannot():
