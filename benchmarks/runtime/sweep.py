@@ -15,8 +15,11 @@ pseudopotentials; nothing is downloaded).
 Repetitions are interleaved within blocks of ``--block`` configurations (each configuration of
 the block once, then again...), so drift of the shared machine shows as noise between
 repetitions, not as a difference between configurations, while a sweep stopped by its time
-budget still leaves every finished block with all its repetitions. ``--resume`` appends to an
-existing CSV and skips the (configuration, repetition) pairs it already has.
+budget still leaves every finished block with all its repetitions. A block of all the
+configurations (``--block`` ≥ ``--configs``) makes each repetition a pass over the whole sweep,
+so repetitions of a configuration are a pass apart and their disagreement includes the machine's
+drift over the sweep, which a model trained on some runs and asked about others faces too.
+``--resume`` appends to an existing CSV and skips the (configuration, repetition) pairs it already has.
 
 Target ``runtime_s``: CPU seconds (user + system) of the whole process tree (``os.wait4`` on the
 launcher reaps every rank), i.e. core-seconds, what Slurm's accounting calls TotalCPU, measured
