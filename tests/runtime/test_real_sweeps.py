@@ -47,6 +47,24 @@ def test_cp2k_declared_grid_is_the_grid_cp2k_printed():
     assert json.loads((DATA / "cp2k_water.json").read_text())["derived_inputs"] == DERIVED
 
 
+def test_cp2k_declared_multigrid_points_are_the_grids_cp2k_printed():
+    """The sweep's derived input ``multigrid_points`` against the four grid levels CP2K itself
+    chose (NGRIDS 4: cutoffs E, E/3, E/9, E/27) for every (box edge, cutoff) pair of the sweeps
+    (cp2k_multigrid.json, see SOURCES.md): each level by the rule of the finest."""
+    from benchmarks.runtime.sweep_cp2k import DERIVED
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    derived = DerivedInputs(DERIVED)
+    printed = json.loads((DATA / "cp2k_multigrid.json").read_text())["grid_points_per_edge"]
+    finest = json.loads((DATA / "cp2k_grids.json").read_text())["finest_grid_points_per_edge"]
+    assert sorted(printed) == sorted(finest) and len(printed) == 55
+    for key, levels in printed.items():
+        box, cutoff = (float(part) for part in key.split(","))
+        assert len(levels) == 4 and levels[0] == finest[key] and levels == sorted(levels, reverse=True), key
+        values = derived.apply({"box_a": box, "cutoff_ry": cutoff, "n_water": 1.0, "basis": "SZV", "ranks": 1.0})
+        assert values["multigrid_points"] == sum(points ** 3 for points in levels), key
+
+
 def test_cp2k_declared_neighbour_pairs_follow_the_pairs_cp2k_printed():
     """The sweep's derived input ``neighbour_pairs`` against CP2K's own "Total number of particle
     pairs" for 1-3 waters in 6, 7.25 and 8.5 Å boxes in every basis (cp2k_basis.json, see
