@@ -1,5 +1,6 @@
 """The recorded sweeps of real codes (GROMACS, CP2K, NWChem): usable run tables with provenance."""
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,47 @@ def test_cp2k_declared_grid_is_the_grid_cp2k_printed():
         assert values["water_density"] == pytest.approx(2.0 / box ** 3)
     # Declared in the provenance, as the benchmark reads it.
     assert json.loads((DATA / "cp2k_water.json").read_text())["derived_inputs"] == DERIVED
+
+
+def test_cp2k_declared_multigrid_points_are_the_grids_cp2k_printed():
+    """The sweep's derived input ``multigrid_points`` against the four grid levels CP2K itself
+    chose (NGRIDS 4: cutoffs E, E/3, E/9, E/27) for every (box edge, cutoff) pair of the sweeps
+    (cp2k_multigrid.json, see SOURCES.md): each level by the rule of the finest."""
+    from benchmarks.runtime.sweep_cp2k import DERIVED
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    derived = DerivedInputs(DERIVED)
+    printed = json.loads((DATA / "cp2k_multigrid.json").read_text())["grid_points_per_edge"]
+    finest = json.loads((DATA / "cp2k_grids.json").read_text())["finest_grid_points_per_edge"]
+    assert sorted(printed) == sorted(finest) and len(printed) == 55
+    for key, levels in printed.items():
+        box, cutoff = (float(part) for part in key.split(","))
+        assert len(levels) == 4 and levels[0] == finest[key] and levels == sorted(levels, reverse=True), key
+        values = derived.apply({"box_a": box, "cutoff_ry": cutoff, "n_water": 1.0, "basis": "SZV", "ranks": 1.0})
+        assert values["multigrid_points"] == sum(points ** 3 for points in levels), key
+
+
+def test_cp2k_declared_neighbour_pairs_follow_the_pairs_cp2k_printed():
+    """The sweep's derived input ``neighbour_pairs`` against CP2K's own "Total number of particle
+    pairs" for 1-3 waters in 6, 7.25 and 8.5 Å boxes in every basis (cp2k_basis.json, see
+    SOURCES.md), and its radii against the orbital basis radii CP2K printed. The rule counts
+    pairs as a continuum (the radii exceed the box); where CP2K counted fewer than 100 pairs the
+    lattice's discreteness shows more."""
+    from benchmarks.runtime.sweep_cp2k import DERIVED, ORBITAL_RADIUS_A
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    probe = json.loads((DATA / "cp2k_basis.json").read_text())
+    assert {basis: values["orbital_radius_a"] for basis, values in probe["per_water"].items()} == ORBITAL_RADIUS_A
+    derived = DerivedInputs(DERIVED)
+    printed = probe["neighbour_lists"]
+    assert {(case["basis"], case["n_water"]) for case in printed} == {(b, n) for b in ORBITAL_RADIUS_A for n in (1, 2, 3)}
+    for case in printed:
+        inputs = {key: case[key] for key in ("n_water", "box_a", "cutoff_ry", "ranks")} | {"basis": case["basis"]}
+        ratio = derived.apply(inputs)["neighbour_pairs"] / case["particle_pairs"]
+        assert abs(math.log(ratio)) <= (0.07 if case["particle_pairs"] >= 100 else 0.18), case
+    # The count grows five times faster with the diffuse bases than with SZV, as CP2K's does.
+    by_basis = {case["basis"]: case["particle_pairs"] for case in printed if case["n_water"] == 3 and case["box_a"] == 6.0}
+    assert by_basis["DZVP"] > 4 * by_basis["SZV"] and by_basis["TZVP"] > 4 * by_basis["SZV"]
 
 
 def test_nwchem_declared_basis_functions_are_the_counts_nwchem_printed():
