@@ -3,8 +3,9 @@
 Writes the ``inputs`` variant (job-script inputs only: usable at submission) and, when some
 runtime features arrive early enough (time reduction), the ``runtime`` variant (inputs +
 those features: used after ``ReportRuntimeFeatures``). For each variant the learner is chosen
-by cross-validation on the site's own runs (:mod:`.selection`: folds of configurations, the
-simplest learner that no richer one beats) among the learners the daemon can serve
+by cross-validation on the site's own runs (:mod:`.selection`: folds of configurations; the
+blend unless the simplest learner that no richer one beats clearly also beats the blend
+clearly) among the learners the daemon can serve
 (log-linear, extra-trees, boosted trees, ANN ensemble, and the blend of log-linear, boosted
 trees and ANN). :func:`fit_served` is that choice and
 fit; ``hpcpredict evaluate runtime`` scores the same function. Each artifact's metadata records
