@@ -161,6 +161,7 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
         row["best_single"] = best
         row["auto_vs_best_single"] = row["auto"]["mape"] / row[best]["mape"]
         best_candidate = min(CANDIDATES, key=lambda learner: row[learner]["mape"])
+        row["best_candidate"] = best_candidate
         row["auto_vs_best_candidate"] = row["auto"]["mape"] / row[best_candidate]["mape"]
         row["n_train_configurations"] = int(np.unique(table.groups[train]).size)
         out["by_fraction"][str(fraction)] = row
@@ -175,6 +176,7 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
             "rank_accuracy_at_least_0.93": bool(a["rank_accuracy"] >= 0.93),
             "coverage80_in_0.77_0.83": bool(0.77 <= a["coverage80"] <= 0.83),
             "auto_within_10pct_of_best_single": bool(half["auto_vs_best_single"] <= 1.10),
+            "auto_within_10pct_of_best_learner": bool(half["auto_vs_best_candidate"] <= 1.10),   # the blend too
         }
     return out
 
