@@ -58,6 +58,9 @@ from .model import RuntimeModel
 CANDIDATES: dict[str, dict] = {"log-linear": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {}, "blend": {}}
 HEDGE = "blend"   # served unless the single learners' choice beats it clearly
 SIMPLER_MARGIN = 0.05
+# Fold assignments averaged: with a few dozen configurations, which learner one assignment favours
+# is partly the luck of who is held out with whom.
+REPEATS = 3
 NOISE_FACTOR = 1.3   # "at the noise floor": within this factor of the repetition noise
 
 
@@ -81,16 +84,18 @@ def without_calibration(learner: str, params: dict) -> dict:
 
 
 def out_of_fold_predictions(table: RunTable, rows: np.ndarray, learner: str, params: dict, *,
-                            inputs: list[str] | None = None, folds: int = 5, seed: int = 0) -> np.ndarray | None:
+                            inputs: list[str] | None = None, folds: int = 5, seed: int = 0,
+                            fold_seed: int | None = None) -> np.ndarray | None:
     """The prediction of every run in ``rows`` by the model fitted without its configuration.
 
-    None when there are fewer than 2 configurations, or a fold would leave a single run to train on.
+    Folds drawn with ``fold_seed`` (default ``seed``), models fitted with ``seed``. None when there
+    are fewer than 2 configurations, or a fold would leave a single run to train on.
     """
     groups = table.groups[rows]
     n_folds = min(folds, np.unique(groups).size)
     if n_folds < 2:
         return None
-    folds = group_folds(groups, n_folds, seed)
+    folds = group_folds(groups, n_folds, seed if fold_seed is None else fold_seed)
     if any((~held_out).sum() < 2 for held_out in folds):
         return None   # a fold would train on a single run
     predicted = np.empty(rows.size)
@@ -102,10 +107,12 @@ def out_of_fold_predictions(table: RunTable, rows: np.ndarray, learner: str, par
 
 
 def out_of_fold_errors(table: RunTable, rows: np.ndarray, learner: str, params: dict, *,
-                       inputs: list[str] | None = None, folds: int = 5, seed: int = 0) -> np.ndarray | None:
+                       inputs: list[str] | None = None, folds: int = 5, seed: int = 0,
+                       fold_seed: int | None = None) -> np.ndarray | None:
     """Absolute percentage error of every run in ``rows``, predicted without its configuration
     (:func:`out_of_fold_predictions`)."""
-    predicted = out_of_fold_predictions(table, rows, learner, params, inputs=inputs, folds=folds, seed=seed)
+    predicted = out_of_fold_predictions(table, rows, learner, params, inputs=inputs, folds=folds, seed=seed,
+                                        fold_seed=fold_seed)
     return None if predicted is None else np.abs(predicted - table.y[rows]) / table.y[rows]
 
 
@@ -171,10 +178,11 @@ def pick(errors: dict[str, np.ndarray | None], margin: float = SIMPLER_MARGIN) -
     return chosen
 
 
-def select_learner(table: RunTable, rows: np.ndarray, *, inputs: list[str] | None = None,
-                   candidates: dict[str, dict] | None = None, folds: int = 5, seed: int = 0) -> tuple[str, dict]:
-    """The learner to serve (:func:`pick`) and every candidate's cross-validated MAPE."""
-    candidates = CANDIDATES if candidates is None else candidates
+def candidates_out_of_fold_errors(table: RunTable, rows: np.ndarray, candidates: dict[str, dict], *,
+                                  inputs: list[str] | None, folds: int, seed: int,
+                                  fold_seed: int) -> dict[str, np.ndarray | None]:
+    """Every candidate's :func:`out_of_fold_errors` on the folds drawn with ``fold_seed``; a blend
+    whose members are candidates (:func:`blend_of_candidates`) from theirs, without fits of its own."""
     predicted: dict[str, np.ndarray | None] = {}
     for name, params in candidates.items():   # a blend's members come before it (CANDIDATES' order)
         members = blend_of_candidates(params, candidates) if name == "blend" else None
@@ -182,9 +190,26 @@ def select_learner(table: RunTable, rows: np.ndarray, *, inputs: list[str] | Non
             logs = [None if predicted[m] is None else np.log(predicted[m]) for m in members]
             predicted[name] = None if any(log is None for log in logs) else np.exp(np.mean(logs, axis=0))
         else:
-            predicted[name] = out_of_fold_predictions(table, rows, name, params, inputs=inputs, folds=folds, seed=seed)
-    y, groups = table.y[rows], table.groups[rows]
-    errors = {name: None if p is None else np.abs(p - y) / y for name, p in predicted.items()}
+            predicted[name] = out_of_fold_predictions(table, rows, name, params, inputs=inputs, folds=folds,
+                                                      seed=seed, fold_seed=fold_seed)
+    y = table.y[rows]
+    return {name: None if p is None else np.abs(p - y) / y for name, p in predicted.items()}
+
+
+def select_learner(table: RunTable, rows: np.ndarray, *, inputs: list[str] | None = None,
+                   candidates: dict[str, dict] | None = None, folds: int = 5, seed: int = 0,
+                   repeats: int = REPEATS) -> tuple[str, dict]:
+    """The learner to serve (:func:`pick`) and every candidate's cross-validated MAPE.
+
+    Cross-validation is repeated on ``repeats`` fold assignments (drawn with seeds ``seed``,
+    ``seed + 1``, ...; every fit with ``seed``), and each run's error is its mean over them.
+    """
+    candidates = CANDIDATES if candidates is None else candidates
+    runs = [candidates_out_of_fold_errors(table, rows, candidates, inputs=inputs, folds=folds, seed=seed,
+                                          fold_seed=seed + repeat) for repeat in range(max(1, repeats))]
+    errors = {name: None if any(run[name] is None for run in runs) else np.mean([run[name] for run in runs], axis=0)
+              for name in candidates}
+    groups = table.groups[rows]
     by_configuration = {name: None if e is None else per_configuration(groups, e) for name, e in errors.items()}
     scores = {name: float("nan") if e is None else float(e.mean()) for name, e in errors.items()}
     return pick(by_configuration), scores

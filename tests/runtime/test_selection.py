@@ -75,12 +75,20 @@ def test_blend_reuses_its_members_only_when_they_are_candidates_fitted_the_same(
 
 
 def test_choice_cross_validates_the_blend_from_its_members_as_if_fitted_itself():
-    """The blend's cross-validated errors in the choice are those of the blend fitted fold by fold."""
+    """The blend's cross-validated errors in the choice are those of the blend fitted fold by fold,
+    on each of the repeated fold assignments, averaged."""
     table = power_law_table(n_configs=40, reps=2, seed=3)
     rows = np.arange(len(table.y))
     inputs = ["n", "m", "p", "noise_a"]
     blend = {"members": ("log-linear", "boosted-trees"), "member_params": {"boosted-trees": SMALL_BOOSTED}}
     candidates = {"log-linear": {}, "boosted-trees": SMALL_BOOSTED, "blend": blend}
-    _, scores = select_learner(table, rows, inputs=inputs, candidates=candidates, seed=2)
-    itself = out_of_fold_errors(table, rows, "blend", blend, inputs=inputs, seed=2)
-    assert scores["blend"] == pytest.approx(float(itself.mean()), rel=1e-12)
+    _, once = select_learner(table, rows, inputs=inputs, candidates=candidates, seed=2, repeats=1)
+    _, twice = select_learner(table, rows, inputs=inputs, candidates=candidates, seed=2, repeats=2)
+    itself = [out_of_fold_errors(table, rows, "blend", blend, inputs=inputs, seed=2, fold_seed=fold_seed)
+              for fold_seed in (2, 3)]
+    assert once["blend"] == pytest.approx(float(itself[0].mean()), rel=1e-12)
+    assert twice["blend"] == pytest.approx(float(np.mean(itself)), rel=1e-12)
+    assert itself[0].mean() != pytest.approx(itself[1].mean(), rel=1e-6)   # the two assignments differ
+    alone = [out_of_fold_errors(table, rows, "log-linear", {}, inputs=inputs, seed=2, fold_seed=fold_seed)
+             for fold_seed in (2, 3)]
+    assert twice["log-linear"] == pytest.approx(float(np.mean(alone)), rel=1e-12)
