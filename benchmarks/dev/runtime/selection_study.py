@@ -2,16 +2,18 @@
 
 The ``runtime`` area scores splits 0..2 and ``runtime_coverage`` splits 0..9; a selection rule
 tuned on them would be tuned on the test. This study uses split seeds ``--first-seed`` (100)
-onwards (it refuses seeds below 100) and keeps, per code, training fraction and split, everything a selection rule needs:
+onwards (it refuses seeds below 100) and keeps, per code, training fraction and split,
+everything a selection rule needs:
 
 * every learner's point predictions on the held-out runs, fitted as served (the blend's are the
   geometric mean of its members' served predictions: :mod:`hpcpredict.daemon.runtime.blend`
   fits them with the same seed; calibration does not change point predictions);
 * every learner's out-of-fold predictions on the training runs for ``--repeats`` configuration
-  fold assignments (repeat r uses the fold seed :func:`fold_seeds`
-  gives; repeat 0 is the one ``select_learner`` has always used), the blend's again from its members'.
+  fold assignments (:func:`fold_seeds`: split seed + r, as ``select_learner`` draws them; before
+  the repeats, ``select_learner`` used repeat 0 alone), the blend's again from its members'.
 
-Predictions are computed in-process (the served artifact answers the same to ~1e-12), cached in
+Predictions are computed in-process (the benchmarks score the served artifact, which answers as
+the fitted model: ``served_as_fitted`` in tests/runtime/test_served_learners.py), cached in
 ``--cache`` (one ``.npz`` per code, fraction, split and repeat), so rules can then be compared
 without refitting: ``--rules`` prints, per code and fraction, each rule's mean held-out MAPE of
 the learner it picks, the best forced learner's, their ratio and the choices.
@@ -107,7 +109,8 @@ def load(cache: Path, code: str, fraction: float, seed: int, repeats: int):
     table = read_runs_csv(path, target="runtime_s", derived=declared_derived(path))
     train, test = split_by_configuration(table.groups, fraction, seed)
     with np.load(cache / f"{code}-{fraction}-{seed}-heldout.npz") as f:
-        heldout = {name: float(np.mean(np.abs(f[name] - table.y[test]) / table.y[test])) for name in selection.CANDIDATES}
+        heldout = {name: float(np.mean(np.abs(f[name] - table.y[test]) / table.y[test]))
+                   for name in selection.CANDIDATES}
     cv = []
     for repeat in range(repeats):
         with np.load(cache / f"{code}-{fraction}-{seed}-cv{repeat}.npz") as f:
@@ -194,7 +197,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/hpcpredict-selection-study"))
     parser.add_argument("--fractions", default="0.1,0.25,0.5")
-    parser.add_argument("--rules", default="", help="compare rules (RULES), e.g. before,pick,pickx3: NAMExN averages the "
+    parser.add_argument("--rules", default="",
+                        help="compare rules (RULES), e.g. before,pick,pickx3: NAMExN averages the "
                              "errors of N fold assignments (default 1)")
     options = parser.parse_args()
     if options.first_seed < REPORTED_SPLITS:
