@@ -25,12 +25,12 @@ own: its members are candidates, fitted on the same folds with the same seed
 Measured on development splits the benchmarks never score (seeds 100-109 per code and training
 fraction, 2026-11-24, ``benchmarks/dev/runtime/selection_study.py``; held-out MAPE of the
 learner served over that of the best forced learner, the blend included, at 10 / 25 / 50 %
-training): with one fold assignment and the blend as the richest candidate, GROMACS 1.10 / 1.01 /
-1.01, CP2K 1.10 / 1.04 / 1.05, NWChem 1.06 / 1.03 / 1.17, LAMMPS LAMMPS_BEFORE; as now,
-GROMACS 1.02 / 1.00 / 1.00, CP2K 1.05 / 1.01 / 1.03, NWChem 1.06 / 1.03 / 1.03, LAMMPS
-LAMMPS_AFTER. The hedge rule alone (one assignment) did as well on GROMACS and CP2K but served
-the blend on NWChem's smaller training sets where log-linear was better (1.07 / 1.05 at 10 /
-25 %); repeating the assignments removed that.
+training): with one fold assignment and the blend as the richest candidate, LAMMPS 1.00 / 1.00 /
+1.02, GROMACS 1.10 / 1.01 / 1.01, CP2K 1.10 / 1.04 / 1.05, NWChem 1.06 / 1.03 / 1.17; as now,
+LAMMPS 1.00 / 1.03 / 1.00, GROMACS 1.02 / 1.00 / 1.00, CP2K 1.05 / 1.01 / 1.03, NWChem 1.06 /
+1.03 / 1.03. The hedge rule on one assignment did as well on GROMACS and CP2K but served the
+blend more often where log-linear was better (NWChem 1.07 / 1.05, LAMMPS 1.03 / 1.04 at 10 /
+25 %); averaging three assignments took back most of that.
 :func:`selection_report` says which happened, and how the chosen model's error compares
 with the repetition noise of the runs (the floor no model of the inputs can go below).
 
