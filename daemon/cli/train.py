@@ -40,8 +40,9 @@ def register(subparsers) -> None:
                               "job, e.g. 'grid=box**3*cutoff**1.5' (repeatable; + - * / **, sqrt log exp abs "
                               "min max floor ceil round_up)")
     runtime.add_argument("--learner", choices=("auto", "log-linear", "extra-trees", "boosted-trees", "ann", "blend"),
-                         default="auto", help="auto (default): the simplest learner that no richer one beats "
-                                              "by cross-validation on DATA.csv")
+                         default="auto", help="auto (default): by cross-validation on DATA.csv, the blend unless "
+                                              "a single learner (the simplest that no richer one beats "
+                                              "clearly) beats it clearly")
     runtime.add_argument("--no-reload", action="store_true")
     runtime.set_defaults(handler=_train_runtime)
     publish = subparsers.add_parser("publish", help="publish a trained model folder as a new version")

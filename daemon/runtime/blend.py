@@ -14,8 +14,9 @@ Measured on the held-out halves of the four real sweeps (3 splits, 2026-11-24, M
 log-linear / boosted / ANN / blend of the first two / blend of all three): LAMMPS 9.4 / 10.5 /
 9.9 / 9.8 / 9.5 %, GROMACS 8.5 / 7.9 / 8.5 / 8.0 / 7.2 %, CP2K 10.5 / 9.4 / 11.3 / 9.5 / 9.6 %,
 NWChem 10.3 / 10.3 / 17.0 / 10.2 / 11.3 %: the two trend models alone err together (the boosted
-trees start from the same trend); the ANN's errors differ. Whether the blend is served is the
-cross-validated choice of :mod:`.selection`, like any learner.
+trees start from the same trend); the ANN's errors differ. ``--learner auto`` serves the blend
+unless cross-validation shows a single learner clearly better (:mod:`.selection`: the blend is
+the hedge there, not one more rich model).
 
 Interval: cross-conformal, like the members, on the blend's *own* residuals: over
 ``calibration_folds`` configuration folds, the members (without their own calibration) are

@@ -3,8 +3,9 @@
 Writes the ``inputs`` variant (job-script inputs only: usable at submission) and, when some
 runtime features arrive early enough (time reduction), the ``runtime`` variant (inputs +
 those features: used after ``ReportRuntimeFeatures``). For each variant the learner is chosen
-by cross-validation on the site's own runs (:mod:`.selection`: folds of configurations, the
-simplest learner that no richer one beats) among the learners the daemon can serve
+by cross-validation on the site's own runs (:mod:`.selection`: folds of configurations; the
+blend unless the simplest learner that no richer one beats clearly also beats the blend
+clearly) among the learners the daemon can serve
 (log-linear, extra-trees, boosted trees, ANN ensemble, and the blend of log-linear, boosted
 trees and ANN). :func:`fit_served` is that choice and
 fit; ``hpcpredict evaluate runtime`` scores the same function. Each artifact's metadata records
@@ -40,7 +41,7 @@ from .derived import DerivedInputs
 from .evaluation import repetition_disagreement, usable_inputs
 from .model import RuntimeModel
 from .reduction import DEFAULT_TIME_SHARE
-from .selection import CANDIDATES, select_learner, selection_report
+from .selection import CANDIDATES, REPEATS, select_learner, selection_report
 from .service import save_application_model
 
 
@@ -66,7 +67,9 @@ def fit_served(table: RunTable, rows: np.ndarray, *, inputs: list[str] | None,
     if len(fitted) == 1 and not cross_validate_single:
         chosen, scores = next(iter(fitted)), {name: float("nan") for name in fitted}
     else:
-        chosen, scores = select_learner(table, rows, inputs=inputs, folds=SELECTION_FOLDS, seed=seed, candidates=fitted)
+        # One candidate: its score is only recorded, one fold assignment is enough.
+        chosen, scores = select_learner(table, rows, inputs=inputs, folds=SELECTION_FOLDS, seed=seed, candidates=fitted,
+                                        repeats=REPEATS if len(fitted) > 1 else 1)
     model = RuntimeModel(chosen, fitted[chosen], inputs).fit(table, rows)
     noise = repetition_disagreement(table.groups[rows], table.y[rows])
     return model, {"learner": chosen, "cv_mape_by_learner": scores,

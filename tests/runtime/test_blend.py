@@ -141,7 +141,7 @@ def test_cross_validated_blend_is_the_mean_of_its_members_out_of_fold_prediction
             predictions[name][held_out] = model.predict([table.rows[i] for i in rows[held_out]])
     blended = np.sqrt(predictions["log-linear"] * predictions["boosted-trees"])
     assert blend_errors == pytest.approx(np.abs(blended - table.y) / table.y, rel=1e-9)
-    assert "blend" in CANDIDATES and list(CANDIDATES)[-1] == "blend"   # richest last
+    assert "blend" in CANDIDATES and list(CANDIDATES)[-1] == "blend"   # listed last (the hedge)
 
 
 def test_evaluate_runtime_and_train_application_serve_the_blend(capsys, tmp_path):
