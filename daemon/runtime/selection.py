@@ -33,12 +33,15 @@ import numpy as np
 from .blend import MEMBERS, in_folds, uncalibrated
 from .conformal import group_folds
 from .dataset import RunTable
-from .model import RuntimeModel
+from .model import LearnerNotApplicable, RuntimeModel
 
 # Simplest first; the parameters are the served ones (selection fits skip interval calibration).
 # The blend (:mod:`.blend`: log-linear, boosted trees and ANN averaged in log space) is last: it
 # holds the richest of them.
-CANDIDATES: dict[str, dict] = {"log-linear": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {}, "blend": {}}
+# The start-up + steps model (:mod:`.startup_steps`) cannot model runs without a number of steps
+# (CP2K, NWChem): it is then skipped.
+CANDIDATES: dict[str, dict] = {"log-linear": {}, "startup-steps": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {},
+                               "blend": {}}
 SIMPLER_MARGIN = 0.05
 NOISE_FACTOR = 1.3   # "at the noise floor": within this factor of the repetition noise
 
@@ -66,7 +69,8 @@ def out_of_fold_errors(table: RunTable, rows: np.ndarray, learner: str, params: 
                        inputs: list[str] | None = None, folds: int = 5, seed: int = 0) -> np.ndarray | None:
     """Absolute percentage error of every run in ``rows``, predicted without its configuration.
 
-    None when there are fewer than 2 configurations, or a fold would leave a single run to train on.
+    None when there are fewer than 2 configurations, a fold would leave a single run to train on,
+    or the learner cannot model these runs (:class:`~.model.LearnerNotApplicable`).
     """
     groups = table.groups[rows]
     n_folds = min(folds, np.unique(groups).size)
@@ -77,8 +81,11 @@ def out_of_fold_errors(table: RunTable, rows: np.ndarray, learner: str, params: 
         return None   # a fold would train on a single run
     errors = np.empty(rows.size)
     for held_out in folds:
-        model = RuntimeModel(learner, dict(without_calibration(learner, params), random_state=seed),
-                             inputs).fit(table, rows[~held_out])
+        try:
+            model = RuntimeModel(learner, dict(without_calibration(learner, params), random_state=seed),
+                                 inputs).fit(table, rows[~held_out])
+        except LearnerNotApplicable:
+            return None
         test = rows[held_out]
         errors[held_out] = np.abs(model.predict([table.rows[i] for i in test]) - table.y[test]) / table.y[test]
     return errors
