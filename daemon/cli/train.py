@@ -39,7 +39,8 @@ def register(subparsers) -> None:
                          help="an input computed from the others, stored with the model and computed for every "
                               "job, e.g. 'grid=box**3*cutoff**1.5' (repeatable; + - * / **, sqrt log exp abs "
                               "min max floor ceil round_up)")
-    runtime.add_argument("--learner", choices=("auto", "log-linear", "extra-trees", "boosted-trees", "ann", "blend"),
+    runtime.add_argument("--learner", choices=("auto", "log-linear", "startup-steps", "extra-trees", "boosted-trees",
+                                               "ann", "blend"),
                          default="auto", help="auto (default): the simplest learner that no richer one beats "
                                               "by cross-validation on DATA.csv")
     runtime.add_argument("--no-reload", action="store_true")

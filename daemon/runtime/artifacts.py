@@ -198,7 +198,8 @@ class StartupStepsPredictor:
         return float(np.logaddexp(s, math.log(n) + self.step.value(z))), 1.0
 
     def describe(self) -> str:
-        return f"start-up + steps model (runtime a start-up + {self.name} × a cost per step, each a function of the inputs)"
+        return (f"start-up + steps model (runtime a start-up + {self.name} × a cost per step, "
+                "each a function of the inputs)")
 
     def interval_method(self) -> str:
         return "constant factor"

@@ -34,7 +34,8 @@ def startup_steps_table(n_configs=80, reps=2, seed=0, noise=0.02):
         nsteps, box = int(rng.integers(1, 11)) * 100, round(float(rng.uniform(2.6, 3.6)), 2)
         grid, ranks = str(rng.choice(["g24", "g25", "g28"])), int(rng.choice([1, 2]))
         value = STARTUP_S[grid, ranks] + nsteps * 2e-4 * box ** 3 / ranks ** 0.9
-        lines += [f"{nsteps},{box},{grid},{ranks},{rep},{value * np.exp(rng.normal(0, noise)):.6f}" for rep in range(reps)]
+        lines += [f"{nsteps},{box},{grid},{ranks},{rep},{value * np.exp(rng.normal(0, noise)):.6f}"
+                  for rep in range(reps)]
     return parse_runs_csv("\n".join(lines), target="runtime")
 
 
@@ -117,7 +118,8 @@ def _rewrite(tmp_path, change_arrays=None, change_description=None):
     (None, lambda d: d.pop("steps_input"), "steps input missing"),
 ])
 def test_corrupt_artifact_is_refused(tmp_path, change_arrays, change_description, message):
-    model = RuntimeModel("startup-steps", {"random_state": 0, "calibration_folds": 2}).fit(startup_steps_table(n_configs=20))
+    model = RuntimeModel("startup-steps", {"random_state": 0, "calibration_folds": 2})
+    model.fit(startup_steps_table(n_configs=20))
     save_application_model(model, tmp_path, application="app", metadata={})
     _rewrite(tmp_path, change_arrays, change_description)
     with pytest.raises(ModelArtifactError, match=message):
