@@ -38,8 +38,8 @@ from .model import LearnerNotApplicable, RuntimeModel
 # Simplest first; the parameters are the served ones (selection fits skip interval calibration).
 # The blend (:mod:`.blend`: log-linear, boosted trees and ANN averaged in log space) is last: it
 # holds the richest of them.
-# The start-up + steps model (:mod:`.startup_steps`) cannot model runs without a number of steps
-# (CP2K, NWChem): it is then skipped.
+# The start-up + steps model (:mod:`.startup_steps`) cannot model runs without an input that can be
+# a number of steps (positive integers, at least 3 values): it is then skipped.
 CANDIDATES: dict[str, dict] = {"log-linear": {}, "startup-steps": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {},
                                "blend": {}}
 SIMPLER_MARGIN = 0.05
