@@ -39,7 +39,8 @@ def register(subparsers) -> None:
                          help="an input computed from the others, stored with the model and computed for every "
                               "job, e.g. 'grid=box**3*cutoff**1.5' (repeatable; + - * / **, sqrt log exp abs "
                               "min max floor ceil round_up)")
-    runtime.add_argument("--learner", choices=("auto", "log-linear", "extra-trees", "boosted-trees", "ann", "blend"),
+    runtime.add_argument("--learner", choices=("auto", "log-linear", "startup-steps", "extra-trees", "boosted-trees",
+                                               "ann", "blend"),
                          default="auto", help="auto (default): by cross-validation on DATA.csv, the blend unless "
                                               "a single learner (the simplest that no richer one beats "
                                               "clearly) beats it clearly")

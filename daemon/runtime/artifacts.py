@@ -1,6 +1,6 @@
 """Learner arrays of a runtime-model artifact: pack a fitted learner, unpack a served predictor.
 
-Five learners can be served, each stored as plain arrays (``np.savez``, no pickle):
+Six learners can be served, each stored as plain arrays (``np.savez``, no pickle):
 
 * ``extra-trees`` (format ``hpcpredict-runtime-extra-trees``): the compiled forest
   (:class:`~hpcpredict.daemon.runtime.compiled.CompiledForest`), the feature transform and the
@@ -11,6 +11,9 @@ Five learners can be served, each stored as plain arrays (``np.savez``, no pickl
   boosted trees of the centre (and of the 10 %/90 % quantiles, when the interval uses them),
   each a compiled forest whose trees are summed;
 * ``log-linear`` (format ``hpcpredict-runtime-log-linear``): the log-log trend alone;
+* ``startup-steps`` (format ``hpcpredict-runtime-startup-steps``): two log-log trends over the
+  same filled, logged inputs, the start-up s and the cost per step w, and the column of the
+  number of steps n (named in ``steps_input``): runtime exp(s) + n · exp(w);
 * ``blend`` (format ``hpcpredict-runtime-blend``): each member's arrays as that member's own
   format packs them, prefixed ``member<i>_``, its learner and settings listed in
   ``blend_members``; served as the mean of the members' log predictions.
@@ -31,7 +34,7 @@ from .compiled_ann import CompiledEnsemble
 
 FORMATS = {"extra-trees": "hpcpredict-runtime-extra-trees", "ann": "hpcpredict-runtime-ann",
            "boosted-trees": "hpcpredict-runtime-boosted-trees", "log-linear": "hpcpredict-runtime-log-linear",
-           "blend": "hpcpredict-runtime-blend"}
+           "blend": "hpcpredict-runtime-blend", "startup-steps": "hpcpredict-runtime-startup-steps"}
 BOOSTED_PARTS = ("centre", "lower", "upper")
 LEARNER_OF_FORMAT = {value: key for key, value in FORMATS.items()}
 # The layout version of every format. A new learner is a new format string, not a new version:
@@ -47,6 +50,7 @@ def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
     from .blend import BlendRuntime
     from .boosting import BoostedTreesRuntime
     from .loglinear import LogLinearRuntime
+    from .startup_steps import StartupStepsRuntime
     from .trees import ExtraTreesRuntime
 
     if isinstance(estimator, ExtraTreesRuntime) and hasattr(estimator, "compiled_"):
@@ -78,6 +82,14 @@ def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
         if getattr(estimator, "startup_", 0.0) > 0:  # absent: no start-up term (earlier artifacts load unchanged)
             arrays["startup_s"] = np.asarray([estimator.startup_], dtype=float)
         return "log-linear", arrays, {}
+    if isinstance(estimator, StartupStepsRuntime) and hasattr(estimator, "startup_coef_"):
+        arrays = {f"{part}_{key}": value for part, (coef, intercept, pairs) in (
+            ("startup", (estimator.startup_coef_, estimator.startup_intercept_, estimator.startup_pairs_)),
+            ("step", (estimator.step_coef_, estimator.step_intercept_, estimator.step_pairs_)))
+            for key, value in _trend_arrays(estimator.fill_, estimator.log_columns_, coef, intercept, pairs).items()}
+        arrays.update(steps_column=np.asarray([estimator.steps_column_], dtype=np.int64),
+                      calibration_scores=np.asarray(estimator.calibration_scores_, dtype=float))
+        return "startup-steps", arrays, {"steps_input": estimator.steps_name_}
     if isinstance(estimator, BlendRuntime) and hasattr(estimator, "members_"):
         arrays = {"calibration_scores": np.asarray(estimator.calibration_scores_, dtype=float)}
         members = []
@@ -152,6 +164,42 @@ class LogLinearPredictor:
         if self.startup > 0:
             return f"log-linear model (runtime {self.startup:.3g} s of start-up + a product of powers of the inputs)"
         return "log-linear model (runtime a product of powers of the inputs)"
+
+    def interval_method(self) -> str:
+        return "constant factor"
+
+
+class StartupStepsPredictor:
+    """Served start-up + steps × per-step model: two dot products and a log-sum-exp."""
+
+    learner = "startup-steps"
+
+    def __init__(self, arrays: dict, n_inputs: int, settings: dict):
+        self.startup, self.step = (_Trend({key[len(part) + 1:]: value for key, value in arrays.items()
+                                           if key.startswith(f"{part}_")}, n_inputs) for part in ("startup", "step"))
+        try:
+            self.column = int(np.asarray(arrays["steps_column"], dtype=np.int64).ravel()[0])
+        except (KeyError, ValueError, TypeError, IndexError) as error:
+            raise ModelArtifactError(f"steps column: {error}") from error
+        if not 0 <= self.column < n_inputs:
+            raise ModelArtifactError(f"steps column {self.column} does not exist")
+        name = settings.get("steps_input") if isinstance(settings, dict) else None
+        if not isinstance(name, str):
+            raise ModelArtifactError("start-up + steps settings: steps input missing")
+        self.name = name
+
+    def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
+        z = self.startup.inputs(vector)
+        n = float(vector[self.column]) if math.isfinite(vector[self.column]) else float(self.startup.fill[self.column])
+        z[:, self.column] = 0.0   # the trends read every input but the steps
+        s = self.startup.value(z)
+        if n <= 0:
+            return s, 1.0
+        return float(np.logaddexp(s, math.log(n) + self.step.value(z))), 1.0
+
+    def describe(self) -> str:
+        return (f"start-up + steps model (runtime a start-up + {self.name} × a cost per step, "
+                "each a function of the inputs)")
 
     def interval_method(self) -> str:
         return "constant factor"
@@ -303,4 +351,6 @@ def unpack(learner: str, arrays: dict, n_inputs: int, description: dict):
         return LogLinearPredictor(arrays, n_inputs)
     if learner == "blend":
         return BlendPredictor(arrays, n_inputs, description)
+    if learner == "startup-steps":
+        return StartupStepsPredictor(arrays, n_inputs, description)
     raise ModelArtifactError(f"unknown learner {learner!r}")

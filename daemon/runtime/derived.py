@@ -13,9 +13,13 @@ Expressions: numbers, input names, ``+ - * / **``, unary minus, and the function
 ``round_up(x, a, b, ...)``: the smallest of ``a, b, ...`` that is at least ``x``, or ``x`` when
 none is: a code's list of accepted sizes), and ``choose(name, key1, value1, key2, value2, ...)``:
 the value paired with the key the input ``name`` (or a number computed from the inputs) equals;
-keys are quoted words or numbers (the only place a quoted word may appear); missing when it
-equals none: a quantity a categorical input implies (the basis functions per molecule of a
-named basis set), or a measured cost per value a code picks (its start-up per FFT grid length).
+keys are quoted words or numbers; missing when it equals none: a quantity a categorical input
+implies (the basis functions per molecule of a named basis set), or a measured cost per value a
+code picks (its start-up per FFT grid length). A ``choose`` that is the whole expression (or a
+value of such a one) may give quoted words instead of numbers, all of its values words: the
+derived input is then categorical (one-hot encoded), for a choice a code makes whose cost a
+learner should find per choice, not as a smooth function (the PME grid length GROMACS picks).
+A quoted word is nowhere else allowed (no arithmetic on words).
 Nothing else parses (no attributes, no calls of other names, no comparisons): an expression
 cannot run code. Arithmetic is in floats; a value that cannot be computed (an input missing or
 not a number, division by zero, overflow, a negative square root) leaves the derived input
@@ -35,6 +39,9 @@ False
 50.0
 >>> "functions" in per_molecule.apply({"n": 2.0, "basis": "6-31g"})                 # no such key: missing
 False
+>>> grid = DerivedInputs.parse(["grid=choose(round_up(box / 0.12, 24, 25), 24, 'g24', 25, 'g25')"])
+>>> [grid.apply({"box": box}).get("grid") for box in (2.8, 2.95, 3.5)]    # categorical; 3.5: no key
+['g24', 'g25', None]
 >>> DerivedInputs.parse(["bad=__import__('os')"])
 Traceback (most recent call last):
 ...
@@ -67,7 +74,7 @@ _OPERATORS: dict[type, Callable[[float, float], float]] = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: math.pow(a, b),
 }
-_Evaluator = Callable[[Mapping[str, object]], float]
+_Evaluator = Callable[[Mapping[str, object]], float]   # (a word-valued choose() gives a str)
 
 
 class _Missing(Exception):
@@ -103,7 +110,7 @@ def _compile(node: ast.AST, where: str, names: set[str]) -> _Evaluator:
         left, right = _compile(node.left, where, names), _compile(node.right, where, names)
         return lambda inputs: operator(left(inputs), right(inputs))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "choose":
-        return _compile_choose(node, where, names)
+        return _compile_choose(node, where, names, words=False)[0]
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             called = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
@@ -119,8 +126,20 @@ def _compile(node: ast.AST, where: str, names: set[str]) -> _Evaluator:
                      f"and the functions {', '.join(sorted([*FUNCTIONS, 'choose']))})")
 
 
-def _compile_choose(node: ast.Call, where: str, names: set[str]) -> _Evaluator:
-    """``choose(subject, key1, value1, ...)``: the value of the key ``subject`` equals (see the module)."""
+def _compile_top(node: ast.AST, where: str, names: set[str]) -> _Evaluator:
+    """A whole expression: arithmetic, or a ``choose`` whose values may be words."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "choose":
+        return _compile_choose(node, where, names, words=True)[0]
+    return _compile(node, where, names)
+
+
+def _is_word(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _compile_choose(node: ast.Call, where: str, names: set[str], words: bool) -> tuple[_Evaluator, bool]:
+    """``choose(subject, key1, value1, ...)``: the value of the key ``subject`` equals (see the
+    module), and whether the values are words (allowed only with ``words``)."""
     if node.keywords:
         raise ValueError(f"{where}: choose() takes no keyword arguments")
     if len(node.args) < 3 or len(node.args) % 2 == 0 or len(node.args) > MAX_CHOICES * 2 + 1:
@@ -138,6 +157,7 @@ def _compile_choose(node: ast.Call, where: str, names: set[str]) -> _Evaluator:
     else:                               # arithmetic of the inputs: a number
         read = _compile(subject, where, names)
     table: dict[object, _Evaluator] = {}
+    kinds = set()   # True: a value is a word
     for key_node, value_node in zip(node.args[1::2], node.args[2::2]):
         key = key_node.value if isinstance(key_node, ast.Constant) else None
         if isinstance(key, bool) or not isinstance(key, (str, int, float)):
@@ -148,14 +168,23 @@ def _compile_choose(node: ast.Call, where: str, names: set[str]) -> _Evaluator:
             raise ValueError(f"{where}: choose()'s key {ast.unparse(key_node)[:20]}... is too large") from None
         if key in table:
             raise ValueError(f"{where}: choose() has the key {key!r} twice")
-        table[key] = _compile(value_node, where, names)
+        if words and _is_word(value_node):
+            word = value_node.value
+            table[key], kind = (lambda inputs, word=word: word), True
+        elif words and isinstance(value_node, ast.Call) and getattr(value_node.func, "id", None) == "choose":
+            table[key], kind = _compile_choose(value_node, where, names, words=True)
+        else:
+            table[key], kind = _compile(value_node, where, names), False
+        kinds.add(kind)
+    if len(kinds) > 1:
+        raise ValueError(f"{where}: choose()'s values must be all quoted words or all numbers")
 
     def evaluate(inputs):
         chosen = table.get(read(inputs))
         if chosen is None:
             raise _Missing(ast.unparse(subject))
         return chosen(inputs)
-    return evaluate
+    return evaluate, kinds == {True}
 
 
 class DerivedInputs:
@@ -183,7 +212,7 @@ class DerivedInputs:
             if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
                 raise ValueError(f"{where}: expression has more than {MAX_NODES} parts")
             names: set[str] = set()
-            self._evaluators.append((name, _compile(tree.body, where, names)))
+            self._evaluators.append((name, _compile_top(tree.body, where, names)))
             if name in names:
                 raise ValueError(f"{where}: uses itself")
             self.sources[name] = sorted(names)
@@ -216,7 +245,7 @@ class DerivedInputs:
                 value = evaluate(values)
             except (_Missing, ArithmeticError, ValueError):
                 continue
-            if math.isfinite(value):
+            if isinstance(value, str) or math.isfinite(value):
                 values[name] = value
         return values
 

@@ -18,7 +18,12 @@ import numpy as np
 from .dataset import RunTable
 from .encoding import InputEncoder
 
-LEARNERS = ("log-linear", "extra-trees", "boosted-trees", "ann", "blend", "linear")
+LEARNERS = ("log-linear", "startup-steps", "extra-trees", "boosted-trees", "ann", "blend", "linear")
+
+
+class LearnerNotApplicable(ValueError):
+    """The learner cannot model these runs (the start-up + steps model without a steps input):
+    the learner choice skips it; asked for by name, it is a clear error."""
 
 
 def make_learner(name: str, **params):
@@ -35,6 +40,9 @@ def make_learner(name: str, **params):
     if name == "log-linear":
         from .loglinear import LogLinearRuntime
         return LogLinearRuntime(**params)
+    if name == "startup-steps":
+        from .startup_steps import StartupStepsRuntime
+        return StartupStepsRuntime(**params)
     if name == "blend":
         from .blend import BlendRuntime
         return BlendRuntime(**params)

@@ -62,13 +62,16 @@ import numpy as np
 from .blend import MEMBERS, in_folds, uncalibrated
 from .conformal import group_folds
 from .dataset import RunTable
-from .model import RuntimeModel
+from .model import LearnerNotApplicable, RuntimeModel
 
 # Simplest first; the parameters are the served ones (selection fits skip interval calibration).
 # The blend (:mod:`.blend`: log-linear, boosted trees and ANN averaged in log space) is the
 # hedge (:data:`HEDGE`, see the module's docstring); it comes after its members, whose
 # out-of-fold predictions its cross-validation reuses.
-CANDIDATES: dict[str, dict] = {"log-linear": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {}, "blend": {}}
+# The start-up + steps model (:mod:`.startup_steps`) cannot model runs without an input that can be
+# a number of steps (positive integers, at least 3 values): it is then skipped.
+CANDIDATES: dict[str, dict] = {"log-linear": {}, "startup-steps": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {},
+                               "blend": {}}
 HEDGE = "blend"   # served unless the single learners' choice beats it clearly
 SIMPLER_MARGIN = 0.05
 REPEATS = 3   # fold assignments each candidate is cross-validated on (see the module's docstring)
@@ -100,7 +103,8 @@ def out_of_fold_predictions(table: RunTable, rows: np.ndarray, learner: str, par
     """The prediction of every run in ``rows`` by the model fitted without its configuration.
 
     Folds drawn with ``fold_seed`` (default ``seed``), models fitted with ``seed``. None when there
-    are fewer than 2 configurations, or a fold would leave a single run to train on.
+    are fewer than 2 configurations, a fold would leave a single run to train on, or the learner
+    cannot model these runs (:class:`~.model.LearnerNotApplicable`).
     """
     groups = table.groups[rows]
     n_folds = min(folds, np.unique(groups).size)
@@ -111,8 +115,11 @@ def out_of_fold_predictions(table: RunTable, rows: np.ndarray, learner: str, par
         return None   # a fold would train on a single run
     predicted = np.empty(rows.size)
     for held_out in folds:
-        model = RuntimeModel(learner, dict(without_calibration(learner, params), random_state=seed),
-                             inputs).fit(table, rows[~held_out])
+        try:
+            model = RuntimeModel(learner, dict(without_calibration(learner, params), random_state=seed),
+                                 inputs).fit(table, rows[~held_out])
+        except LearnerNotApplicable:
+            return None
         predicted[held_out] = model.predict([table.rows[i] for i in rows[held_out]])
     return predicted
 

@@ -3,7 +3,7 @@
 Artifacts, no pickle: ``DIRECTORY/<application>/<variant>.npz`` (plain arrays, loaded with
 ``allow_pickle=False``) + ``<variant>.json`` (encoder, names, learner, metadata, SHA-256 of the
 npz). Every learner of :mod:`.artifacts` can be served (extra-trees, ANN ensemble, boosted
-trees, log-linear, a blend of them: the format string names it; artifacts written before ANN serving load unchanged).
+trees, log-linear, start-up + steps, a blend: the format string names it; artifacts written before ANN serving load unchanged).
 An application can have several variants — e.g. ``inputs`` (job-script inputs only) and
 ``runtime`` (inputs + early runtime features): :meth:`ApplicationModels.estimate` uses the
 variant with the most required inputs that are all present, so the same call re-predicts

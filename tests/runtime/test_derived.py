@@ -137,7 +137,10 @@ FUNCTIONS = "functions=n * choose(basis, 'sto-3g', 7, '6-31g*', 19, 'cc-pvdz', 2
     ("choose(basis, 'a', 1, 'a', 2)", "the key 'a' twice"), ("choose(basis, 1, 1, 1.0, 2)", "the key 1.0 twice"),
     ("choose(basis, 'a', 1, key='b')", "no keyword arguments"), ("choose(n, " + "9" * 400 + ", 1)", "too large"),
     ("choose(basis, 'a', __import__('os'))", "unknown function '__import__'"),
-    ("choose(basis, 'a', 'b')", "is not allowed"),            # a quoted word is only a key, never a value
+    ("choose(basis, 'a', 'b') * 2", "is not allowed"),        # a word is a key, or a value of a whole-expression choose
+    ("n * choose(basis, 'a', 'b')", "is not allowed"), ("sqrt(choose(basis, 'a', 'b'))", "is not allowed"),
+    ("choose(basis, 'a', 'b', 'c', 1)", "all quoted words or all numbers"),
+    ("choose(basis, 'a', choose(n, 1, 'x'), 'b', 2)", "all quoted words or all numbers"),
     ("n * 'sto-3g'", "is not allowed"),
 ])
 def test_choose_is_refused_unless_well_formed(text, message):
@@ -179,3 +182,31 @@ def test_served_model_chooses_from_a_jobs_stated_category(tmp_path):
         estimate = models.estimate("qc", {"n": float(n), "basis": basis}, nodes=1, ntasks=1, cpus_per_task=1)
         assert estimate.runtime_s == pytest.approx(functions ** 2.5 / 1e4, rel=0.08)
         assert f"functions={float(functions)}" in " ".join(estimate.explanation)
+
+
+# A choice a code makes (the FFT length it accepts), whose cost is not monotone in it: a word per length.
+GRID_WORD = "grid=choose(round_up(box / 0.12 - 0.000001, 24, 25, 28), 24, 'g24', 25, 'g25', 28, 'g28')"
+GRID_FACTOR = {"g24": 3.0, "g25": 1.0, "g28": 2.0}
+
+
+def _grid_word(box: float) -> str:
+    return "g" + str(min(edge for edge in (24, 25, 28) if edge >= box / 0.12 - 1e-6))
+
+
+def test_a_word_valued_choose_is_a_categorical_input_the_served_model_computes(tmp_path):
+    rng = np.random.default_rng(0)
+    lines = ["config,rep,box,t"]
+    for config in range(40):
+        box = round(float(rng.uniform(2.6, 3.3)), 3)
+        lines += [f"{config},{rep},{box},{box ** 3 * GRID_FACTOR[_grid_word(box)] * np.exp(rng.normal(0, 0.01)):.6f}"
+                  for rep in range(2)]
+    table = parse_runs_csv("\n".join(lines), target="t", derived=DerivedInputs.parse([GRID_WORD]))
+    assert {row["grid"] for row in table.rows} == set(GRID_FACTOR)
+    model = RuntimeModel("log-linear", {"startup_shares": ()}).fit(table)
+    assert model.encoder_.feature_names == ["box", "grid=g24", "grid=g25", "grid=g28"]
+    save_application_model(model, tmp_path, application="md", metadata={"variant": "inputs"})
+    models = ApplicationModels.load(tmp_path)
+    for box in (2.75, 2.95, 3.2):   # 3 → 1 → 2: no smooth function of the box follows the factor
+        estimate = models.estimate("md", {"box": box}, nodes=1, ntasks=1, cpus_per_task=1)
+        assert estimate.runtime_s == pytest.approx(box ** 3 * GRID_FACTOR[_grid_word(box)], rel=0.05)
+    assert models.estimate("md", {"box": 3.5}, nodes=1, ntasks=1, cpus_per_task=1) is None   # no grid word: declined

@@ -6,7 +6,7 @@ import pytest
 
 MODULES = ["values", "report", "inputs", "dataset", "metrics", "reduction", "encoding", "conformal", "trees",
            "model", "derived", "linear", "ann", "transfer", "active", "evaluation", "service", "training",
-           "compiled_ann", "selection"]
+           "compiled_ann", "selection", "startup_steps"]
 
 
 @pytest.mark.parametrize("name", MODULES)

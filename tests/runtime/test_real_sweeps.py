@@ -106,18 +106,22 @@ def test_nwchem_declared_basis_functions_are_the_counts_nwchem_printed():
 
 
 def test_gromacs_startup_candidate_follows_the_grid_gromacs_picked():
-    """The candidate derived input ``startup_s`` (evaluated, not declared: see SOURCES.md): its
-    PME grid rule against the grid GROMACS chose for every box of the sweep
+    """The candidate derived input ``startup_s`` (evaluated, not declared: see SOURCES.md) and the
+    declared ``pme_grid`` (the grid edge as a category): the PME grid rule against the grid GROMACS chose for every box of the sweep
     (gromacs_startup.json), and its table against the start-up the probe measured (mdrun
     -nsteps 0) for each grid and rank count."""
-    from benchmarks.runtime.sweep_gromacs import DERIVED, PME_GRID, STARTUP_CPU_S, STARTUP_DERIVED
+    from benchmarks.runtime.sweep_gromacs import DERIVED, PME_GRID, PME_GRID_DERIVED, STARTUP_CPU_S, STARTUP_DERIVED
     from hpcpredict.daemon.runtime.derived import DerivedInputs
 
     probe = json.loads((DATA / "gromacs_startup.json").read_text())
     grid = DerivedInputs([("grid", PME_GRID)])
+    declared = DerivedInputs(PME_GRID_DERIVED)   # the same grid, as a category
     for box, picked in probe["pme_grid_picked"].items():
         assert grid.apply({"box_nm": float(box), "coulomb": "pme"})["grid"] == picked, box
         assert grid.apply({"box_nm": float(box), "coulomb": "rf"})["grid"] == 0
+        assert declared.apply({"box_nm": float(box), "coulomb": "pme"})["pme_grid"] == str(picked), box
+        assert declared.apply({"box_nm": float(box), "coulomb": "rf"})["pme_grid"] == "none"
+    assert declared.apply({"box_nm": 6.0, "coulomb": "pme"})["pme_grid"] == "over48"   # still answered
     table = read_runs_csv(DATA / "gromacs_water.csv", target="runtime_s", derived=DerivedInputs(STARTUP_DERIVED))
     assert {str(row["box_nm"]) for row in table.rows} <= set(probe["pme_grid_picked"])
     measured = probe["startup_cpu_s"]
@@ -127,7 +131,7 @@ def test_gromacs_startup_candidate_follows_the_grid_gromacs_picked():
     for row in table.rows:   # every run of the sweep has its start-up
         expected = STARTUP_CPU_S[int(row["ranks"])][0 if row["coulomb"] == "rf" else probe["pme_grid_picked"][str(row["box_nm"])]]
         assert row["startup_s"] == expected
-    assert json.loads((DATA / "gromacs_water.json").read_text())["derived_inputs"] == DERIVED == []
+    assert json.loads((DATA / "gromacs_water.json").read_text())["derived_inputs"] == DERIVED == PME_GRID_DERIVED
     unmeasured = DerivedInputs(STARTUP_DERIVED)
     assert "startup_s" not in unmeasured.apply({"box_nm": 6.0, "coulomb": "pme", "ranks": 2.0})
     assert "startup_s" not in unmeasured.apply({"box_nm": 3.0, "coulomb": "pme", "ranks": 4.0})
