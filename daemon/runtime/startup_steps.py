@@ -22,12 +22,13 @@ penalty among :data:`PENALTIES`, the same way. Runs without such an input cannot
 Interval: cross-conformal over configuration folds on |log y − m| (a constant factor), as
 :class:`~.loglinear.LogLinearRuntime`: the fold models keep the served steps input and penalty.
 
-First order by default (``interactions=False``). Measured 2026-11-24 on GROMACS with the PME
-grid length as a categorical input, grouped 5-fold CV on the training configurations of 6
-splits: first order 6.2 % MAPE at 50 % training, 7.7 % at 25 %; with products of pairs in the
-start-up (``"startup"``, e.g. grid × ranks) 6.1 / 8.4 %; in both parts (``True``) worse still on
-development splits (6.8 % at 50 %). With few runs the pairs' penalty, chosen by cross-validation,
-is too noisy to pay.
+Products of pairs of inputs in the start-up (``interactions="startup"``: grid × ranks, so each
+rank count has its own start-up per grid) pay on some codes and not on others, so by default
+(``"choose"``) the same cross-validation picks first order or ``"startup"``. Measured 2026-11-24,
+grouped 5-fold CV on the training configurations of 6 splits (50 / 25 % training), first order
+→ ``"startup"``: GROMACS (PME grid length as a categorical input) 4.7 → 3.2 % / 6.1 → 4.3 %,
+LAMMPS 9.9 → 9.7 % / 10.5 → 10.8 %, CP2K 7.1 → 7.3 % / 8.9 → 10.0 %, NWChem 11.2 → 12.9 % /
+15.6 → 18.5 %. Pairs in both parts (``True``) were never the best.
 
 >>> import numpy as np
 >>> X = np.array([[n, p] for n in (100.0, 200.0, 400.0, 800.0) for p in (1.0, 2.0, 4.0)])
@@ -136,10 +137,11 @@ class StartupStepsRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
 
     ``steps``: the column of the number of steps (index, or name in ``feature_names``), or None
     to choose it by cross-validation. ``penalties``: the candidate ridge penalties.
-    ``interactions``: s and w also have the products of pairs of inputs (as log-linear's).
+    ``interactions``: False (first order), "startup" (products of pairs of inputs in s), True (in
+    s and w), or "choose" (False or "startup", by cross-validation).
     """
 
-    def __init__(self, steps=None, penalties=PENALTIES, interactions=False, calibration_folds=20,
+    def __init__(self, steps=None, penalties=PENALTIES, interactions="choose", calibration_folds=20,
                  random_state=None):
         self.steps = steps
         self.penalties = penalties
@@ -150,23 +152,22 @@ class StartupStepsRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         return runtime_tags(super().__sklearn_tags__())
 
-    def _pairs(self, n_inputs, steps):
+    @staticmethod
+    def _pairs(n_inputs, steps, interactions):
         """(pairs of s, pairs of w) by ``interactions``: False, True (both), "startup" (s only)."""
-        if self.interactions not in (False, True, "startup"):
-            raise ValueError(f"interactions must be False, True or 'startup': {self.interactions!r}")
         pairs = all_pairs(n_inputs)
         pairs = pairs[(pairs[:, 0] != steps) & (pairs[:, 1] != steps)]
         none = np.zeros((0, 2), dtype=np.int64)
-        return (pairs if self.interactions else none), (pairs if self.interactions is True else none)
+        return (pairs if interactions else none), (pairs if interactions is True else none)
 
-    def _fit_parts(self, X, y, groups, steps, penalty):
+    def _fit_parts(self, X, y, groups, steps, penalty, interactions):
         """(fill, log_columns, startup_pairs, step_pairs, startup_coef, startup_intercept, step_coef,
         step_intercept)."""
         n_inputs = X.shape[1]
         fill = np.nanmedian(X, axis=0) if X.shape[0] else np.zeros(n_inputs)
         fill = np.where(np.isnan(fill), 0.0, fill)
         log_columns = np.all(np.where(np.isnan(X), fill, X) > 0, axis=0)
-        startup_pairs, step_pairs = self._pairs(n_inputs, steps)
+        startup_pairs, step_pairs = self._pairs(n_inputs, steps, interactions)
         Fs, Fw, n = _terms(X, fill, log_columns, steps, startup_pairs, step_pairs)
         _, first, index = np.unique(groups, return_index=True, return_inverse=True)
         log_y = np.bincount(index, weights=np.log(y)) / np.bincount(index)
@@ -180,10 +181,10 @@ class StartupStepsRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
         fill, log_columns, startup_pairs, step_pairs, *coefficients = parts
         return two_part_log(*_terms(X, fill, log_columns, steps, startup_pairs, step_pairs), *coefficients)
 
-    def _cv_error(self, X, y, groups, folds, steps, penalty) -> float:
+    def _cv_error(self, X, y, groups, folds, steps, penalty, interactions) -> float:
         total = 0.0
         for held_out in folds:
-            parts = self._fit_parts(X[~held_out], y[~held_out], groups[~held_out], steps, penalty)
+            parts = self._fit_parts(X[~held_out], y[~held_out], groups[~held_out], steps, penalty, interactions)
             predicted = np.exp(self._predict_parts(parts, X[held_out], steps))
             total += np.sum(np.abs(predicted - y[held_out]) / y[held_out])
         return total
@@ -216,27 +217,35 @@ class StartupStepsRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
         penalties = [float(p) for p in (self.penalties or ())]
         if not penalties or any(not p > 0 for p in penalties):
             raise ValueError(f"penalties must be positive numbers: {self.penalties!r}")
+        if self.interactions not in (False, True, "startup", "choose"):
+            raise ValueError(f"interactions must be False, True, 'startup' or 'choose': {self.interactions!r}")
+        options = [False, "startup"] if self.interactions == "choose" else [self.interactions]
         candidates = self._steps_candidates(X, feature_names)
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
         seed = np.random.RandomState(self.random_state).randint(2**31 - 1)
         n_folds = min(CHOICE_FOLDS, np.unique(groups).size)
         folds = trainable_folds(groups, n_folds, seed, min_train=4) if n_folds >= 3 else []
         steps, penalty = candidates[0], (CHOICE_PENALTY if CHOICE_PENALTY in penalties else penalties[0])
+        interactions = options[0]
         if folds and len(candidates) > 1:
-            errors = {column: self._cv_error(X, y, groups, folds, column, penalty) for column in candidates}
+            errors = {column: self._cv_error(X, y, groups, folds, column, penalty, interactions) for column in candidates}
             steps = min(errors, key=errors.get)
+        if folds and len(options) > 1:
+            errors = {option: self._cv_error(X, y, groups, folds, steps, penalty, option) for option in options}
+            interactions = min(errors, key=errors.get)
         if folds and len(penalties) > 1:
-            errors = {p: self._cv_error(X, y, groups, folds, steps, p) for p in penalties}
+            errors = {p: self._cv_error(X, y, groups, folds, steps, p, interactions) for p in penalties}
             penalty = min(errors, key=errors.get)
-        self.steps_column_, self.penalty_ = int(steps), float(penalty)
+        self.steps_column_, self.penalty_, self.interactions_ = int(steps), float(penalty), interactions
         self.steps_name_ = str(feature_names[steps]) if feature_names is not None else f"x{steps}"
         (self.fill_, self.log_columns_, self.startup_pairs_, self.step_pairs_, self.startup_coef_,
-         self.startup_intercept_, self.step_coef_, self.step_intercept_) = self._fit_parts(X, y, groups, steps, penalty)
+         self.startup_intercept_, self.step_coef_, self.step_intercept_) = self._fit_parts(X, y, groups, steps, penalty,
+                                                                           interactions)
         n_folds = min(self.calibration_folds or 0, np.unique(groups).size)
         scores = []
         if n_folds >= 2:
             for held_out in trainable_folds(groups, n_folds, seed, min_train=2):
-                parts = self._fit_parts(X[~held_out], y[~held_out], groups[~held_out], steps, penalty)
+                parts = self._fit_parts(X[~held_out], y[~held_out], groups[~held_out], steps, penalty, interactions)
                 scores.append(np.abs(np.log(y[held_out]) - self._predict_parts(parts, X[held_out], steps)))
         self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)
         return self

@@ -42,8 +42,8 @@ def startup_steps_table(n_configs=80, reps=2, seed=0, noise=0.02):
 def test_recovers_the_start_up_and_the_cost_per_step():
     """The start-up table is no product of a grid level and a rank factor: grid × ranks products in s."""
     table = startup_steps_table(noise=0.01)
-    model = RuntimeModel("startup-steps", {"random_state": 0, "interactions": "startup"}).fit(table)
-    assert model.estimator_.steps_name_ == "nsteps"
+    model = RuntimeModel("startup-steps", {"random_state": 0}).fit(table)   # interactions chosen
+    assert model.estimator_.steps_name_ == "nsteps" and model.estimator_.interactions_ == "startup"
     for (grid, ranks), startup in STARTUP_S.items():
         rows = [{"nsteps": n, "box": 3.0, "grid": grid, "ranks": float(ranks)} for n in (0.0, 1000.0)]
         at_zero, at_thousand = model.predict(rows)
@@ -76,11 +76,11 @@ def test_the_steps_input_is_chosen_or_named_and_refused_when_there_is_none():
         StartupStepsRuntime(steps="nsteps").fit(X, y, feature_names=names)
     with pytest.raises(ValueError, match="penalties must be positive"):
         StartupStepsRuntime(penalties=(0.0,)).fit(X, y, feature_names=names)
-    with pytest.raises(ValueError, match="interactions must be False, True or 'startup'"):
+    with pytest.raises(ValueError, match="interactions must be False, True, 'startup' or 'choose'"):
         StartupStepsRuntime(interactions="both").fit(X, y, feature_names=names)
 
 
-@pytest.mark.parametrize("interactions", [False, "startup", True])
+@pytest.mark.parametrize("interactions", [False, "startup", True, "choose"])
 def test_served_artifact_answers_as_the_fitted_model(tmp_path, interactions):
     table = startup_steps_table(n_configs=40, seed=3)
     model = RuntimeModel("startup-steps", {"random_state": 0, "interactions": interactions}).fit(table)
