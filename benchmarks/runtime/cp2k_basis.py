@@ -37,11 +37,12 @@ TOTALS = {"shells": "Shells", "primitive_cartesian_functions": "Primitive Cartes
           "cartesian_functions": "Cartesian basis functions", "spherical_functions": "Spherical basis functions"}
 
 
-def run(config: dict, folder: Path, cpu: str) -> str:
-    """CP2K's output for ``config`` (one SCF step, everything printed)."""
+def run(config: dict, folder: Path, cpu: str, print_level: str = "HIGH") -> str:
+    """CP2K's output for the sweep's input of ``config``, one SCF step, at ``print_level``."""
     command = ["taskset", "-c", cpu] + sweep_cp2k.prepare(config, folder)
     text = (folder / "water.inp").read_text()
-    (folder / "water.inp").write_text(text.replace("PRINT_LEVEL LOW", "PRINT_LEVEL HIGH").replace("MAX_SCF 50", "MAX_SCF 1"))
+    (folder / "water.inp").write_text(text.replace("PRINT_LEVEL LOW", f"PRINT_LEVEL {print_level}")
+                                      .replace("MAX_SCF 50", "MAX_SCF 1"))
     subprocess.run(command, cwd=folder, env=ENVIRONMENT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if not sweep_cp2k.completed(folder):
         raise RuntimeError(f"CP2K did not finish {config} in {folder}")

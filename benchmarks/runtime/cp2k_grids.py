@@ -19,14 +19,14 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 from benchmarks.machine import machine
 from benchmarks.runtime import sweep_cp2k
-from benchmarks.runtime.sweep import ENVIRONMENT, package_version
+from benchmarks.runtime.cp2k_basis import run
+from benchmarks.runtime.sweep import package_version
 
 EDGES = [6.0 + 0.25 * i for i in range(11)]   # 6-8.5 Å: both designs of the sweep
 CUTOFFS = range(100, 201, 25)
@@ -34,13 +34,9 @@ CUTOFFS = range(100, 201, 25)
 
 def grid_points(config: dict, folder: Path, cpu: str) -> list[int]:
     """Points per edge of each grid level, finest first, as CP2K printed them."""
-    command = ["taskset", "-c", cpu] + sweep_cp2k.prepare(config, folder)
-    text = (folder / "water.inp").read_text()
-    (folder / "water.inp").write_text(text.replace("PRINT_LEVEL LOW", "PRINT_LEVEL MEDIUM").replace("MAX_SCF 50", "MAX_SCF 1"))
-    subprocess.run(command, cwd=folder, env=ENVIRONMENT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    output = (folder / "water.out").read_text(errors="replace")
+    output = run(config, folder, cpu, print_level="MEDIUM")
     points = [int(n) for n in re.findall(r"PW_GRID\|\s+Bounds\s+1\s+-?\d+\s+-?\d+\s+Points:\s+(\d+)", output)]
-    if not sweep_cp2k.completed(folder) or len(points) != 4:
+    if len(points) != 4:
         raise RuntimeError(f"CP2K printed {len(points)} grids for {config} in {folder}")
     return points
 
