@@ -10,6 +10,8 @@ from ..model_kinds import SITE_KEY, model_kind_names
 
 
 def register(subparsers) -> None:
+    from ..runtime.artifacts import SERVABLE
+
     parser = subparsers.add_parser("train", help="train the walltime model on stored history and publish it")
     parser.add_argument("-M", "--cluster", default=None,
                         help="train on this cluster's jobs only and publish the model for it (default: one "
@@ -39,8 +41,7 @@ def register(subparsers) -> None:
                          help="an input computed from the others, stored with the model and computed for every "
                               "job, e.g. 'grid=box**3*cutoff**1.5' (repeatable; + - * / **, sqrt log exp abs "
                               "min max floor ceil round_up)")
-    runtime.add_argument("--learner", choices=("auto", "log-linear", "startup-steps", "extra-trees", "boosted-trees",
-                                               "ann", "blend"),
+    runtime.add_argument("--learner", choices=("auto", *SERVABLE),
                          default="auto", help="auto (default): by cross-validation on DATA.csv, the blend unless "
                                               "a single learner (the simplest that no richer one beats "
                                               "clearly) beats it clearly")
