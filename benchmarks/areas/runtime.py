@@ -89,8 +89,13 @@ def noise_floor(table) -> dict:
     return floor
 
 
-def auto_mape_by_ranks(table, train, test, seed: int) -> dict[str, float]:
-    """MAPE of the served ``auto`` model on the held-out runs of each process count."""
+def auto_mape_by_part(table, train, test, seed: int) -> dict:
+    """MAPE of the served ``auto`` model on parts of the held-out runs: each process count, and
+    runs whose inputs some training run had (``seen_inputs``: the same input file run again)
+    against inputs the training half never ran (``new_inputs``).
+
+    The repetition floor is the error of predicting a run from runs of the same inputs; only the
+    seen-inputs part faces that alone, the new-inputs part also what the inputs don't state."""
     from hpcpredict.daemon.runtime.evaluation import served_predictions, usable_inputs
     from hpcpredict.daemon.runtime.metrics import mape
     from hpcpredict.daemon.runtime.training import fit_served
@@ -99,8 +104,18 @@ def auto_mape_by_ranks(table, train, test, seed: int) -> dict[str, float]:
     model, _ = fit_served(table, train, inputs=inputs, seed=seed)
     rows = [table.rows[i] for i in test]
     predicted = served_predictions(model, rows)[0]
-    ranks = np.array([row["ranks"] for row in rows])
-    return {str(int(r)): mape(table.y[test][ranks == r], predicted[ranks == r]) for r in sorted(set(ranks.tolist()))}
+    y = table.y[test]
+    part = {}
+    if "ranks" in table.inputs:
+        ranks = np.array([row["ranks"] for row in rows])
+        part["by_ranks"] = {str(int(r)): mape(y[ranks == r], predicted[ranks == r]) for r in sorted(set(ranks.tolist()))}
+    key = [tuple(repr(table.rows[i][name]) for name in table.inputs) for i in range(len(table.rows))]
+    trained = {key[i] for i in train}
+    seen = np.array([key[i] in trained for i in test])
+    part["seen_inputs_share"] = float(seen.mean())
+    part["seen_inputs"] = mape(y[seen], predicted[seen]) if seen.any() else None
+    part["new_inputs"] = mape(y[~seen], predicted[~seen]) if (~seen).any() else None
+    return part
 
 
 def _mean(results: list[dict]) -> dict:
@@ -132,7 +147,7 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
     checked = False
     for fraction in fractions:
         per_learner = {learner: [] for learner in CANDIDATES}
-        auto, chosen, by_ranks = [], Counter(), []
+        auto, chosen, parts = [], Counter(), []
         for seed in range(first_seed, first_seed + seeds):
             train, test = split_by_configuration(table.groups, fraction, seed)
             common = dict(train_rows=train, test_rows=test, seed=seed, train_fraction=fraction, time_share=None)
@@ -142,8 +157,8 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
             pick, _ = select_learner(table, train, inputs=inputs, seed=seed)
             chosen[pick] += 1
             auto.append(per_learner[pick][-1])
-            if fraction == 0.5 and "ranks" in table.inputs:
-                by_ranks.append(auto_mape_by_ranks(table, train, test, seed))
+            if fraction == 0.5:
+                parts.append(auto_mape_by_part(table, train, test, seed))
             if not checked:
                 full = evaluate(table, learner="auto", **common)
                 checked = full["learner"] == pick and all(
@@ -154,8 +169,14 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
         row = {learner: _mean(results) for learner, results in per_learner.items()}
         # The 80 % coverage of each split: how far one split's coverage strays from the mean.
         row["auto"] = dict(_mean(auto), chosen=dict(chosen), coverage80_by_split=[r["coverage80"] for r in auto])
-        if by_ranks:
-            row["auto"]["mape_by_ranks"] = {r: float(np.mean([b[r] for b in by_ranks])) for r in by_ranks[0]}
+        if parts:
+            if "by_ranks" in parts[0]:
+                row["auto"]["mape_by_ranks"] = {r: float(np.mean([p["by_ranks"][r] for p in parts]))
+                                                for r in parts[0]["by_ranks"]}
+            row["auto"]["seen_inputs_share"] = float(np.mean([p["seen_inputs_share"] for p in parts]))
+            for name in ("seen_inputs", "new_inputs"):   # mean over the splits that have such runs
+                values = [p[name] for p in parts if p[name] is not None]
+                row["auto"][f"mape_{name}"] = float(np.mean(values)) if values else None
         # "Single": one learner, not the blend of several (the blend is a candidate like the others).
         best = min((learner for learner in CANDIDATES if learner != "blend"), key=lambda learner: row[learner]["mape"])
         row["best_single"] = best
