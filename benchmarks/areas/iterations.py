@@ -8,6 +8,7 @@ Per code, on the runtime area's splits (``split_by_configuration(groups, fractio
 seeds 0 .. ``--seeds`` − 1, ``--fractions``):
 
 * ``distribution``: configurations per count, overall and per categorical input;
+  ``across_ranks``: whether configurations that differ only in their process count agree on it;
 * ``predictability``: the count predicted from the inputs (the sweep's declared derived inputs
   included) by a random forest classifier, out-of-fold over the training configurations (5
   configuration folds) and, fitted on all of them, on the held-out configurations: accuracy and
@@ -78,7 +79,7 @@ def per_configuration(table) -> tuple[np.ndarray, list[dict], np.ndarray]:
     """(group ids, the inputs of each configuration, its count)."""
     groups, first = np.unique(table.groups, return_index=True)
     rows = [table.rows[i] for i in first]
-    return groups, [{k: v for k, v in row.items() if k != COUNT} for row in rows], np.array([row[COUNT] for row in rows])
+    return groups, [{k: v for k, v in row.items() if k != COUNT} for row in rows], np.array([int(row[COUNT]) for row in rows])
 
 
 def distribution(table) -> dict:
@@ -90,6 +91,22 @@ def distribution(table) -> dict:
             out[f"by_{name}"] = {str(value): dict(sorted(Counter(counts[[v == value for v in values]].tolist()).items()))
                                  for value in sorted(set(values), key=str)}
     return out
+
+
+def across_ranks(table) -> dict:
+    """Whether the count follows the chemistry alone: configurations whose inputs differ only in
+    ``ranks`` (and the derived inputs), grouped, and how many groups agree on one count."""
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    _, rows, counts = per_configuration(table)
+    derived = set(table.derived.names) if isinstance(table.derived, DerivedInputs) else set()
+    by_chemistry: dict[tuple, set] = {}
+    for row, count in zip(rows, counts.tolist()):
+        key = tuple(sorted((k, str(v)) for k, v in row.items() if k != "ranks" and k not in derived))
+        by_chemistry.setdefault(key, set()).add((row.get("ranks"), count))
+    both = [values for values in by_chemistry.values() if len({ranks for ranks, _ in values}) > 1]
+    return {"chemistries": len(by_chemistry), "run_with_both_rank_counts": len(both),
+            "same_count_for_both": sum(1 for values in both if len({count for _, count in values}) == 1)}
 
 
 def _encode(rows: list[dict]):
@@ -174,6 +191,7 @@ def evaluate_code(name: str, fractions: list[float], seeds: int) -> dict:
     out = {"data": [f"tests/data/runtime/{file}" for file in CODES[name]],
            "configurations": int(np.unique(without.groups).size), "runs": int(without.y.size),
            "noise_floor_repetition_mape": floor, "distribution": distribution(with_count),
+           "across_ranks": across_ranks(with_count),
            "by_fraction": {}}
     for fraction in fractions:
         row = {"predictability": predictability(with_count, fraction, seeds),
@@ -215,4 +233,15 @@ def run(args: list[str]) -> dict:
             results["codes"] = {code: future.result() for code, future in futures.items()}
     else:
         results["codes"] = {code: evaluate_code(code, fractions, options.seeds) for code in codes}
+    results["headline"] = {
+        code: {fraction: {"floor": out["noise_floor_repetition_mape"],
+                          "auto_mape_without": row["without_count"]["auto"]["mape"],
+                          "auto_mape_with": row["with_count"]["auto"]["mape"],
+                          "over_floor_without": row["goal"]["auto_mape_over_floor_without"],
+                          "over_floor_with": row["goal"]["auto_mape_over_floor_with"],
+                          "share_of_gap_closed": row["goal"]["share_of_gap_closed"],
+                          "count_test_accuracy": row["predictability"]["test_accuracy"],
+                          "count_majority_accuracy": row["predictability"]["test_majority_accuracy"]}
+               for fraction, row in out["by_fraction"].items()}
+        for code, out in results["codes"].items()}
     return results

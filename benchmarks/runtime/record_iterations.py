@@ -61,13 +61,21 @@ def sweep_command(arguments: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("code", choices=sorted(SWEEPS))
-    parser.add_argument("--probe", type=Path, required=True, help="the probe pass's CSV (sweep.py --reps 1)")
+    parser.add_argument("--probe", type=Path, required=True, action="append",
+                        help="a probe pass's CSV (sweep.py --reps 1); repeated for passes that split the work (--only)")
     parser.add_argument("--repeat", type=Path, help="a second probe pass over some configurations")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     code = importlib.import_module(f"benchmarks.runtime.sweep_{args.code}")
     sweep = configurations(DATA / SWEEPS[args.code], code.INPUTS)
-    probed = configurations(args.probe, code.INPUTS)
+    probed: dict[str, dict[str, str]] = {}
+    iterations: dict[str, int | None] = {}
+    for path in args.probe:
+        found = configurations(path, code.INPUTS)
+        if set(found) & set(probed):
+            raise SystemExit(f"{path}: configurations probed twice: {sorted(set(found) & set(probed), key=int)}")
+        probed |= found
+        iterations |= counts(path)
     if sorted(sweep, key=int) != sorted(probed, key=int):
         raise SystemExit(f"probe configurations differ from the sweep's: missing "
                          f"{sorted(set(sweep) - set(probed), key=int)}, extra {sorted(set(probed) - set(sweep), key=int)}")
@@ -76,12 +84,14 @@ def main() -> None:
         if differing:
             raise SystemExit(f"configuration {config}: the probe ran other inputs ({', '.join(differing)}): "
                              f"sweep {values}, probe {probed[config]}")
-    iterations = counts(args.probe)
     missing = sorted((config for config, count in iterations.items() if count is None), key=int)
     if missing:
         raise SystemExit(f"no iteration count (not converged or not parsed) for configurations {missing}")
-    probe_meta = json.loads(args.probe.with_suffix(".json").read_text())
-    passes = [probe_meta["arguments"]] + [p["arguments"] for p in probe_meta.get("resumed_passes", [])]
+    metas = [json.loads(path.with_suffix(".json").read_text()) for path in args.probe]
+    probe_meta = metas[0]
+    if len({meta["package_version"] for meta in metas}) != 1:
+        raise SystemExit("probe passes ran different package versions")
+    passes = [meta["arguments"] for meta in metas]
     record = {
         "code": args.code, "sweep": SWEEPS[args.code],
         "count": ("SCF steps of the Quickstep energy run: CP2K's '*** SCF run converged in N steps ***'"
@@ -94,7 +104,8 @@ def main() -> None:
             "package": probe_meta["package"], "package_version": probe_meta["package_version"],
             "program_version": probe_meta["program_version"], "command_template": probe_meta["command_template"],
             "machine": probe_meta["machine"], "nice": probe_meta["nice"],
-            "started_utc": probe_meta["started_utc"], "finished_utc": probe_meta["finished_utc"],
+            "started_utc": min(meta["started_utc"] for meta in metas),
+            "finished_utc": max(meta["finished_utc"] for meta in metas),
             "inputs_checked_against": SWEEPS[args.code] + " (every configuration, every input)",
             "recorded_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         },
