@@ -23,7 +23,7 @@ seeds 0 .. ``--seeds`` − 1, ``--fractions``):
   (``noise_floor``: repetition MAPE) without and with the count, whether it is within
   1.3x, and the share of the gap (MAPE − 1.3 × floor) that knowing the count closes.
 
-    python -m benchmarks run iterations [--seeds 3] [--fractions 0.25,0.5] [--codes cp2k,nwchem]
+    python -m benchmarks run iterations [--seeds 3] [--fractions 0.25,0.5] [--codes cp2k,nwchem] [--jobs 2]
 """
 from __future__ import annotations
 
@@ -183,7 +183,14 @@ def learner_scores(table, fraction: float, seeds: int, with_count: bool) -> dict
     return out
 
 
-def evaluate_code(name: str, fractions: list[float], seeds: int) -> dict:
+def learner_task(name: str, fraction: float, seeds: int, with_count: bool) -> dict:
+    """One code's learners at one fraction, without or with the count (a process of ``--jobs``)."""
+    without, with_count_table = tables(name)
+    return learner_scores(with_count_table if with_count else without, fraction, seeds, with_count=with_count)
+
+
+def evaluate_code(name: str, fractions: list[float], seeds: int, scores: dict) -> dict:
+    """The code's results; ``scores[(fraction, with_count)]``: :func:`learner_task`'s."""
     from benchmarks.areas.runtime import noise_floor
 
     without, with_count = tables(name)
@@ -195,8 +202,7 @@ def evaluate_code(name: str, fractions: list[float], seeds: int) -> dict:
            "by_fraction": {}}
     for fraction in fractions:
         row = {"predictability": predictability(with_count, fraction, seeds),
-               "without_count": learner_scores(without, fraction, seeds, with_count=False),
-               "with_count": learner_scores(with_count, fraction, seeds, with_count=True)}
+               "without_count": scores[(fraction, False)], "with_count": scores[(fraction, True)]}
         before, after = row["without_count"]["auto"]["mape"], row["with_count"]["auto"]["mape"]
         gap = before - GOAL_FACTOR * floor
         row["goal"] = {"auto_mape_over_floor_without": before / floor, "auto_mape_over_floor_with": after / floor,
@@ -216,7 +222,8 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--fractions", default="0.25,0.5")
     parser.add_argument("--codes", default=",".join(CODES))
-    parser.add_argument("--jobs", type=int, default=1, help="codes evaluated at once (processes)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="processes: each scores one (code, fraction, with or without the count)")
     options = parser.parse_args(args)
     fractions = [float(f) for f in options.fractions.split(",")]
     codes = [c for c in options.codes.split(",") if c]
@@ -225,14 +232,20 @@ def run(args: list[str]) -> dict:
         raise SystemExit(f"unknown codes: {', '.join(unknown)} (known: {', '.join(CODES)})")
     results = {"seeds": options.seeds, "fractions": fractions, "target": "runtime_s (CPU seconds)",
                "count_input": COUNT, "goal": f"auto's MAPE within {GOAL_FACTOR}x the repetition MAPE", "codes": {}}
-    if options.jobs > 1 and len(codes) > 1:
+    # The heaviest first (CP2K's table is the larger, the larger fraction costs more), so the pool stays busy.
+    tasks = [(code, fraction, with_count) for code in codes for fraction in sorted(fractions, reverse=True)
+             for with_count in (False, True)]
+    if options.jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(max_workers=min(options.jobs, len(codes))) as pool:
-            futures = {code: pool.submit(evaluate_code, code, fractions, options.seeds) for code in codes}
-            results["codes"] = {code: future.result() for code, future in futures.items()}
+        with ProcessPoolExecutor(max_workers=options.jobs) as pool:
+            futures = {task: pool.submit(learner_task, task[0], task[1], options.seeds, task[2]) for task in tasks}
+            scores = {task: future.result() for task, future in futures.items()}
     else:
-        results["codes"] = {code: evaluate_code(code, fractions, options.seeds) for code in codes}
+        scores = {task: learner_task(task[0], task[1], options.seeds, task[2]) for task in tasks}
+    for code in codes:
+        results["codes"][code] = evaluate_code(code, fractions, options.seeds,
+                                               {(f, w): scores[(c, f, w)] for c, f, w in tasks if c == code})
     results["headline"] = {
         code: {fraction: {"floor": out["noise_floor_repetition_mape"],
                           "auto_mape_without": row["without_count"]["auto"]["mape"],
