@@ -7,7 +7,10 @@ Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng)``, opt
 (other draws, ``--design``) and ``DERIVED`` (``[[name, expression], ...]``: quantities the code's
 cost follows, computed from the inputs as ``train-runtime --derive`` does; written to the JSON),
 ``prepare(config, folder) -> command``, ``version()`` and optionally ``completed(folder)``,
-which checks the code's own output: an exit status 0 alone is not trusted): ``gromacs`` (water box MD),
+which checks the code's own output: an exit status 0 alone is not trusted, ``iterations(folder)
+-> int | None``, the SCF steps the code reported, written as the annotation ``_iterations`` (not
+an input: no input states it), and ``STDOUT``, the file in the run's folder the code's standard
+output goes to where the code writes its report there): ``gromacs`` (water box MD),
 ``cp2k`` (Quickstep DFT of water molecules), ``nwchem`` (SCF/DFT of water clusters). Every input
 file is generated here from the inputs (the codes' own bundled force fields, basis sets and
 pseudopotentials; nothing is downloaded).
@@ -74,8 +77,14 @@ def run_once(code, config: dict, folder: Path, timeout_s: float, cpu: str) -> di
     load1 = os.getloadavg()[0]
     started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     start = time.time()
-    process = subprocess.Popen(command, cwd=folder, env=ENVIRONMENT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+    stdout_name = getattr(code, "STDOUT", None)
+    stdout = (folder / stdout_name).open("wb") if stdout_name else subprocess.DEVNULL
+    try:
+        process = subprocess.Popen(command, cwd=folder, env=ENVIRONMENT, stdout=stdout,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        if stdout_name:
+            stdout.close()
     deadline = start + timeout_s
     while True:
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -93,8 +102,11 @@ def run_once(code, config: dict, folder: Path, timeout_s: float, cpu: str) -> di
         print(f"failed ({process.returncode}, completed: {completed}): {shlex.join(command)} in {folder}",
               file=sys.stderr)
         return None
-    return dict(config, runtime_s=round(usage.ru_utime + usage.ru_stime, 4),
-                _wall_s=round(time.time() - start, 4), _load1=round(load1, 2), _utc=started)
+    row = dict(config, runtime_s=round(usage.ru_utime + usage.ru_stime, 4),
+               _wall_s=round(time.time() - start, 4), _load1=round(load1, 2), _utc=started)
+    if hasattr(code, "iterations"):
+        row["_iterations"] = code.iterations(folder)
+    return row
 
 
 def main() -> None:
@@ -120,7 +132,8 @@ def main() -> None:
     rng = random.Random(args.seed)
     draw = code.DESIGNS[args.design] if args.design else code.draw_config
     configs = [dict(config=args.first_config + i, **draw(rng)) for i in range(args.configs)]
-    columns = ["config", "rep"] + code.INPUTS + ["runtime_s", "_wall_s", "_load1", "_utc"]
+    columns = ["config", "rep"] + code.INPUTS + ["runtime_s", "_wall_s", "_load1", "_utc"] \
+        + (["_iterations"] if hasattr(code, "iterations") else [])
     provenance = {
         "code": args.code, "package": code.PACKAGE, "package_version": package_version(code.PACKAGE),
         "program_version": code.version(), "command_template": code.COMMAND, "inputs": code.INPUTS,
@@ -136,7 +149,11 @@ def main() -> None:
     done = set()
     if args.resume and args.out.exists():
         with args.out.open() as existing:
-            done = {(int(row["config"]), int(row["rep"])) for row in csv.DictReader(existing)}
+            reader = csv.DictReader(existing)
+            done = {(int(row["config"]), int(row["rep"])) for row in reader}
+            # A CSV written before a column existed (``_iterations``) keeps its own header.
+            if done:
+                columns = [column for column in columns if column in reader.fieldnames]
         if meta.exists():
             # Every pass that appended is listed, so a CSV grown by several designs says how.
             earlier = json.loads(meta.read_text())
@@ -157,7 +174,7 @@ def main() -> None:
     # A flush per row: a sweep stopped by the budget still leaves a usable CSV.
     with args.out.open("a" if done else "w", newline="") as out, \
             tempfile.TemporaryDirectory(prefix=f"sweep-{args.code}-") as tmp:
-        writer = csv.DictWriter(out, fieldnames=columns)
+        writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
         if not done:
             writer.writeheader()
         for config, rep in order:

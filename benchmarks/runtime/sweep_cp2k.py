@@ -6,6 +6,7 @@ cp2k-data), MPI ranks ``ranks`` (`mpirun -np`, one OpenMP thread each).
 """
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -165,6 +166,26 @@ def completed(folder: Path) -> bool:
         return "PROGRAM ENDED AT" in (folder / "water.out").read_text(errors="replace")[-4000:]
     except OSError:
         return False
+
+
+SCF_CONVERGED = re.compile(r"\*\*\* SCF run converged in\s+(\d+) steps \*\*\*")
+
+
+def scf_steps(report: str) -> int | None:
+    """The SCF steps of a Quickstep energy run, from its "*** SCF run converged in N steps ***".
+
+    None where the SCF did not converge (CP2K prints "SCF run NOT converged") or the report has
+    no SCF: the count is then not the configuration's convergence count but the MAX_SCF cap.
+    """
+    steps = [int(match) for match in SCF_CONVERGED.findall(report)]
+    return sum(steps) if steps else None
+
+
+def iterations(folder: Path) -> int | None:
+    try:
+        return scf_steps((folder / "water.out").read_text(errors="replace"))
+    except OSError:
+        return None
 
 
 def prepare(config: dict, folder: Path) -> list[str]:

@@ -5,6 +5,7 @@ library), ``method`` (scf = RHF, dft = B3LYP), MPI ranks ``ranks`` (`mpirun -np`
 """
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -15,7 +16,8 @@ PACKAGE = "nwchem"
 INPUTS = ["n_water", "basis", "method", "ranks"]
 BASES = ["sto-3g", "3-21g", "6-31g", "6-31g*", "cc-pvdz"]
 RANGES = {"n_water": "1-4", "basis": "|".join(BASES), "method": "scf|dft", "ranks": "1|2"}
-COMMAND = "mpirun -np RANKS nwchem water.nw"
+COMMAND = "mpirun -np RANKS nwchem water.nw > water.out"
+STDOUT = "water.out"   # NWChem writes its report to standard output
 # What the cost follows: the number of basis functions, n_water times the functions per molecule
 # of the named basis (cartesian, NWChem's default), as NWChem 7.0.2 printed them ("functions =",
 # tests/data/runtime/nwchem_functions.json). One number for every basis lets a model share one
@@ -49,8 +51,35 @@ def version() -> str:
     return subprocess.run(["dpkg-query", "-W", "-f=${Version}", "nwchem"], capture_output=True, text=True).stdout
 
 
+# The iteration tables NWChem 7.0.2 prints: DFT (B3LYP) "convergence iter energy DeltaE ..." rows
+# "d= 0,ls=0.0,diis     3   -152.80..."; SCF (quadratically convergent RHF) "iter energy gnorm
+# gmax time" rows "      3     -152.00...  6.04D-02 ...", each a macro-iteration (the inner
+# Newton-Raphson steps are not printed at the default print level).
+DFT_ITERATION = re.compile(r"^\s*d=\s*\d+,ls=\s*[\d.]+(?:,diis)?\s+(\d+)\s+-?\d+\.\d+", re.M)
+SCF_ITERATION = re.compile(r"^\s+(\d+)\s+-?\d+\.\d+\s+\d\.\d+D[+-]\d+\s+\d\.\d+D[+-]\d+\s+[\d.]+\s*$", re.M)
+
+
+def scf_iterations(report: str) -> int | None:
+    """The SCF or DFT iterations of a NWChem energy run: the last iteration number of its table.
+
+    None where the report has no table or says the calculation did not converge.
+    """
+    if "Calculation failed to converge" in report or "SCF failed to converge" in report:
+        return None
+    numbers = [int(match) for match in DFT_ITERATION.findall(report)] \
+        or [int(match) for match in SCF_ITERATION.findall(report)]
+    return max(numbers) if numbers else None
+
+
+def iterations(folder: Path) -> int | None:
+    try:
+        return scf_iterations((folder / STDOUT).read_text(errors="replace"))
+    except OSError:
+        return None
+
+
 def prepare(config: dict, folder: Path) -> list[str]:
-    for stale in folder.glob("water.*"):
+    for stale in folder.glob("water.*"):  # water.out too: a failed run leaves no stale report
         stale.unlink()
     coords = "\n".join(f"  {e} {x:.4f} {y:.4f} {z:.4f}" for e, x, y, z in water_coordinates(config["n_water"]))
     block = "dft\n  xc b3lyp\n  iterations 50\nend" if config["method"] == "dft" else "scf\n  maxiter 50\nend"
