@@ -8,7 +8,8 @@ Codes (each a module beside this file with ``INPUTS``, ``draw_config(rng)``, opt
 cost follows, computed from the inputs as ``train-runtime --derive`` does; written to the JSON),
 ``prepare(config, folder) -> command``, ``version()`` and optionally ``completed(folder)``,
 which checks the code's own output: an exit status 0 alone is not trusted): ``gromacs`` (water box MD),
-``cp2k`` (Quickstep DFT of water molecules), ``nwchem`` (SCF/DFT of water clusters). Every input
+``cp2k`` (Quickstep DFT of water molecules), ``nwchem`` (SCF/DFT of water clusters), ``lammps``
+(Lennard-Jones melt, serial ``lmp``, the deck ``in.melt``). Every input
 file is generated here from the inputs (the codes' own bundled force fields, basis sets and
 pseudopotentials; nothing is downloaded).
 
@@ -51,7 +52,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-CODES = ("gromacs", "cp2k", "nwchem")
+CODES = ("gromacs", "cp2k", "nwchem", "lammps")
 # mpi_yield_when_idle: a rank waiting in MPI calls sched_yield in its progress loop (Open MPI 4.1;
 # `ompi_info --all | grep yield`), which, with all ranks pinned to one CPU, runs the rank it waits for.
 ENVIRONMENT = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_btl_vader_single_copy_mechanism="none",
