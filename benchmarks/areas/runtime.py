@@ -49,7 +49,7 @@ DESCRIPTION = ("runtime from inputs on real codes (LAMMPS, GROMACS, CP2K, NWChem
                "coverage at 10/25/50 % training vs each code's repetition noise; auto vs every learner")
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runtime"
-CODES = {"lammps": "lammps_melt.csv", "gromacs": "gromacs_water.csv", "cp2k": "cp2k_water.csv",
+CODES = {"lammps": "lammps_melt_quiet.csv", "gromacs": "gromacs_water.csv", "cp2k": "cp2k_water.csv",
          "nwchem": "nwchem_water.csv"}
 METRICS = ("mape", "rank_accuracy", "coverage80", "coverage95")
 

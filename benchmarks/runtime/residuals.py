@@ -44,7 +44,7 @@ from hpcpredict.daemon.runtime.model import RuntimeModel
 from hpcpredict.daemon.runtime.selection import without_calibration
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runtime"
-FILES = {"lammps": "lammps_melt.csv", "gromacs": "gromacs_water.csv", "cp2k": "cp2k_water.csv",
+FILES = {"lammps": "lammps_melt_quiet.csv", "gromacs": "gromacs_water.csv", "cp2k": "cp2k_water.csv",
          "nwchem": "nwchem_water.csv"}
 
 

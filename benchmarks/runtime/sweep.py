@@ -11,7 +11,8 @@ which checks the code's own output: an exit status 0 alone is not trusted, ``ite
 -> int | None``, the SCF steps the code reported, written as the annotation ``_iterations`` (not
 an input: no input states it), and ``STDOUT``, the file in the run's folder the code's standard
 output goes to where the code writes its report there): ``gromacs`` (water box MD),
-``cp2k`` (Quickstep DFT of water molecules), ``nwchem`` (SCF/DFT of water clusters). Every input
+``cp2k`` (Quickstep DFT of water molecules), ``nwchem`` (SCF/DFT of water clusters), ``lammps``
+(Lennard-Jones melt, serial ``lmp``, the deck ``in.melt``). Every input
 file is generated here from the inputs (the codes' own bundled force fields, basis sets and
 pseudopotentials; nothing is downloaded).
 
@@ -54,7 +55,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-CODES = ("gromacs", "cp2k", "nwchem")
+CODES = ("gromacs", "cp2k", "nwchem", "lammps")
 # mpi_yield_when_idle: a rank waiting in MPI calls sched_yield in its progress loop (Open MPI 4.1;
 # `ompi_info --all | grep yield`), which, with all ranks pinned to one CPU, runs the rank it waits for.
 ENVIRONMENT = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_btl_vader_single_copy_mechanism="none",

@@ -1,4 +1,4 @@
-"""The recorded sweeps of real codes (GROMACS, CP2K, NWChem): usable run tables with provenance."""
+"""The recorded sweeps of real codes (GROMACS, CP2K, NWChem, LAMMPS): usable run tables with provenance."""
 import json
 import math
 from pathlib import Path
@@ -13,6 +13,7 @@ SWEEPS = {
     "gromacs_water": ["box_nm", "nsteps", "rc_nm", "coulomb", "ranks"],
     "cp2k_water": ["n_water", "box_a", "cutoff_ry", "basis", "ranks"],
     "nwchem_water": ["n_water", "basis", "method", "ranks"],
+    "lammps_melt_quiet": ["x", "y", "z", "steps", "cutoff", "skin", "temp", "newton"],   # serial lmp
 }
 
 
@@ -22,11 +23,36 @@ def test_sweep_is_a_run_table_with_repetitions_and_provenance(name):
     assert table.inputs == SWEEPS[name]
     counts = np.bincount(table.groups)
     assert (counts >= 3).sum() >= 8, counts        # repetitions: the noise floor is measurable
-    assert {row["ranks"] for row in table.rows} == {1.0, 2.0}   # both process counts swept
+    if "ranks" in SWEEPS[name]:
+        assert {row["ranks"] for row in table.rows} == {1.0, 2.0}   # both process counts swept
     provenance = json.loads((DATA / f"{name}.json").read_text())
     assert provenance["package_version"] not in ("", "unknown") and provenance["inputs"] == SWEEPS[name]
     assert provenance["machine"]["cores"] and provenance["runs"] == len(table.y)
     assert f"{name}.csv" in (DATA / "SOURCES.md").read_text()
+
+
+def test_lammps_quiet_sweep_ran_the_configurations_of_the_loaded_one():
+    """lammps_melt_quiet.csv re-measures lammps_melt.csv: every configuration id has the same
+    inputs in both files (the sweep draws them with make_lammps_dataset's draw_config, seed 6),
+    all 180 configurations are there, and each has its 3 repetitions, one per pass."""
+    import csv
+
+    def inputs_by_config(name):
+        with (DATA / f"{name}.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+        by_config = {}
+        for row in rows:
+            values = tuple(float(row[key]) if key != "newton" else row[key] for key in SWEEPS["lammps_melt_quiet"])
+            assert by_config.setdefault(int(row["config"]), values) == values, row   # one configuration, one input set
+        return by_config, rows
+
+    quiet, rows = inputs_by_config("lammps_melt_quiet")
+    loaded, _ = inputs_by_config("lammps_melt")
+    assert quiet == loaded and len(quiet) == 180
+    assert sorted((int(row["config"]), int(row["rep"])) for row in rows) == [(c, r) for c in range(180) for r in range(3)]
+    provenance = json.loads((DATA / "lammps_melt_quiet.json").read_text())
+    assert provenance["arguments"]["seed"] == 6 and provenance["arguments"]["block"] >= 180   # a pass per repetition
+    assert provenance["failed_runs"] == 0
 
 
 def test_cp2k_declared_grid_is_the_grid_cp2k_printed():
