@@ -161,3 +161,14 @@ def test_gromacs_startup_candidate_follows_the_grid_gromacs_picked():
     unmeasured = DerivedInputs(STARTUP_DERIVED)
     assert "startup_s" not in unmeasured.apply({"box_nm": 6.0, "coulomb": "pme", "ranks": 2.0})
     assert "startup_s" not in unmeasured.apply({"box_nm": 3.0, "coulomb": "pme", "ranks": 4.0})
+
+
+def test_lammps_quiet_sweep_declares_the_sweep_modules_derived_inputs():
+    """The runtime area reads a sweep's derived inputs from its JSON: it must be what
+    ``sweep_lammps.DERIVED`` declares, and give the pair work of the atoms' neighbour spheres."""
+    from benchmarks.runtime.sweep_lammps import DERIVED
+    from hpcpredict.daemon.runtime.derived import DerivedInputs
+
+    assert json.loads((DATA / "lammps_melt_quiet.json").read_text())["derived_inputs"] == DERIVED
+    values = DerivedInputs(DERIVED).apply({"x": 4, "y": 5, "z": 6, "cutoff": 2.5, "skin": 0.5})
+    assert values["pair_cost"] == pytest.approx(4 * 4 * 5 * 6 * 3.0 ** 3)
