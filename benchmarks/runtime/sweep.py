@@ -68,6 +68,15 @@ def mpirun(np_: int, command: list[str]) -> list[str]:
     return ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np_)] + command
 
 
+def report_ends_with(report: Path, marker: str, tail_chars: int = 4000) -> bool:
+    """Whether ``marker`` is in the last ``tail_chars`` characters of a code's report: the line a
+    code prints only when it finishes (a run stopped by an error does not), for ``completed``."""
+    try:
+        return marker in report.read_text(errors="replace")[-tail_chars:]
+    except OSError:
+        return False
+
+
 def package_version(package: str) -> str:
     result = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True)
     return result.stdout.strip() or "unknown"

@@ -10,7 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from benchmarks.runtime.sweep import mpirun
+from benchmarks.runtime.sweep import mpirun, report_ends_with
 
 PACKAGE = "cp2k"
 INPUTS = ["n_water", "box_a", "cutoff_ry", "basis", "ranks"]
@@ -162,10 +162,7 @@ def version() -> str:
 
 
 def completed(folder: Path) -> bool:
-    try:
-        return "PROGRAM ENDED AT" in (folder / "water.out").read_text(errors="replace")[-4000:]
-    except OSError:
-        return False
+    return report_ends_with(folder / "water.out", "PROGRAM ENDED AT")
 
 
 SCF_CONVERGED = re.compile(r"\*\*\* SCF run converged in\s+(\d+) steps \*\*\*")

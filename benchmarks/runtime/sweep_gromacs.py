@@ -15,7 +15,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from benchmarks.runtime.sweep import mpirun
+from benchmarks.runtime.sweep import mpirun, report_ends_with
 
 PACKAGE = "gromacs"
 INPUTS = ["box_nm", "nsteps", "rc_nm", "coulomb", "ranks"]
@@ -121,10 +121,7 @@ def _run(command, folder):
 
 
 def completed(folder: Path) -> bool:
-    try:
-        return "Finished mdrun" in (folder / "md.log").read_text(errors="replace")[-4000:]
-    except OSError:
-        return False
+    return report_ends_with(folder / "md.log", "Finished mdrun")
 
 
 def prepare(config: dict, folder: Path) -> list[str]:

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from benchmarks.runtime.make_lammps_dataset import DECK, INPUTS as MELT_INPUTS, draw_config as draw_melt
+from benchmarks.runtime.sweep import report_ends_with
 
 PACKAGE = "lammps"
 INPUTS = list(MELT_INPUTS)
@@ -45,10 +46,7 @@ def version() -> str:
 
 
 def completed(folder: Path) -> bool:
-    try:
-        return "Total wall time" in (folder / "log.lammps").read_text(errors="replace")[-2000:]
-    except OSError:
-        return False
+    return report_ends_with(folder / "log.lammps", "Total wall time", tail_chars=2000)
 
 
 def prepare(config: dict, folder: Path) -> list[str]:
