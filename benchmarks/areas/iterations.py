@@ -232,10 +232,9 @@ def run(args: list[str]) -> dict:
                         help="processes: each scores one (code, fraction, with or without the count)")
     options = parser.parse_args(args)
     fractions = [float(f) for f in options.fractions.split(",")]
-    codes = [c for c in options.codes.split(",") if c]
-    unknown = sorted(set(codes) - set(CODES))
-    if unknown:
-        raise SystemExit(f"unknown codes: {', '.join(unknown)} (known: {', '.join(CODES)})")
+    from benchmarks.areas.runtime import chosen_codes
+
+    codes = chosen_codes(options.codes, CODES)
     results = {"seeds": options.seeds, "fractions": fractions, "target": "runtime_s (CPU seconds)",
                "count_input": COUNT, "goal": f"auto's MAPE within {GOAL_FACTOR}x the repetition MAPE", "codes": {}}
     # The heaviest first (CP2K's table is the larger, the larger fraction costs more), so the pool stays busy.

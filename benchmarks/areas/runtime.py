@@ -202,6 +202,15 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
     return out
 
 
+def chosen_codes(option: str, known) -> list[str]:
+    """The codes a ``--codes`` option names (comma-separated); unknown ones end the run with their names."""
+    codes = [code for code in option.split(",") if code]
+    unknown = sorted(set(codes) - set(known))
+    if unknown:
+        raise SystemExit(f"unknown codes: {', '.join(unknown)} (known: {', '.join(known)})")
+    return codes
+
+
 def run(args: list[str]) -> dict:
     parser = argparse.ArgumentParser(prog="benchmarks run runtime", description=DESCRIPTION)
     parser.add_argument("--seeds", type=int, default=3)
@@ -213,10 +222,7 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--no-derived", action="store_true", help="ignore the sweeps' declared derived inputs")
     options = parser.parse_args(args)
     fractions = [float(f) for f in options.fractions.split(",")]
-    codes = [c for c in options.codes.split(",") if c]
-    unknown = sorted(set(codes) - set(CODES))
-    if unknown:
-        raise SystemExit(f"unknown codes: {', '.join(unknown)} (known: {', '.join(CODES)})")
+    codes = chosen_codes(options.codes, CODES)
     results = {"seeds": options.seeds, "first_seed": options.first_seed, "fractions": fractions,
                "target": "runtime_s (CPU seconds)",
                "inputs": "submission-time inputs only (no runtime features)"
