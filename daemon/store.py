@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -192,18 +193,29 @@ def private_file(path: str, *, create: bool = True) -> None:
     user's job requests. Created empty when missing (SQLite then keeps the mode, and gives it
     to its ``-wal`` and ``-shm`` files); an existing file loses its group and other bits,
     which an older version or a wide umask may have left. A file of another owner (a store
-    opened read-only by an admin's CLI) is left alone."""
+    opened read-only by an admin's CLI) is left alone.
+
+    The file is looked at through an ``O_PATH`` descriptor: closing any other descriptor of a
+    file drops every POSIX lock this process holds on it (fcntl(2)), and SQLite's locks on the
+    store and on ``-shm`` may already be held here. Without its read lock on ``-shm``, the next
+    process to open the store resets that file under this one's mapping, which dies of SIGBUS."""
+    if create:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        except FileExistsError:
+            pass
+        except OSError as error:   # read-only file system, no permission: the open proper reports it
+            logger.debug("cannot create %s: %s", path, error)
+            return
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o600)
-    except FileNotFoundError:
-        return
-    except OSError as error:   # read-only file system, no permission: the open proper reports it
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError as error:   # missing (not created), or not reachable: the open proper reports it
         logger.debug("cannot check the mode of %s: %s", path, error)
         return
     try:
         info = os.fstat(fd)
-        if info.st_mode & 0o077 and info.st_uid == os.geteuid():
-            os.fchmod(fd, info.st_mode & 0o700)
+        if info.st_mode & 0o077 and info.st_uid == os.geteuid() and stat.S_ISREG(info.st_mode):
+            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(info.st_mode) & 0o700)   # the file this descriptor names
     except OSError as error:
         logger.debug("cannot restrict the mode of %s: %s", path, error)
     finally:

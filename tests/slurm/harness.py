@@ -71,7 +71,21 @@ class Daemon:
              60, "hpcpredictd to listen")
         assert self.process.poll() is None, (self.data_dir / "daemon.log").read_text()[-2000:]
 
+    def died(self) -> str:
+        """How the daemon ended when it was not stopped here ("" while it runs): a silent death
+        (a signal such as SIGBUS leaves no line in its log) is then named in the failure."""
+        if self.process is None or self.process.poll() is None:
+            return ""
+        status = self.process.returncode
+        how = f"signal {signal.Signals(-status).name}" if status < 0 else f"status {status}"
+        return f"hpcpredictd exited on its own ({how}); its log ends:\n" + \
+            (self.data_dir / "daemon.log").read_text(errors="replace")[-1500:]
+
     def stop(self) -> None:
+        death = self.died()
+        if death:
+            with open(self.data_dir / "daemon.log", "a") as log:
+                log.write(f"[harness] {death.splitlines()[0]}\n")
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -89,7 +103,13 @@ class Daemon:
         return dict(self.env, SLURM_CONF=str(SLURM_DIR / "etc" / "slurm.conf"))
 
     def call(self, method: str, request: dict) -> dict:
-        return hookclient.call(method, request, socket_path=self.hook_socket, timeout=10)
+        try:
+            return hookclient.call(method, request, socket_path=self.hook_socket, timeout=10)
+        except hookclient.HookError as error:
+            death = self.died()
+            if death:
+                raise AssertionError(death) from error
+            raise
 
 
 class FakeHookServer:
