@@ -1,11 +1,13 @@
-"""SCF iteration counts of CP2K and NWChem: how much of the runtime error of an input-only model they explain.
+"""Counts no input states: how much of the runtime error of an input-only model they explain.
 
-CP2K (Quickstep, ``EPS_SCF 1e-6``) and NWChem (SCF / DFT) iterate to convergence: the number of
-iterations is fixed per configuration (deterministic: see SOURCES.md) but no input states it.
-The counts were recorded per configuration of the runtime area's sweeps by a probe pass of the
-sweep harness (``tests/data/runtime/CODE_iterations.json``, ``benchmarks/runtime/record_iterations.py``).
-Per code, on the runtime area's splits (``split_by_configuration(groups, fraction, seed)``,
-seeds 0 .. ``--seeds`` − 1, ``--fractions``):
+CP2K (Quickstep, ``EPS_SCF 1e-6``) and NWChem (SCF / DFT) iterate to convergence, and LAMMPS
+rebuilds its neighbour lists when atoms have moved far enough: each count is fixed per
+configuration (deterministic: see SOURCES.md) but no input states it. The SCF counts were
+recorded per configuration of the runtime area's sweeps by a probe pass of the sweep harness
+(``tests/data/runtime/CODE_iterations.json``, ``benchmarks/runtime/record_iterations.py``);
+LAMMPS's builds by the loaded sweep of the same configurations (``lammps_melt.csv``, column
+``neigh_builds``). Per code (``CODES``), on the runtime area's splits
+(``split_by_configuration(groups, fraction, seed)``, seeds 0 .. ``--seeds`` − 1, ``--fractions``):
 
 * ``distribution``: configurations per count, overall and per categorical input;
   ``across_ranks``: whether configurations that differ only in their process count agree on it;
@@ -16,14 +18,14 @@ seeds 0 .. ``--seeds`` − 1, ``--fractions``):
 * ``learners``: test MAPE and rank accuracy of log-linear, start-up + steps, boosted trees,
   extra-trees and ``auto`` (the cross-validated choice, as served), scored as the runtime area
   scores them (``evaluation.evaluate``, submit-time inputs), without the count and with it
-  as one more input ``scf_iterations`` (an oracle: a site does not know it at submission).
-  With the count, start-up + steps takes it as its number of steps (``steps="scf_iterations"``);
-  without, it chooses its steps input as served;
+  as one more input (``scf_iterations``, ``neigh_builds``: an oracle, a site does not know it at
+  submission). With an SCF count, start-up + steps takes it as its number of steps
+  (``steps="scf_iterations"``); otherwise it chooses its steps input as served;
 * ``goal``: at each fraction, ``auto``'s MAPE over the runtime area's noise floor
   (``noise_floor``: repetition MAPE) without and with the count, whether it is within
   1.3x, and the share of the gap (MAPE − 1.3 × floor) that knowing the count closes.
 
-    python -m benchmarks run iterations [--seeds 3] [--fractions 0.25,0.5] [--codes cp2k,nwchem] [--jobs 2]
+    python -m benchmarks run iterations [--seeds 3] [--fractions 0.25,0.5] [--codes cp2k,nwchem,lammps] [--jobs 2]
 
 Measured 2026-11-24 (results/iterations.json; the without-count scores equal the runtime area's):
 at 50 % training, CP2K's served MAPE 4.8 % -> 3.8 % with the count (2.6x -> 2.1x its 1.8 % floor,
@@ -38,42 +40,73 @@ import csv
 import io
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-DESCRIPTION = ("SCF iteration counts (CP2K, NWChem): their distribution, predictability from the inputs, "
-               "and the runtime learners' MAPE vs the noise floor with the count as an (oracle) input")
+DESCRIPTION = ("per-configuration counts no input states (CP2K's and NWChem's SCF iterations, LAMMPS's "
+               "neighbour-list builds): their distribution, predictability from the inputs, and the runtime "
+               "learners' MAPE vs the noise floor with the count as an (oracle) input")
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runtime"
-CODES = {"cp2k": ("cp2k_water.csv", "cp2k_iterations.json"), "nwchem": ("nwchem_water.csv", "nwchem_iterations.json")}
-COUNT = "scf_iterations"
-LEARNERS = ("log-linear", "startup-steps", "boosted-trees", "extra-trees")
+
+
+@dataclass(frozen=True)
+class Count:
+    """A code's per-configuration count: the runtime area's sweep it is added to, where it was
+    recorded, the input name it gets, and whether start-up + steps takes it as its step count."""
+    sweep: str
+    source: str
+    name: str
+    is_step_count: bool
+    what: str
+
+
+CODES = {
+    "cp2k": Count("cp2k_water.csv", "cp2k_iterations.json", "scf_iterations", True, "SCF steps"),
+    "nwchem": Count("nwchem_water.csv", "nwchem_iterations.json", "scf_iterations", True, "SCF iterations"),
+    # LAMMPS's neighbour-list builds (its log's "Neighbor list builds"), recorded by the loaded
+    # sweep of the same 180 configurations (``lammps_melt.csv``: every repetition agrees).
+    "lammps": Count("lammps_melt_quiet.csv", "lammps_melt.csv", "neigh_builds", False, "neighbour-list builds"),
+}
 GOAL_FACTOR = 1.3
+LEARNERS = ("log-linear", "startup-steps", "boosted-trees", "extra-trees")
 
 
 def read_counts(name: str) -> dict[str, int]:
-    return {config: int(count) for config, count in
-            json.loads((DATA / CODES[name][1]).read_text())["iterations"].items()}
+    """config -> the count: the probe's JSON, or a sweep CSV's column (one value per configuration)."""
+    count = CODES[name]
+    path = DATA / count.source
+    if path.suffix == ".json":
+        return {config: int(value) for config, value in json.loads(path.read_text())["iterations"].items()}
+    found: dict[str, int] = {}
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            value = int(float(row[count.name]))
+            if found.setdefault(row["config"], value) != value:
+                raise SystemExit(f"{path}: configuration {row['config']} has different {count.name} in different runs")
+    return found
 
 
 def tables(name: str):
-    """(table without the count, table with it as the input ``scf_iterations``): the runtime
-    area's table (the CSV and its declared derived inputs) and the same runs with the count added."""
+    """(table without the count, table with it as one more input): the runtime area's table (the
+    CSV and its declared derived inputs) and the same runs with the count added."""
     from benchmarks.areas.runtime import declared_derived
     from hpcpredict.daemon.runtime.dataset import parse_runs_csv
 
-    path = DATA / CODES[name][0]
+    count = CODES[name]
+    path = DATA / count.sweep
     counts = read_counts(name)
     text = path.read_text()
     rows = list(csv.DictReader(io.StringIO(text)))
     missing = sorted({row["config"] for row in rows} - set(counts), key=int)
     if missing:
-        raise SystemExit(f"{name}: no iteration count for configurations {missing}")
+        raise SystemExit(f"{name}: no count for configurations {missing}")
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]) + [COUNT])
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]) + [count.name])
     writer.writeheader()
-    writer.writerows(dict(row, **{COUNT: counts[row["config"]]}) for row in rows)
+    writer.writerows(dict(row, **{count.name: counts[row["config"]]}) for row in rows)
     derived = declared_derived(path)
     without = parse_runs_csv(text, target="runtime_s", source=str(path), derived=derived)
     with_count = parse_runs_csv(out.getvalue(), target="runtime_s", source=str(path), derived=derived)
@@ -81,30 +114,33 @@ def tables(name: str):
     return without, with_count
 
 
-def per_configuration(table) -> tuple[np.ndarray, list[dict], np.ndarray]:
-    """(group ids, the inputs of each configuration, its count)."""
+def per_configuration(table, count: str) -> tuple[np.ndarray, list[dict], np.ndarray]:
+    """(group ids, the inputs of each configuration, its count, the input ``count``)."""
     groups, first = np.unique(table.groups, return_index=True)
     rows = [table.rows[i] for i in first]
-    return groups, [{k: v for k, v in row.items() if k != COUNT} for row in rows], np.array([int(row[COUNT]) for row in rows])
+    return groups, [{k: v for k, v in row.items() if k != count} for row in rows], np.array([int(row[count]) for row in rows])
 
 
-def distribution(table) -> dict:
-    _, rows, counts = per_configuration(table)
+def distribution(table, count: str) -> dict:
+    _, rows, counts = per_configuration(table, count)
     out = {"all": dict(sorted(Counter(counts.tolist()).items()))}
     for name in table.inputs:
         values = [row.get(name) for row in rows]
-        if name != COUNT and (all(isinstance(v, str) for v in values) or name in ("ranks", "n_water")):
+        if name != count and (all(isinstance(v, str) for v in values) or name in ("ranks", "n_water")):
             out[f"by_{name}"] = {str(value): dict(sorted(Counter(counts[[v == value for v in values]].tolist()).items()))
                                  for value in sorted(set(values), key=str)}
     return out
 
 
-def across_ranks(table) -> dict:
+def across_ranks(table, count_name: str) -> dict | None:
     """Whether the count follows the chemistry alone: configurations whose inputs differ only in
-    ``ranks`` (and the derived inputs), grouped, and how many groups agree on one count."""
+    ``ranks`` (and the derived inputs), grouped, and how many groups agree on one count (None:
+    the code has no ``ranks`` input)."""
     from hpcpredict.daemon.runtime.derived import DerivedInputs
 
-    _, rows, counts = per_configuration(table)
+    if "ranks" not in table.inputs:
+        return None
+    _, rows, counts = per_configuration(table, count_name)
     derived = set(table.derived.names) if isinstance(table.derived, DerivedInputs) else set()
     by_chemistry: dict[tuple, set] = {}
     for row, count in zip(rows, counts.tolist()):
@@ -121,7 +157,7 @@ def _encode(rows: list[dict]):
     return pd.get_dummies(pd.DataFrame(rows), dtype=float).fillna(0.0)
 
 
-def predictability(table, fraction: float, seeds: int) -> dict:
+def predictability(table, count: str, fraction: float, seeds: int) -> dict:
     """The count predicted from the inputs: out-of-fold on the training configurations and on
     the held-out ones, vs the training majority."""
     from sklearn.ensemble import RandomForestClassifier
@@ -129,7 +165,7 @@ def predictability(table, fraction: float, seeds: int) -> dict:
 
     from hpcpredict.daemon.runtime.evaluation import split_by_configuration
 
-    groups, rows, counts = per_configuration(table)
+    groups, rows, counts = per_configuration(table, count)
     X = _encode(rows).to_numpy()
     scores = {"oof_accuracy": [], "oof_mae": [], "oof_majority_accuracy": [], "oof_majority_mae": [],
               "test_accuracy": [], "test_mae": [], "test_majority_accuracy": [], "test_majority_mae": []}
@@ -160,7 +196,9 @@ def predictability(table, fraction: float, seeds: int) -> dict:
     return {key: float(np.mean(values)) for key, values in scores.items()}
 
 
-def learner_scores(table, fraction: float, seeds: int, with_count: bool) -> dict:
+def learner_scores(table, fraction: float, seeds: int, with_count: Count | None) -> dict:
+    """Each learner's and ``auto``'s test scores; ``with_count``: the count the table holds, which
+    start-up + steps then takes as its step count if it is one."""
     from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration, usable_inputs
     from hpcpredict.daemon.runtime.selection import select_learner
 
@@ -171,14 +209,15 @@ def learner_scores(table, fraction: float, seeds: int, with_count: bool) -> dict
         common = dict(train_rows=train, test_rows=test, seed=seed, train_fraction=fraction, time_share=None)
         results = {}
         for learner in LEARNERS:
-            params = {"steps": COUNT} if with_count and learner == "startup-steps" else None
+            as_steps = with_count is not None and with_count.is_step_count and learner == "startup-steps"
+            params = {"steps": with_count.name} if as_steps else None
             results[learner] = evaluate(table, learner=learner, params=params, **common)
             per_learner[learner].append(results[learner])
         # auto as the runtime area scores it: the served choice fits exactly that learner's model.
         inputs, _, _ = usable_inputs(table, train, time_share=None)
         pick, _ = select_learner(table, train, inputs=inputs, seed=seed)
         chosen[pick] += 1
-        if pick not in results or (with_count and pick == "startup-steps"):
+        if pick not in results or (with_count is not None and with_count.is_step_count and pick == "startup-steps"):
             results[pick] = evaluate(table, learner=pick, **common)
         auto.append(results[pick])
     out = {learner: {key: float(np.mean([r[key] for r in runs])) for key in ("mape", "rank_accuracy")}
@@ -192,7 +231,8 @@ def learner_scores(table, fraction: float, seeds: int, with_count: bool) -> dict
 def learner_task(name: str, fraction: float, seeds: int, with_count: bool) -> dict:
     """One code's learners at one fraction, without or with the count (a process of ``--jobs``)."""
     without, with_count_table = tables(name)
-    return learner_scores(with_count_table if with_count else without, fraction, seeds, with_count=with_count)
+    return learner_scores(with_count_table if with_count else without, fraction, seeds,
+                          with_count=CODES[name] if with_count else None)
 
 
 def evaluate_code(name: str, fractions: list[float], seeds: int, scores: dict) -> dict:
@@ -201,13 +241,14 @@ def evaluate_code(name: str, fractions: list[float], seeds: int, scores: dict) -
 
     without, with_count = tables(name)
     floor = noise_floor(without)["repetition_mape"]
-    out = {"data": [f"tests/data/runtime/{file}" for file in CODES[name]],
+    out = {"data": [f"tests/data/runtime/{file}" for file in (CODES[name].sweep, CODES[name].source)],
            "configurations": int(np.unique(without.groups).size), "runs": int(without.y.size),
-           "noise_floor_repetition_mape": floor, "distribution": distribution(with_count),
-           "across_ranks": across_ranks(with_count),
+           "noise_floor_repetition_mape": floor, "count": CODES[name].what, "count_input": CODES[name].name,
+           "distribution": distribution(with_count, CODES[name].name),
+           "across_ranks": across_ranks(with_count, CODES[name].name),
            "by_fraction": {}}
     for fraction in fractions:
-        row = {"predictability": predictability(with_count, fraction, seeds),
+        row = {"predictability": predictability(with_count, CODES[name].name, fraction, seeds),
                "without_count": scores[(fraction, False)], "with_count": scores[(fraction, True)]}
         before, after = row["without_count"]["auto"]["mape"], row["with_count"]["auto"]["mape"]
         gap = before - GOAL_FACTOR * floor
@@ -236,7 +277,7 @@ def run(args: list[str]) -> dict:
 
     codes = chosen_codes(options.codes, CODES)
     results = {"seeds": options.seeds, "fractions": fractions, "target": "runtime_s (CPU seconds)",
-               "count_input": COUNT, "goal": f"auto's MAPE within {GOAL_FACTOR}x the repetition MAPE", "codes": {}}
+               "goal": f"auto's MAPE within {GOAL_FACTOR}x the repetition MAPE", "codes": {}}
     # The heaviest first (CP2K's table is the larger, the larger fraction costs more), so the pool stays busy.
     tasks = [(code, fraction, with_count) for code in codes for fraction in sorted(fractions, reverse=True)
              for with_count in (False, True)]

@@ -11,8 +11,9 @@ held out, all repetitions of a configuration on one side), over ``--seeds`` rand
   artifact, loaded as the daemon loads it and asked one held-out run at a time;
 * MAPE, rank accuracy (pairs of held-out runs ordered right), coverage of the 80 % and 95 %
   intervals;
-* at 50 %, the served ``auto`` model's MAPE on the held-out runs of each process count
-  (``ranks``), and the noise floor per process count;
+* at 50 % training and above, the served ``auto`` model's MAPE on the held-out runs of each
+  process count (``ranks``) and on those whose inputs a training run had or not, and the noise
+  floor per process count (``--fractions 0.75,0.9``: how the error falls with more training);
 * derived inputs: the sweep declares quantities its code's cost follows (``DERIVED`` in
   ``benchmarks/runtime/sweep_CODE.py``, recorded as ``derived_inputs`` in the JSON beside the CSV);
   they are computed from the inputs as ``train-runtime --derive`` does (``--no-derived``: without);
@@ -157,7 +158,7 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
             pick, _ = select_learner(table, train, inputs=inputs, seed=seed)
             chosen[pick] += 1
             auto.append(per_learner[pick][-1])
-            if fraction == 0.5:
+            if fraction >= 0.5:   # half or more: seen inputs are common enough to score apart
                 parts.append(auto_mape_by_part(table, train, test, seed))
             if not checked:
                 full = evaluate(table, learner="auto", **common)

@@ -110,11 +110,11 @@ def repetition_mape_with_block_effect(frame: pd.DataFrame, sigma_b: float) -> fl
     The within-block errors are the measured ones (their heavy tails kept); the block effect is
     integrated over its quantiles. sigma_b = 0 gives ``repetition_mape``.
     """
-    sums, counts = frame.groupby("config")["y"].transform("sum"), frame.groupby("config")["y"].transform("size")
+    sums, counts = frame.groupby("config")["_runtime"].transform("sum"), frame.groupby("config")["_runtime"].transform("size")
     repeated = counts > 1
     # Predicted / measured, as ``repetition_mape`` scores it; the run's block effect b divides the
     # ratio, and b is symmetric: multiplying by e^(σx) over the quadrature nodes is the same.
-    ratio = (((sums - frame["y"]) / (counts - 1)) / frame["y"])[repeated].to_numpy()
+    ratio = (((sums - frame["_runtime"]) / (counts - 1)) / frame["_runtime"])[repeated].to_numpy()
     # b at 400 equal-probability quantiles of N(0, σ²) (|·| has a kink: Gauss-Hermite is off by 4 %).
     from scipy.stats import norm
     nodes = norm.ppf((np.arange(400) + 0.5) / 400)
@@ -137,23 +137,24 @@ def analyse(code: str, extra: list[str], learners: list[str], seed: int = 0,
                                     report_times={k: v[keep] for k, v in table.report_times.items()})
         raw = raw.iloc[keep].reset_index(drop=True)
     frame = pd.DataFrame(table.rows)
-    frame["config"], frame["y"] = raw["config"].to_numpy(), table.y   # the sweep's numbers: blocks follow them
+    # config: the sweep's numbers (blocks follow them); _runtime: the target (not "y": LAMMPS has an input y)
+    frame["config"], frame["_runtime"] = raw["config"].to_numpy(), table.y
     for column in ("_load1", "_utc", "rep"):
         frame[column] = raw[column].to_numpy()
     frame["block"] = blocks(code, frame["config"]).to_numpy()
     frame["pass"] = frame["block"] // 1000   # the first configuration of the sweep pass (``--first-config``)
     frame["time"] = pd.to_datetime(frame["_utc"])
     key = ["ranks"] if "ranks" in frame else []
-    smallest = frame.groupby(key)["y"].transform("min") if key else frame["y"].min()
-    frame["startup_share"] = pd.cut(smallest / frame.groupby("config")["y"].transform("mean"),
+    smallest = frame.groupby(key)["_runtime"].transform("min") if key else frame["_runtime"].min()
+    frame["startup_share"] = pd.cut(smallest / frame.groupby("config")["_runtime"].transform("mean"),
                                      [0, 0.1, 0.2, 0.4, 1.01])
     out = {"code": code, "runs": int(len(frame)), "configurations": int(frame["config"].nunique()),
            "derived_inputs": derived.to_json(), "repetition_mape": repetition_disagreement(table.groups, table.y)}
 
     # Within-block repetition noise, as σ of log runtime (pooled within configurations).
-    log_y = np.log(frame["y"])
+    log_y = np.log(frame["_runtime"])
     centred = log_y - log_y.groupby(frame["config"]).transform("mean")
-    counts = frame.groupby("config")["y"].transform("size")
+    counts = frame.groupby("config")["_runtime"].transform("size")
     sigma_within = math.sqrt(float((centred ** 2).sum() / (len(frame) - frame["config"].nunique())))
     out["sigma_within"] = sigma_within
     n_blocks = frame["block"].nunique()
@@ -163,6 +164,12 @@ def analyse(code: str, extra: list[str], learners: list[str], seed: int = 0,
         frame[f"ape_{learner}"] = np.abs(kfold - table.y) / table.y
         frame[f"logr_{learner}"] = np.log(kfold / table.y)
         result["cv5_mape"] = float(frame[f"ape_{learner}"].mean())
+        out[learner] = result
+        if n_blocks < 2:
+            # One block (``--block`` >= the configurations): repetitions are a pass apart, so the
+            # repetition noise already holds the machine's drift and there is no block to leave out.
+            result["between_block"] = None
+            continue
         # Same number of folds, folds = blocks vs folds = random configuration groups.
         by_block = out_of_fold(table, learner, pd.factorize(frame["block"])[0], seed)
         random_k = out_of_fold(table, learner, grouped_folds(table.groups, n_blocks, seed), seed)
@@ -174,19 +181,18 @@ def analyse(code: str, extra: list[str], learners: list[str], seed: int = 0,
         sigma_b = result["between_block"]["sigma"]
         # A new run predicted by a perfect model of the inputs: within-block σ plus the block effect.
         result["repetition_mape_with_block_effect"] = repetition_mape_with_block_effect(frame, sigma_b)
-        out[learner] = result
     out["tables"] = {}
     columns = [c for c in table.inputs if frame[c].nunique() <= 12] + ["pass", "block", "startup_share"]
     frame["load"] = pd.cut(frame["_load1"], [0, 2, 4, 8, 12, 30])
     columns.append("load")
     for column in columns:
         summary = frame.groupby(column, observed=True).agg(
-            runs=("y", "size"),
+            runs=("_runtime", "size"),
             **{f"mape_{l}": (f"ape_{l}", "mean") for l in learners},
             **{f"bias_{l}": (f"logr_{l}", "mean") for l in learners})
         out["tables"][column] = summary
     worst = frame.groupby("config").agg(
-        **{c: (c, "first") for c in table.inputs}, y=("y", "mean"), block=("block", "first"),
+        **{c: (c, "first") for c in table.inputs}, _runtime=("_runtime", "mean"), block=("block", "first"),
         **{f"ape_{l}": (f"ape_{l}", "mean") for l in learners}).sort_values(f"ape_{learners[-1]}", ascending=False)
     out["worst"] = worst.head(12)
     out["frame"] = frame

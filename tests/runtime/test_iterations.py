@@ -72,20 +72,27 @@ def test_recorded_counts_cover_the_sweep_with_provenance(code):
     assert f"{code}_iterations.json" in (DATA / "SOURCES.md").read_text()
 
 
-@pytest.mark.parametrize("code", ["cp2k", "nwchem"])
+@pytest.mark.parametrize("code", ["cp2k", "nwchem", "lammps"])
 def test_iterations_area_adds_the_count_to_the_runtime_areas_table(code):
     """The area scores the runtime area's table (same runs, derived inputs, configurations, so the
     same splits) with one more input, each run's configuration's recorded count."""
     from benchmarks.areas import iterations
 
+    count = iterations.CODES[code]
     without, with_count = iterations.tables(code)
     assert with_count.inputs == without.inputs[:len(without.inputs) - len(without.derived.names)] \
-        + [iterations.COUNT] + without.derived.names
+        + [count.name] + without.derived.names
     assert (with_count.groups == without.groups).all() and (with_count.y == without.y).all()
-    recorded = json.loads((DATA / f"{code}_iterations.json").read_text())["iterations"]
-    with (DATA / f"{code}_water.csv").open(newline="") as handle:
+    if count.source.endswith(".json"):
+        recorded = json.loads((DATA / count.source).read_text())["iterations"]
+    else:   # a column of another sweep of the same configurations (its first run of each)
+        with (DATA / count.source).open(newline="") as handle:
+            recorded = {}
+            for row in csv.DictReader(handle):
+                recorded.setdefault(row["config"], int(float(row[count.name])))
+    with (DATA / count.sweep).open(newline="") as handle:
         configs = [row["config"] for row in csv.DictReader(handle)]
-    assert [row[iterations.COUNT] for row in with_count.rows] == [float(recorded[c]) for c in configs]
+    assert [row[count.name] for row in with_count.rows] == [float(recorded[c]) for c in configs]
     # The count is the configuration's: every run of a configuration carries the same.
     for group in set(with_count.groups.tolist()):
-        assert len({with_count.rows[i][iterations.COUNT] for i in (with_count.groups == group).nonzero()[0]}) == 1
+        assert len({with_count.rows[i][count.name] for i in (with_count.groups == group).nonzero()[0]}) == 1
