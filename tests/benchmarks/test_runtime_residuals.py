@@ -20,11 +20,11 @@ def test_between_block_sigma_recovers_a_known_block_effect(sigma_block):
 
 
 def test_floor_with_block_effect_is_the_repetition_noise_when_there_is_none_and_grows_with_it():
-    runs = pd.read_csv(DATA / "gromacs_water.csv").rename(columns={"runtime_s": "y"})
-    plain = repetition_disagreement(runs["config"].to_numpy(), runs["y"].to_numpy())
+    runs = pd.read_csv(DATA / "gromacs_water.csv").rename(columns={"runtime_s": "_runtime"})
+    plain = repetition_disagreement(runs["config"].to_numpy(), runs["_runtime"].to_numpy())
     assert repetition_mape_with_block_effect(runs, 0.0) == pytest.approx(plain, rel=1e-6)
     floors = [repetition_mape_with_block_effect(runs, s) for s in (0.02, 0.05, 0.1)]
     assert plain < floors[0] < floors[1] < floors[2]
     # A lone block effect of σ: E|e^b − 1| ≈ σ·√(2/π) when within-block errors are small.
-    quiet = pd.DataFrame({"config": np.repeat(np.arange(50), 3), "y": 1.0})
+    quiet = pd.DataFrame({"config": np.repeat(np.arange(50), 3), "_runtime": 1.0})
     assert repetition_mape_with_block_effect(quiet, 0.05) == pytest.approx(0.05 * np.sqrt(2 / np.pi), rel=0.03)
