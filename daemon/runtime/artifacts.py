@@ -1,6 +1,6 @@
 """Learner arrays of a runtime-model artifact: pack a fitted learner, unpack a served predictor.
 
-Six learners can be served, each stored as plain arrays (``np.savez``, no pickle):
+Seven learners can be served, each stored as plain arrays (``np.savez``, no pickle):
 
 * ``extra-trees`` (format ``hpcpredict-runtime-extra-trees``): the compiled forest
   (:class:`~hpcpredict.daemon.runtime.compiled.CompiledForest`), the feature transform and the
@@ -14,6 +14,10 @@ Six learners can be served, each stored as plain arrays (``np.savez``, no pickle
 * ``startup-steps`` (format ``hpcpredict-runtime-startup-steps``): two log-log trends over the
   same filled, logged inputs, the start-up s and the cost per step w, and the column of the
   number of steps n (named in ``steps_input``): runtime exp(s) + n · exp(w);
+* ``gaussian-process`` (format ``hpcpredict-runtime-gaussian-process``): the input transform
+  (fill, log columns, centre and scale), the training configurations, the weights ``alpha`` of
+  the kernel row, the kernel's length scales and its ``constant`` and ``sigma_0``, and the log
+  runtime's centre and scale: :func:`~.gaussian_process.kernel_row` · alpha;
 * ``blend`` (format ``hpcpredict-runtime-blend``): each member's arrays as that member's own
   format packs them, prefixed ``member<i>_``, its learner and settings listed in
   ``blend_members``; served as the mean of the members' log predictions.
@@ -34,7 +38,8 @@ from .compiled_ann import CompiledEnsemble
 
 FORMATS = {"extra-trees": "hpcpredict-runtime-extra-trees", "ann": "hpcpredict-runtime-ann",
            "boosted-trees": "hpcpredict-runtime-boosted-trees", "log-linear": "hpcpredict-runtime-log-linear",
-           "blend": "hpcpredict-runtime-blend", "startup-steps": "hpcpredict-runtime-startup-steps"}
+           "blend": "hpcpredict-runtime-blend", "startup-steps": "hpcpredict-runtime-startup-steps",
+           "gaussian-process": "hpcpredict-runtime-gaussian-process"}
 BOOSTED_PARTS = ("centre", "lower", "upper")
 LEARNER_OF_FORMAT = {value: key for key, value in FORMATS.items()}
 # The layout version of every format. A new learner is a new format string, not a new version:
@@ -49,6 +54,7 @@ def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
     from .ann import ANNEnsemble
     from .blend import BlendRuntime
     from .boosting import BoostedTreesRuntime
+    from .gaussian_process import GaussianProcessRuntime
     from .loglinear import LogLinearRuntime
     from .startup_steps import StartupStepsRuntime
     from .trees import ExtraTreesRuntime
@@ -90,6 +96,14 @@ def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
         arrays.update(steps_column=np.asarray([estimator.steps_column_], dtype=np.int64),
                       calibration_scores=np.asarray(estimator.calibration_scores_, dtype=float))
         return "startup-steps", arrays, {"steps_input": estimator.steps_name_}
+    if isinstance(estimator, GaussianProcessRuntime) and hasattr(estimator, "alpha_"):
+        arrays = {"fill": estimator.fill_, "log_columns": estimator.log_columns_.astype(np.int8),
+                  "mean": estimator.x_mean_, "scale": estimator.x_scale_, "train": estimator.train_,
+                  "alpha": estimator.alpha_, "length_scale": estimator.length_scale_,
+                  "kernel": np.asarray([estimator.constant_, estimator.sigma_0_]),
+                  "target": np.asarray([estimator.y_centre_, estimator.y_scale_]),
+                  "calibration_scores": np.asarray(estimator.calibration_scores_, dtype=float)}
+        return "gaussian-process", arrays, {}
     if isinstance(estimator, BlendRuntime) and hasattr(estimator, "members_"):
         arrays = {"calibration_scores": np.asarray(estimator.calibration_scores_, dtype=float)}
         members = []
@@ -200,6 +214,46 @@ class StartupStepsPredictor:
     def describe(self) -> str:
         return (f"start-up + steps model (runtime a start-up + {self.name} × a cost per step, "
                 "each a function of the inputs)")
+
+    def interval_method(self) -> str:
+        return "constant factor"
+
+
+class GaussianProcessPredictor:
+    """Served Gaussian process: one kernel row against the training configurations, one dot product."""
+
+    learner = "gaussian-process"
+
+    def __init__(self, arrays: dict, n_inputs: int):
+        try:
+            self.fill, self.mean, self.scale, self.alpha, self.length_scale, kernel, target = (
+                np.asarray(arrays[key], dtype=float)
+                for key in ("fill", "mean", "scale", "alpha", "length_scale", "kernel", "target"))
+            self.log_columns = np.asarray(arrays["log_columns"]).astype(bool)
+            self.train = np.asarray(arrays["train"], dtype=float)
+            (self.constant, self.sigma_0), (self.centre, self.target_scale) = kernel.tolist(), target.tolist()
+        except (KeyError, ValueError, TypeError) as error:
+            raise ModelArtifactError(f"gaussian-process arrays: {error}") from error
+        n = self.alpha.size
+        if not (self.fill.shape == self.log_columns.shape == self.mean.shape == self.scale.shape
+                == self.length_scale.shape == (n_inputs,) and self.train.shape == (n, n_inputs) and n > 0):
+            raise ModelArtifactError("array shapes do not match")
+        values = (self.fill, self.mean, self.scale, self.alpha, self.length_scale, self.train, kernel, target)
+        if not all(np.isfinite(v).all() for v in values):
+            raise ModelArtifactError("gaussian-process arrays: values must be finite")
+        if (self.scale <= 0).any() or (self.length_scale <= 0).any() or self.target_scale <= 0:
+            raise ModelArtifactError("gaussian-process arrays: scales must be positive")
+
+    def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
+        from .compiled import fill_and_log
+        from .gaussian_process import kernel_row
+
+        z = (fill_and_log(vector, self.fill, self.log_columns) - self.mean) / self.scale
+        k = kernel_row(z, self.train, self.length_scale, self.constant, self.sigma_0)
+        return float(self.centre + self.target_scale * (k @ self.alpha)[0]), 1.0
+
+    def describe(self) -> str:
+        return f"Gaussian-process model (a smooth surface through {self.alpha.size} configurations)"
 
     def interval_method(self) -> str:
         return "constant factor"
@@ -353,4 +407,6 @@ def unpack(learner: str, arrays: dict, n_inputs: int, description: dict):
         return BlendPredictor(arrays, n_inputs, description)
     if learner == "startup-steps":
         return StartupStepsPredictor(arrays, n_inputs, description)
+    if learner == "gaussian-process":
+        return GaussianProcessPredictor(arrays, n_inputs)
     raise ModelArtifactError(f"unknown learner {learner!r}")

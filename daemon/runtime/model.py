@@ -18,7 +18,8 @@ import numpy as np
 from .dataset import RunTable
 from .encoding import InputEncoder
 
-LEARNERS = ("log-linear", "startup-steps", "extra-trees", "boosted-trees", "ann", "blend", "linear")
+LEARNERS = ("log-linear", "startup-steps", "gaussian-process", "extra-trees", "boosted-trees", "ann", "blend",
+            "linear")
 
 
 class LearnerNotApplicable(ValueError):
@@ -43,6 +44,9 @@ def make_learner(name: str, **params):
     if name == "startup-steps":
         from .startup_steps import StartupStepsRuntime
         return StartupStepsRuntime(**params)
+    if name == "gaussian-process":
+        from .gaussian_process import GaussianProcessRuntime
+        return GaussianProcessRuntime(**params)
     if name == "blend":
         from .blend import BlendRuntime
         return BlendRuntime(**params)

@@ -69,9 +69,10 @@ from .model import LearnerNotApplicable, RuntimeModel
 # hedge (:data:`HEDGE`, see the module's docstring); it comes after its members, whose
 # out-of-fold predictions its cross-validation reuses.
 # The start-up + steps model (:mod:`.startup_steps`) cannot model runs without an input that can be
-# a number of steps (positive integers, at least 3 values): it is then skipped.
-CANDIDATES: dict[str, dict] = {"log-linear": {}, "startup-steps": {}, "extra-trees": {}, "boosted-trees": {}, "ann": {},
-                               "blend": {}}
+# a number of steps (positive integers, at least 3 values): it is then skipped. The Gaussian
+# process (:mod:`.gaussian_process`) is skipped beyond its configurations' cap.
+CANDIDATES: dict[str, dict] = {"log-linear": {}, "startup-steps": {}, "gaussian-process": {}, "extra-trees": {},
+                               "boosted-trees": {}, "ann": {}, "blend": {}}
 HEDGE = "blend"   # served unless the single learners' choice beats it clearly
 SIMPLER_MARGIN = 0.05
 REPEATS = 3   # fold assignments each candidate is cross-validated on (see the module's docstring)

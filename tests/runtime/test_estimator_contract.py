@@ -12,6 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from hpcpredict.daemon.runtime.ann import ANNEnsemble
 from hpcpredict.daemon.runtime.blend import BlendRuntime
 from hpcpredict.daemon.runtime.boosting import BoostedTreesRuntime
+from hpcpredict.daemon.runtime.gaussian_process import GaussianProcessRuntime
 from hpcpredict.daemon.runtime.linear import LinearRuntime
 from hpcpredict.daemon.runtime.loglinear import LogLinearRuntime
 from hpcpredict.daemon.runtime.trees import ExtraTreesRuntime
@@ -22,6 +23,7 @@ LEARNERS = [
     BoostedTreesRuntime(max_iter=20, calibration_folds=2),
     ANNEnsemble(n_members=3, max_epochs=30, patience=10),
     LinearRuntime(),
+    GaussianProcessRuntime(restarts=0, calibration_folds=2),
     # (its ANN member is checked above on its own; here it would only make the checks slow)
     BlendRuntime(members=("log-linear", "boosted-trees"),
                  member_params={"log-linear": {"startup_shares": ()}, "boosted-trees": {"max_iter": 20}},
