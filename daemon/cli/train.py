@@ -25,7 +25,8 @@ def register(subparsers) -> None:
                     "input columns, the runtime column, optional `rep`/`config`) and publish it beside the "
                     "other applications' models; --from-store takes the runs from the store instead (the "
                     "application's COMPLETED jobs with the runtime features they reported). The learner "
-                    "(log-linear, start-up + steps, extra-trees, boosted trees, ANN ensemble or their blend) is "
+                    "(log-linear, start-up + steps, Gaussian process, extra-trees, boosted trees, ANN ensemble or a "
+                    "blend) is "
                     "chosen by cross-validation on these runs unless --learner names one.")
     runtime.add_argument("data", metavar="DATA.csv", nargs="?",
                          help="the runs; omit with --from-store")

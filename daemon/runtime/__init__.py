@@ -2,7 +2,8 @@
 
 * :mod:`.inputs` — application key and inputs from a job script (``extract_inputs``);
 * :mod:`.report` — runtime-feature protocol (``report``, ``parse_feature_lines``);
-* :mod:`.trees`, :mod:`.ann`, :mod:`.linear`, :mod:`.startup_steps`, :mod:`.transfer` — learners (sklearn API);
+* :mod:`.loglinear`, :mod:`.startup_steps`, :mod:`.gaussian_process`, :mod:`.trees`, :mod:`.boosting`,
+  :mod:`.ann`, :mod:`.blend`, :mod:`.linear`, :mod:`.transfer` — learners (sklearn API);
 * :mod:`.selection`, :mod:`.evaluation` — CV model selection and configuration-split scoring;
 * :mod:`.active` — which runs to do next (ensemble CoV with a minimum distance);
 * :mod:`.service` — per-application models as the daemon serves them (``ApplicationModels``);

@@ -6,8 +6,8 @@ those features: used after ``ReportRuntimeFeatures``). For each variant the lear
 by cross-validation on the site's own runs (:mod:`.selection`: folds of configurations; the
 blend unless the simplest learner that no richer one beats clearly also beats the blend
 clearly) among the learners the daemon can serve
-(log-linear, start-up + steps, extra-trees, boosted trees, ANN ensemble, and the blend of log-linear, boosted
-trees and ANN). :func:`fit_served` is that choice and
+(log-linear, start-up + steps, Gaussian process, extra-trees, boosted trees, ANN ensemble, and the blend
+of log-linear, boosted trees and ANN). :func:`fit_served` is that choice and
 fit; ``hpcpredict evaluate runtime`` scores the same function. Each artifact's metadata records
 the data file, its SHA-256, the learner chosen and why, every candidate's cross-validated MAPE,
 the repetition noise of the runs and the features kept.
