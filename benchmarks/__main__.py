@@ -6,7 +6,8 @@
 An area is a module ``benchmarks/areas/AREA.py`` with ``DESCRIPTION`` (one line) and
 ``run(args: list[str]) -> dict`` (it parses its own options and returns JSON-serialisable
 results; an optional ``"headline"`` entry holds the few numbers benchmarks/README.md quotes,
-printed after the run). The runner writes ``benchmarks/results/AREA.json`` (``--out`` to write elsewhere):
+printed after the run). The runner writes ``benchmarks/results/AREA.json`` (``--out`` to write elsewhere;
+a bare file name stays in ``benchmarks/results``):
 the results stamped with the command, the git commit, the machine and the load around the run
 (load average and the CPU time the hypervisor stole, in cores), so every number in
 benchmarks/README.md can be traced to the run that produced it.
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="the areas and what each measures")
     run = sub.add_parser("run", help="run one area and write benchmarks/results/AREA.json")
     run.add_argument("area")
-    run.add_argument("--out", type=Path, help="write the results here instead")
+    run.add_argument("--out", type=Path, help="write the results here instead (a bare file name: in benchmarks/results)")
     args, rest = parser.parse_known_args(argv)
     # Measure the code's own defaults, not this machine's site config (/etc/hpcpredict): every
     # daemon and CLI the areas start inherits this (the site area's guide test sets its own).
@@ -101,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             description = getattr(importlib.import_module(f"benchmarks.areas.{name}"), "DESCRIPTION", "")
             print(f"{name:12s} {description}")
         return 0
-    path = run_area(args.area, rest, args.out)
+    out = RESULTS / args.out if args.out is not None and args.out.parent == Path() else args.out
+    path = run_area(args.area, rest, out)
     record = json.loads(path.read_text())
     headline = record["results"].get("headline") if isinstance(record["results"], dict) else None
     if headline is not None:

@@ -117,7 +117,7 @@ def tables(name: str):
 
 
 def per_configuration(table, count: str) -> tuple[np.ndarray, list[dict], np.ndarray]:
-    """(group ids, the inputs of each configuration, its count, the input ``count``)."""
+    """(group ids, each configuration's inputs without the input ``count``, each configuration's count)."""
     groups, first = np.unique(table.groups, return_index=True)
     rows = [table.rows[i] for i in first]
     return groups, [{k: v for k, v in row.items() if k != count} for row in rows], np.array([int(row[count]) for row in rows])
@@ -206,20 +206,20 @@ def learner_scores(table, fraction: float, seeds: int, with_count: Count | None)
 
     per_learner: dict[str, list[dict]] = {learner: [] for learner in LEARNERS}
     auto, chosen = [], Counter()
+    count_is_steps = with_count is not None and with_count.is_step_count
     for seed in range(seeds):
         train, test = split_by_configuration(table.groups, fraction, seed)
         common = dict(train_rows=train, test_rows=test, seed=seed, train_fraction=fraction, time_share=None)
         results = {}
         for learner in LEARNERS:
-            as_steps = with_count is not None and with_count.is_step_count and learner == "startup-steps"
-            params = {"steps": with_count.name} if as_steps else None
+            params = {"steps": with_count.name} if count_is_steps and learner == "startup-steps" else None
             results[learner] = evaluate(table, learner=learner, params=params, **common)
             per_learner[learner].append(results[learner])
         # auto as the runtime area scores it: the served choice fits exactly that learner's model.
         inputs, _, _ = usable_inputs(table, train, time_share=None)
         pick, _ = select_learner(table, train, inputs=inputs, seed=seed)
         chosen[pick] += 1
-        if pick not in results or (with_count is not None and with_count.is_step_count and pick == "startup-steps"):
+        if pick not in results or (count_is_steps and pick == "startup-steps"):
             results[pick] = evaluate(table, learner=pick, **common)
         auto.append(results[pick])
     out = {learner: {key: float(np.mean([r[key] for r in runs])) for key in ("mape", "rank_accuracy")}

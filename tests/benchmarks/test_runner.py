@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,18 @@ def test_fuzz_counts_every_generated_case(tmp_path):
     assert sorted(row["target"] for row in results["targets"]) == ["hostlist.expand", "hostlist.fold"]
     assert all(row["cases"] == row["ok"] + row["rejected"] + row["crash"] + row["hang"] for row in results["targets"])
     assert results["headline"]["cases"] == results["total"]["cases"] == sum(r["cases"] for r in results["targets"])
+
+
+def test_a_bare_out_name_is_written_beside_the_other_results(tmp_path):
+    """``--out NAME.json`` from any directory lands in benchmarks/results, not where the command ran."""
+    name = f"test-bare-name-{tmp_path.name}.json"
+    target = ROOT / "benchmarks" / "results" / name
+    try:
+        done = subprocess.run([sys.executable, "-m", "benchmarks", "run", "topology", "--hosts", "200",
+                               "--allocation", "16", "--repeat", "1", "--out", name],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(target.read_text())["area"] == "topology" and not (tmp_path / name).exists()
+    finally:
+        target.unlink(missing_ok=True)
