@@ -8,7 +8,7 @@ import pytest
 
 from hpcpredict.daemon.cli.main import main
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.runtime.blend import BlendRuntime
+from hpcpredict.daemon.runtime.blend import FALLBACK, MEMBERS, BlendRuntime, with_fallback
 from hpcpredict.daemon.runtime.conformal import conformal_multiplier
 from hpcpredict.daemon.runtime.model import RuntimeModel
 from hpcpredict.daemon.runtime.selection import CANDIDATES, out_of_fold_errors, without_calibration
@@ -38,7 +38,8 @@ def test_blend_is_the_geometric_mean_of_its_members_fitted_alone(table, fitted):
     and the blend's runtime is the geometric mean of theirs."""
     rows = table.rows[:10]
     logs = []
-    for name in ("log-linear", "boosted-trees", "ann"):
+    assert [name for name, _ in fitted.estimator_.members_] == list(MEMBERS)
+    for name in MEMBERS:
         params = without_calibration(name, dict(SMALL["member_params"].get(name, {}), random_state=0))
         if name == "ann":
             params = dict(SMALL_ANN, random_state=0)
@@ -67,12 +68,12 @@ def test_served_blend_answers_as_the_fitted_model(table, fitted, tmp_path):
     save_application_model(fitted, tmp_path, application="app", metadata={"version": "b1"})
     description = json.loads((tmp_path / "app" / "inputs.json").read_text())
     assert description["format"] == "hpcpredict-runtime-blend"
-    assert [m["learner"] for m in description["blend_members"]] == ["log-linear", "boosted-trees", "ann"]
+    assert [m["learner"] for m in description["blend_members"]] == ["gaussian-process", "boosted-trees", "ann"]
     rows = table.rows[::9] + [{"n": 500.0, "m": 1.0, "p": 8.0, "noise_a": 0.5}]   # last: far outside
     estimates = served_as_fitted(fitted, tmp_path, rows)
     for estimate in estimates:
         assert estimate.model_name == "runtime-blend/app/inputs" and estimate.model_version == "b1"
-    assert "blend (mean in log space) of log-linear" in estimates[0].explanation[0]
+    assert "blend (mean in log space) of Gaussian-process model" in estimates[0].explanation[0]
 
 
 def _rewrite(folder, arrays=None, description=None):
@@ -87,7 +88,7 @@ def _rewrite(folder, arrays=None, description=None):
 
 
 @pytest.mark.parametrize("damage,message", [
-    ("drop member arrays", "trend arrays"),
+    ("drop member arrays", "gaussian-process arrays"),
     ("nested blend", "not a servable learner"),
     ("one member", "members missing"),
     ("member settings missing", "settings missing"),
@@ -178,3 +179,21 @@ def test_conformal_rank_gives_its_finite_sample_coverage(n, coverage):
     assert coverage <= expected < coverage + 1 / (n + 1)
     without_plus_one = np.sort(scores[:, :n], axis=1)[:, int(np.ceil(n * coverage)) - 1]
     assert np.mean(scores[:, n] <= without_plus_one) < coverage
+
+
+def test_a_member_that_cannot_model_the_runs_is_replaced_by_the_log_log_model():
+    """With fewer configurations than the Gaussian process needs, the blend holds the log-log model
+    in its place, fitted as alone; cross-validation blends that model's out-of-fold predictions."""
+    small = power_law_table(n_configs=15, reps=2, seed=7)
+    blend = RuntimeModel("blend", SMALL, inputs=INPUTS).fit(small)
+    assert [name for name, _ in blend.estimator_.members_] == [FALLBACK, "boosted-trees", "ann"]
+    alone = RuntimeModel(FALLBACK, without_calibration(FALLBACK, {"random_state": 0}), inputs=INPUTS).fit(small)
+    member = blend.estimator_.members_[0][1]
+    X = blend.matrix(small.rows[:5])
+    assert member.predict(X) == pytest.approx(alone.estimator_.predict(X), rel=1e-12)
+    a, b, c = np.full(3, 1.0), np.full(3, 2.0), np.full(3, 4.0)
+    assert with_fallback({"gaussian-process": None, "log-linear": a, "ann": c}, ("gaussian-process", "ann")) == [a, c]
+    assert with_fallback({"gaussian-process": b, "log-linear": a, "ann": c}, ("gaussian-process", "ann")) == [b, c]
+    assert with_fallback({"gaussian-process": None, "ann": c}, ("gaussian-process", "ann")) is None   # no fallback
+    assert with_fallback({"gaussian-process": None, "log-linear": a, "ann": c},
+                         ("log-linear", "gaussian-process", "ann")) is None   # it would stand in beside itself

@@ -67,7 +67,7 @@ def test_served_artifact_answers_as_the_fitted_model(tmp_path):
 ])
 def test_corrupt_artifact_is_refused(tmp_path, change_arrays, message):
     model = RuntimeModel("gaussian-process", {"random_state": 0, "calibration_folds": 2})
-    model.fit(melt_like_table(n_configs=20))
+    model.fit(melt_like_table(n_configs=30))
     save_application_model(model, tmp_path, application="app", metadata={})
     _rewrite(tmp_path, change_arrays)
     with pytest.raises(ModelArtifactError, match=message):

@@ -61,7 +61,7 @@ SMALL_BOOSTED = {"max_iter": 30}
 
 
 @pytest.mark.parametrize("blend, candidates, expected", [
-    ({}, {"log-linear": {}, "boosted-trees": {}, "ann": {}}, ("log-linear", "boosted-trees", "ann")),
+    ({}, {"gaussian-process": {}, "boosted-trees": {}, "ann": {}}, ("gaussian-process", "boosted-trees", "ann")),
     ({"members": ("log-linear", "boosted-trees"), "member_params": {"boosted-trees": SMALL_BOOSTED}},
      {"log-linear": {"random_state": 4}, "boosted-trees": dict(SMALL_BOOSTED, random_state=4)},
      ("log-linear", "boosted-trees")),

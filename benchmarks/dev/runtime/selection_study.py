@@ -5,12 +5,15 @@ tuned on them would be tuned on the test. This study uses split seeds ``--first-
 onwards (it refuses seeds below 100) and keeps, per code, training fraction and split,
 everything a selection rule needs:
 
-* every learner's point predictions on the held-out runs, fitted as served (the blend's are the
-  geometric mean of its members' served predictions: :mod:`hpcpredict.daemon.runtime.blend`
-  fits them with the same seed; calibration does not change point predictions);
-* every learner's out-of-fold predictions on the training runs for ``--repeats`` configuration
-  fold assignments (:func:`fold_seeds`: split seed + r, as ``select_learner`` draws them; before
-  the repeats, ``select_learner`` used repeat 0 alone), the blend's again from its members'.
+* every single learner's point predictions on the held-out runs, fitted as served (a learner
+  that cannot model the runs, such as start-up + steps without a steps input, is left out);
+* every single learner's out-of-fold predictions on the training runs for ``--repeats``
+  configuration fold assignments (:func:`fold_seeds`: split seed + r, as ``select_learner`` draws
+  them; before the repeats, ``select_learner`` used repeat 0 alone).
+
+The blend's predictions are the geometric mean of its members' (:mod:`hpcpredict.daemon.runtime.blend`
+fits them with the same seed; calibration does not change point predictions), computed when rules
+are compared, so ``--blend`` can try other members without refitting.
 
 Predictions are computed in-process (the benchmarks score the served artifact, which answers as
 the fitted model: ``served_as_fitted`` in tests/runtime/test_served_learners.py), cached in
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections import Counter
@@ -32,17 +36,18 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.runtime.blend import MEMBERS, in_folds, uncalibrated
+from hpcpredict.daemon.runtime.blend import MEMBERS, uncalibrated, with_fallback
+from hpcpredict.daemon.runtime.gaussian_process import MIN_CONFIGURATIONS
 from hpcpredict.daemon.runtime.conformal import group_folds
 from hpcpredict.daemon.runtime.dataset import read_runs_csv
 from hpcpredict.daemon.runtime.evaluation import split_by_configuration, usable_inputs
-from hpcpredict.daemon.runtime.model import RuntimeModel
+from hpcpredict.daemon.runtime.model import LearnerNotApplicable, RuntimeModel
 from hpcpredict.daemon.runtime import selection
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from benchmarks.areas.runtime import CODES, DATA, declared_derived  # noqa: E402
 
-SINGLE = ("log-linear", "extra-trees", "boosted-trees", "ann")
+SINGLE = tuple(name for name in selection.CANDIDATES if name != selection.HEDGE)
 FRACTIONS = (0.1, 0.25, 0.5)
 REPORTED_SPLITS = 100   # the runtime areas' split seeds are below: never developed on
 
@@ -53,15 +58,19 @@ def fold_seeds(seed: int, repeats: int) -> list[int]:
     return [seed + repeat for repeat in range(repeats)]
 
 
-def with_blend(predictions: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    logs = np.mean([np.log(predictions[name]) for name in MEMBERS], axis=0)
-    return dict(predictions, blend=np.exp(logs))
+def fitted_predictions(name, table, train, rows, params, inputs) -> np.ndarray | None:
+    """The learner's predictions of ``rows``, None where it cannot model the runs."""
+    try:
+        return RuntimeModel(name, params, inputs).fit(table, train).predict(rows)
+    except LearnerNotApplicable:
+        return None
 
 
 def held_out(table, train, test, inputs, seed) -> dict[str, np.ndarray]:
     rows = [table.rows[i] for i in test]
-    return with_blend({name: RuntimeModel(name, dict(uncalibrated(name, {}), random_state=seed), inputs)
-                       .fit(table, train).predict(rows) for name in SINGLE})
+    predicted = {name: fitted_predictions(name, table, train, rows, dict(uncalibrated(name, {}), random_state=seed),
+                                          inputs) for name in SINGLE}
+    return {name: p for name, p in predicted.items() if p is not None}
 
 
 def out_of_fold(table, train, inputs, seed, fold_seed, folds=5) -> dict[str, np.ndarray] | None:
@@ -75,18 +84,23 @@ def out_of_fold(table, train, inputs, seed, fold_seed, folds=5) -> dict[str, np.
     out = {name: np.empty(train.size) for name in SINGLE}
     for mask in masks:
         test = [table.rows[i] for i in train[mask]]
-        for name in SINGLE:
+        for name in list(out):
             params = dict(selection.without_calibration(name, {}), random_state=seed)
-            out[name][mask] = RuntimeModel(name, params, inputs).fit(table, train[~mask]).predict(test)
-    return with_blend(out)
+            predicted = fitted_predictions(name, table, train[~mask], test, params, inputs)
+            if predicted is None:
+                del out[name]
+            else:
+                out[name][mask] = predicted
+    return out
 
 
-def compute(cache: Path, codes, splits: int, first_seed: int, repeats: int) -> None:
+def compute(cache: Path, codes, splits: int, first_seed: int, repeats: int, fractions=FRACTIONS,
+            folds: int = 5) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     for code in codes:
         path = DATA / CODES[code]
         table = read_runs_csv(path, target="runtime_s", derived=declared_derived(path))
-        for fraction in FRACTIONS:
+        for fraction in fractions:
             for seed in range(first_seed, first_seed + splits):
                 train, test = split_by_configuration(table.groups, fraction, seed)
                 inputs, _, _ = usable_inputs(table, train, time_share=None)
@@ -99,29 +113,45 @@ def compute(cache: Path, codes, splits: int, first_seed: int, repeats: int) -> N
                     if target.exists():
                         continue
                     started = time.time()
-                    oof = out_of_fold(table, train, inputs, seed, fold_seed)
+                    oof = out_of_fold(table, train, inputs, seed, fold_seed, folds)
                     np.savez(target, **(oof or {}), seconds=time.time() - started)
                 print(code, fraction, seed, flush=True)
 
 
-def load(cache: Path, code: str, fraction: float, seed: int, repeats: int):
+def _candidates(f, members, configurations: int) -> dict[str, np.ndarray]:
+    """The cached single learners' predictions, in ``selection.CANDIDATES``' order, and the blend of
+    ``members`` (:func:`with_fallback`'s stand-in for a member that could not model the runs).
+    ``configurations``: the fewest a model of these predictions trained on; the Gaussian process
+    is left out below its minimum (caches computed before it had one hold its predictions)."""
+    predicted = {name: f[name] for name in SINGLE if name in f.files
+                 and not (name == "gaussian-process" and configurations < MIN_CONFIGURATIONS)}
+    chosen = with_fallback(predicted, members)
+    if chosen is not None:
+        predicted["blend"] = np.exp(np.mean(np.log(chosen), axis=0))
+    return predicted
+
+
+def load(cache: Path, code: str, fraction: float, seed: int, repeats: int, members=MEMBERS):
     path = DATA / CODES[code]
     table = read_runs_csv(path, target="runtime_s", derived=declared_derived(path))
     train, test = split_by_configuration(table.groups, fraction, seed)
+    n = np.unique(table.groups[train]).size
     with np.load(cache / f"{code}-{fraction}-{seed}-heldout.npz") as f:
-        heldout = {name: float(np.mean(np.abs(f[name] - table.y[test]) / table.y[test]))
-                   for name in selection.CANDIDATES}
+        heldout = {name: float(np.mean(np.abs(p - table.y[test]) / table.y[test]))
+                   for name, p in _candidates(f, members, n).items()}
     cv = []
     for repeat in range(repeats):
         with np.load(cache / f"{code}-{fraction}-{seed}-cv{repeat}.npz") as f:
-            if "blend" not in f:
+            if not f.files or f.files == ["seconds"]:
                 return heldout, None, table.groups[train]
-            cv.append({name: np.abs(f[name] - table.y[train]) / table.y[train] for name in selection.CANDIDATES})
+            smallest_fold_training = n - math.ceil(n / 5)   # 5 folds, configurations dealt round robin
+            cv.append({name: np.abs(p - table.y[train]) / table.y[train]
+                       for name, p in _candidates(f, members, smallest_fold_training).items()})
     return heldout, cv, table.groups[train]
 
 
 def rules(cache: Path, codes, splits: int, first_seed: int, repeats: int, rule_names: list[str],
-          fractions=FRACTIONS) -> dict:
+          fractions=FRACTIONS, members=MEMBERS) -> dict:
     report = {}
     for code in codes:
         for fraction in fractions:
@@ -129,16 +159,16 @@ def rules(cache: Path, codes, splits: int, first_seed: int, repeats: int, rule_n
             forced = {name: [] for name in selection.CANDIDATES}
             for seed in range(first_seed, first_seed + splits):
                 needed = max(int(rule.split("x")[-1]) if "x" in rule else 1 for rule in rule_names)
-                heldout, cv, groups = load(cache, code, fraction, seed, needed)
+                heldout, cv, groups = load(cache, code, fraction, seed, needed, members)
                 for name in forced:
-                    forced[name].append(heldout[name])
+                    forced[name].append(heldout.get(name, np.nan))
                 for rule in rule_names:
                     n = int(rule.split("x")[-1]) if "x" in rule else 1
                     errors = None if cv is None else [
                         {name: selection.per_configuration(groups, e[name]) for name in e} for e in cv[:n]]
                     chosen = RULES[rule.split("x")[0]](errors)
                     picks[rule].append((chosen, heldout[chosen]))
-            means = {name: float(np.mean(v)) for name, v in forced.items()}
+            means = {name: float(np.mean(v)) for name, v in forced.items() if not np.isnan(v).any()}
             best = min(means, key=means.get)
             row = {"best": best, "best_mape": means[best], "forced": means}
             for rule, chosen in picks.items():
@@ -177,6 +207,15 @@ def _lowest(errors):
     return min(means, key=means.get)
 
 
+def _first(name):
+    """``pick`` with ``name`` moved to the front: the incumbent every other learner must beat clearly."""
+    def rule(errors):
+        if name not in errors:
+            return selection.pick(errors)
+        return selection.pick({name: errors[name], **{k: v for k, v in errors.items() if k != name}})
+    return rule
+
+
 def _rule(function):
     return lambda errors: function(_mean_errors(errors)) if errors else "log-linear"
 
@@ -186,6 +225,7 @@ RULES = {
     "pick": _rule(selection.pick),          # the choice served now
     "tie": _rule(_tie),
     "lowest": _rule(_lowest),
+    "gpfirst": _rule(_first("gaussian-process")),
 }
 
 
@@ -197,6 +237,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/hpcpredict-selection-study"))
     parser.add_argument("--fractions", default="0.1,0.25,0.5")
+    parser.add_argument("--folds", type=int, default=5, help="configuration folds of each cross-validation "
+                        "(select_learner's ``folds``; a cache holds one setting)")
+    parser.add_argument("--blend", default=",".join(MEMBERS),
+                        help="the blend's members when rules are compared (from the cached single learners)")
     parser.add_argument("--rules", default="",
                         help="compare rules (RULES), e.g. before,pick,pickx3: NAMExN averages the "
                              "errors of N fold assignments (default 1)")
@@ -207,10 +251,11 @@ def main() -> None:
     if options.rules:
         names = [r for r in options.rules.split(",") if r]
         print(json.dumps(rules(options.cache, codes, options.splits, options.first_seed, options.repeats, names,
-                               [float(f) for f in options.fractions.split(",")]),
+                               [float(f) for f in options.fractions.split(",")], options.blend.split(",")),
                          indent=1))
     else:
-        compute(options.cache, codes, options.splits, options.first_seed, options.repeats)
+        compute(options.cache, codes, options.splits, options.first_seed, options.repeats,
+                [float(f) for f in options.fractions.split(",")], options.folds)
 
 
 if __name__ == "__main__":
