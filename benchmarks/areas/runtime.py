@@ -137,6 +137,7 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
                   first_seed: int = 0) -> dict:
     from hpcpredict.daemon.runtime.dataset import read_runs_csv
     from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration, usable_inputs
+    from hpcpredict.daemon.runtime.model import LearnerNotApplicable
     from hpcpredict.daemon.runtime.selection import CANDIDATES, select_learner
 
     declared = declared_derived(path) if derived else None
@@ -153,7 +154,10 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
             train, test = split_by_configuration(table.groups, fraction, seed)
             common = dict(train_rows=train, test_rows=test, seed=seed, train_fraction=fraction, time_share=None)
             for learner in CANDIDATES:
-                per_learner[learner].append(evaluate(table, learner=learner, **common))
+                try:
+                    per_learner[learner].append(evaluate(table, learner=learner, **common))
+                except LearnerNotApplicable:   # the Gaussian process with too few configurations
+                    per_learner[learner].append(None)
             inputs, _, _ = usable_inputs(table, train, time_share=None)
             pick, _ = select_learner(table, train, inputs=inputs, seed=seed)
             chosen[pick] += 1
@@ -167,7 +171,8 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
                 out["auto_shortcut_checked"] = checked
                 out["example_selection"] = {"fraction": fraction, "seed": seed, **full["selection"],
                                             "cv_mape": full["cv_mape"]}
-        row = {learner: _mean(results) for learner, results in per_learner.items()}
+        row = {learner: None if None in results else _mean(results) for learner, results in per_learner.items()}
+        fitted = [learner for learner in CANDIDATES if row[learner] is not None]
         # The 80 % coverage of each split: how far one split's coverage strays from the mean.
         row["auto"] = dict(_mean(auto), chosen=dict(chosen), coverage80_by_split=[r["coverage80"] for r in auto])
         if parts:
@@ -179,10 +184,10 @@ def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, der
                 values = [p[name] for p in parts if p[name] is not None]
                 row["auto"][f"mape_{name}"] = float(np.mean(values)) if values else None
         # "Single": one learner, not the blend of several (the blend is a candidate like the others).
-        best = min((learner for learner in CANDIDATES if learner != "blend"), key=lambda learner: row[learner]["mape"])
+        best = min((learner for learner in fitted if learner != "blend"), key=lambda learner: row[learner]["mape"])
         row["best_single"] = best
         row["auto_vs_best_single"] = row["auto"]["mape"] / row[best]["mape"]
-        best_candidate = min(CANDIDATES, key=lambda learner: row[learner]["mape"])
+        best_candidate = min(fitted, key=lambda learner: row[learner]["mape"])
         row["best_candidate"] = best_candidate
         row["auto_vs_best_candidate"] = row["auto"]["mape"] / row[best_candidate]["mape"]
         row["n_train_configurations"] = int(np.unique(table.groups[train]).size)

@@ -7,8 +7,8 @@ surface over a log-log trend, misses thresholds), the boosted trees
 the noise of a few configurations) and the ANN ensemble (:class:`~.ann.ANNEnsemble`: a smooth
 surface of another family). A member that cannot model the runs (the Gaussian process with
 fewer configurations than it needs) is replaced by the log-log trend
-(:class:`~.loglinear.LogLinearRuntime`, :data:`FALLBACK`), the smooth member before the
-Gaussian process could be served. The blend predicts
+(:class:`~.loglinear.LogLinearRuntime`, :data:`FALLBACK`: the blend's smooth member before the
+Gaussian process). The blend predicts
 exp(mean of the members' log predictions), the geometric mean of their runtimes: in log space,
 where the members are fitted, a plain average (scikit-learn's ``VotingRegressor`` with equal
 weights does the same on a log target; it is not used because our members need each run's
@@ -125,13 +125,13 @@ class BlendRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
         members = []
         for name, params in specs:
             try:
-                members.append((name, make_learner(name, **params).fit(X, y, groups=groups, feature_names=feature_names)))
+                learner = make_learner(name, **params).fit(X, y, groups=groups, feature_names=feature_names)
             except LearnerNotApplicable:
                 if FALLBACK in (spec[0] for spec in specs):
                     raise
-                fallback = uncalibrated(FALLBACK, {"random_state": params.get("random_state")})
-                members.append((FALLBACK, make_learner(FALLBACK, **fallback).fit(X, y, groups=groups,
-                                                                                 feature_names=feature_names)))
+                name, params = FALLBACK, uncalibrated(FALLBACK, {"random_state": params.get("random_state")})
+                learner = make_learner(name, **params).fit(X, y, groups=groups, feature_names=feature_names)
+            members.append((name, learner))
         return members
 
     @staticmethod

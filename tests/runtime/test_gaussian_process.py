@@ -1,6 +1,6 @@
 """The Gaussian-process learner: a smooth sum of costs learned where a product of powers cannot
 follow it, served from plain arrays as fitted, refused when
-corrupt, skipped by the learner choice beyond its configurations' cap."""
+corrupt, skipped by the learner choice outside its configurations' bounds."""
 import json
 
 import numpy as np
@@ -50,7 +50,8 @@ def test_served_artifact_answers_as_the_fitted_model(tmp_path):
     save_application_model(model, tmp_path, application="app", metadata={"version": "v"})
     description = json.loads((tmp_path / "app" / "inputs.json").read_text())
     assert description["format"] == "hpcpredict-runtime-gaussian-process"
-    rows = [table.rows[i] for i in range(0, len(table.y), 5)] + [{"steps": 50, "atoms": 300.0, "cut": 2.5, "temp": 1.0, "skin": 0.3, "colour": 0.5}]
+    unseen = {"steps": 50, "atoms": 300.0, "cut": 2.5, "temp": 1.0, "skin": 0.3, "colour": 0.5}
+    rows = [table.rows[i] for i in range(0, len(table.y), 5)] + [unseen]
     for estimate in served_as_fitted(model, tmp_path, rows):
         assert estimate.low_s < estimate.runtime_s < estimate.high_s
         assert estimate.model_name == "runtime-gaussian-process/app/inputs"
@@ -74,7 +75,7 @@ def test_corrupt_artifact_is_refused(tmp_path, change_arrays, message):
         ApplicationModels.load(tmp_path)
 
 
-def test_beyond_its_cap_it_is_refused_and_the_learner_choice_skips_it():
+def test_outside_its_bounds_it_is_refused_and_the_learner_choice_skips_it():
     table = melt_like_table(n_configs=30)
     capped = {"max_configurations": 20}
     chosen, scores = select_learner(table, np.arange(len(table.y)),
@@ -83,3 +84,5 @@ def test_beyond_its_cap_it_is_refused_and_the_learner_choice_skips_it():
     with pytest.raises(LearnerNotApplicable, match="30 configurations"):
         GaussianProcessRuntime(**capped).fit(np.arange(60.0).reshape(-1, 1) + 1, np.ones(60),
                                             groups=np.arange(60) // 2)
+    with pytest.raises(LearnerNotApplicable, match="10 configurations: .* at least 24"):
+        GaussianProcessRuntime().fit(np.arange(20.0).reshape(-1, 1) + 1, np.ones(20), groups=np.arange(20) // 2)
