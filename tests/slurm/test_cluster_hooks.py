@@ -167,8 +167,19 @@ def test_latin1_script_and_interactive_srun(cluster):
     assert "hpcpredict" not in done.stderr
 
 
+def outcomes_reported(cluster, job_ids) -> bool:
+    """Whether EpilogSlurmctld logged a stored outcome for every job of ``job_ids``."""
+    log = cluster.hooks_log()
+    return all(re.search(rf"epilog_slurmctld job {job_id}: outcome [A-Z]+ ", log) for job_id in job_ids)
+
+
 @pytest.mark.parametrize("failure", ["stopped", "hung", "garbage"])
 def test_fail_open_leaves_job_unchanged(cluster, daemon, failure, tmp_path):
+    # The earlier tests' jobs must not end while the hooks point elsewhere: their epilogs would
+    # report to the fake (retrying on the path they read at start) and their outcomes, which
+    # test_outcomes_are_stored checks, would be lost. Under load bob's job ended in that window.
+    poll(lambda: outcomes_reported(cluster, SUBMITTED.values()), 180,
+         f"the outcomes of jobs {sorted(SUBMITTED.values())}")
     fake = None
     if failure == "stopped":
         daemon.stop()

@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 
 from hpcpredict.daemon.runtime.blend import MEMBERS, uncalibrated, with_fallback
-from hpcpredict.daemon.runtime.gaussian_process import MIN_CONFIGURATIONS
 from hpcpredict.daemon.runtime.conformal import group_folds
 from hpcpredict.daemon.runtime.dataset import read_runs_csv
 from hpcpredict.daemon.runtime.evaluation import split_by_configuration, usable_inputs
+from hpcpredict.daemon.runtime.gaussian_process import MIN_CONFIGURATIONS
 from hpcpredict.daemon.runtime.model import LearnerNotApplicable, RuntimeModel
 from hpcpredict.daemon.runtime import selection
 
@@ -131,7 +131,7 @@ def _candidates(f, members, configurations: int) -> dict[str, np.ndarray]:
     return predicted
 
 
-def load(cache: Path, code: str, fraction: float, seed: int, repeats: int, members=MEMBERS):
+def load(cache: Path, code: str, fraction: float, seed: int, repeats: int, members=MEMBERS, folds: int = 5):
     path = DATA / CODES[code]
     table = read_runs_csv(path, target="runtime_s", derived=declared_derived(path))
     train, test = split_by_configuration(table.groups, fraction, seed)
@@ -144,14 +144,14 @@ def load(cache: Path, code: str, fraction: float, seed: int, repeats: int, membe
         with np.load(cache / f"{code}-{fraction}-{seed}-cv{repeat}.npz") as f:
             if not f.files or f.files == ["seconds"]:
                 return heldout, None, table.groups[train]
-            smallest_fold_training = n - math.ceil(n / 5)   # 5 folds, configurations dealt round robin
+            smallest_fold_training = n - math.ceil(n / folds)   # configurations are dealt round robin
             cv.append({name: np.abs(p - table.y[train]) / table.y[train]
                        for name, p in _candidates(f, members, smallest_fold_training).items()})
     return heldout, cv, table.groups[train]
 
 
 def rules(cache: Path, codes, splits: int, first_seed: int, repeats: int, rule_names: list[str],
-          fractions=FRACTIONS, members=MEMBERS) -> dict:
+          fractions=FRACTIONS, members=MEMBERS, folds: int = 5) -> dict:
     report = {}
     for code in codes:
         for fraction in fractions:
@@ -159,7 +159,7 @@ def rules(cache: Path, codes, splits: int, first_seed: int, repeats: int, rule_n
             forced = {name: [] for name in selection.CANDIDATES}
             for seed in range(first_seed, first_seed + splits):
                 needed = max(int(rule.split("x")[-1]) if "x" in rule else 1 for rule in rule_names)
-                heldout, cv, groups = load(cache, code, fraction, seed, needed, members)
+                heldout, cv, groups = load(cache, code, fraction, seed, needed, members, folds)
                 for name in forced:
                     forced[name].append(heldout.get(name, np.nan))
                 for rule in rule_names:
@@ -207,15 +207,6 @@ def _lowest(errors):
     return min(means, key=means.get)
 
 
-def _first(name):
-    """``pick`` with ``name`` moved to the front: the incumbent every other learner must beat clearly."""
-    def rule(errors):
-        if name not in errors:
-            return selection.pick(errors)
-        return selection.pick({name: errors[name], **{k: v for k, v in errors.items() if k != name}})
-    return rule
-
-
 def _rule(function):
     return lambda errors: function(_mean_errors(errors)) if errors else "log-linear"
 
@@ -225,7 +216,6 @@ RULES = {
     "pick": _rule(selection.pick),          # the choice served now
     "tie": _rule(_tie),
     "lowest": _rule(_lowest),
-    "gpfirst": _rule(_first("gaussian-process")),
 }
 
 
@@ -238,7 +228,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/hpcpredict-selection-study"))
     parser.add_argument("--fractions", default="0.1,0.25,0.5")
     parser.add_argument("--folds", type=int, default=5, help="configuration folds of each cross-validation "
-                        "(select_learner's ``folds``; a cache holds one setting)")
+                        "(select_learner's ``folds``; a cache holds one setting: give the same to --rules)")
     parser.add_argument("--blend", default=",".join(MEMBERS),
                         help="the blend's members when rules are compared (from the cached single learners)")
     parser.add_argument("--rules", default="",
@@ -251,7 +241,8 @@ def main() -> None:
     if options.rules:
         names = [r for r in options.rules.split(",") if r]
         print(json.dumps(rules(options.cache, codes, options.splits, options.first_seed, options.repeats, names,
-                               [float(f) for f in options.fractions.split(",")], options.blend.split(",")),
+                               [float(f) for f in options.fractions.split(",")], options.blend.split(","),
+                               options.folds),
                          indent=1))
     else:
         compute(options.cache, codes, options.splits, options.first_seed, options.repeats,
