@@ -10,9 +10,9 @@ input, above a linear trend in the log inputs
 (scikit-learn's :class:`~sklearn.gaussian_process.GaussianProcessRegressor`, kernel
 c · Matérn(ν = 5/2) + linear + white noise, hyperparameters by marginal likelihood).
 
-Measured at 50 % training (``benchmarks run runtime``, splits 0-2, commit 7ce9891): LAMMPS
-3.9 % MAPE (other learners 4.6-9.2 %), NWChem 5.2 % (6.4-16.5 %); it loses on GROMACS (4.0 %
-against start-up + steps 2.9 %) and CP2K (5.6 % against boosted trees 4.8 %), whose costs jump
+Measured at 50 % training (``benchmarks run runtime``, splits 0-2, commit 745b8fe): LAMMPS
+3.8 % MAPE (other learners 4.5-6.5 %), NWChem 5.2 % (6.4-16.4 %); it loses on GROMACS (4.1 %
+against start-up + steps 2.9 %) and CP2K (5.7 % against boosted trees 4.8 %), whose costs jump
 where a code picks a grid or an iteration count: the learner choice weighs it against the others
 (it comes first there where it can be fitted: :mod:`.selection`).
 
