@@ -93,14 +93,11 @@ def test_the_likelihood_search_does_not_stop_at_a_poor_optimum():
     one restart ended at a log marginal likelihood of 19.8 where other starts reach 64.5, and its
     predictions were half as good (7.1 % MAPE against 3.8 %). The served search must find what a
     search with many more starts finds."""
-    from pathlib import Path
-
+    from benchmarks.areas.runtime import CODES, DATA, declared_derived
     from hpcpredict.daemon.runtime.dataset import read_runs_csv
-    from hpcpredict.daemon.runtime.derived import DerivedInputs
 
-    data = Path(__file__).parent.parent / "data" / "runtime"
-    declared = json.loads((data / "lammps_melt_quiet.json").read_text())["derived_inputs"]
-    table = read_runs_csv(data / "lammps_melt_quiet.csv", target="runtime_s", derived=DerivedInputs(declared))
+    path = DATA / CODES["lammps"]
+    table = read_runs_csv(path, target="runtime_s", derived=declared_derived(path))
     train, _ = split_by_configuration(table.groups, 0.5, 1)
 
     def fitted(**params):
