@@ -4,7 +4,9 @@
 Every point: Barrier; each rank posts Irecv from its PM random peers and Isend of PM messages
 of l bytes to PM random peer ranks; Waitall. A rank's time per iteration is Barrier-exit to
 Waitall-return; per rank the 3rd quartile over iterations; the point's time is the max over
-ranks. Peers come from ``hpcpredict.daemon.comm.patterns.benchmark_peers(ntasks, PM, seed)``
+ranks. Messages carry their sender's mark, and after the last iteration every receiver checks
+that all bytes arrived from the right peer (``delivered``: a point that moved nothing is not a
+measurement; ``bench-ingest`` rejects it). Peers come from ``hpcpredict.daemon.comm.patterns.benchmark_peers(ntasks, PM, seed)``
 so the record's phase can be rebuilt exactly for feature extraction.
 
 n and ppn are swept inside one allocation: for each point the ranks of ``n`` nodes (chosen at
@@ -54,11 +56,18 @@ def _powers(limit):
     return out
 
 
+def _mark(rank):
+    """The byte a rank's messages carry, so a receiver can tell whose message arrived."""
+    return rank % 251 + 1
+
+
 def run_point(comm, peers, nbytes, iterations, warmup):
+    """(3rd quartile of this rank's iteration times, whether every message it received in the
+    last iteration held all ``nbytes`` of the sending peer's mark)."""
     rank = comm.Get_rank()
     dst = peers[:, rank]
     src = np.array([int(np.flatnonzero(row == rank)[0]) for row in peers])
-    sendbuf = np.zeros(max(nbytes, 1), dtype=np.uint8)
+    sendbuf = np.full(max(nbytes, 1), _mark(rank), dtype=np.uint8)
     recvbufs = [np.empty(max(nbytes, 1), dtype=np.uint8) for _ in range(len(dst))]
     times = []
     for it in range(warmup + iterations):
@@ -69,7 +78,11 @@ def run_point(comm, peers, nbytes, iterations, warmup):
         MPI.Request.Waitall(reqs)
         if it >= warmup:
             times.append(MPI.Wtime() - start)
-    return float(np.percentile(times, 75))
+        if it < warmup + iterations - 1:
+            for buf in recvbufs:
+                buf.fill(0)
+    delivered = all(bool(np.all(buf[:nbytes] == _mark(int(src[k])))) for k, buf in enumerate(recvbufs))
+    return float(np.percentile(times, 75)), delivered
 
 
 def main(argv=None):
@@ -97,19 +110,20 @@ def main(argv=None):
                         seed = int(rng.integers(1 << 31))
                         inside = rank in members
                         sub = world.Split(0 if inside else MPI.UNDEFINED, members.index(rank) if inside else 0)
-                        q3 = 0.0
+                        q3, delivered = 0.0, True
                         if inside:
                             peers = benchmark_peers(len(members), pm, seed)
-                            q3 = run_point(sub, peers, nbytes, args.iterations, args.warmup)
+                            q3, delivered = run_point(sub, peers, nbytes, args.iterations, args.warmup)
                             sub.Free()
                         slowest = world.reduce(q3, op=MPI.MAX, root=0)
+                        delivered = world.reduce(delivered, op=MPI.LAND, root=0)
                         if rank == 0:
                             out.write(json.dumps({
                                 "pattern": "benchmark", "ntasks": len(members), "message_bytes": nbytes,
                                 "peers": pm, "seed": seed, "iterations": args.iterations,
                                 "nodes": [node_names[i] for i in chosen],
                                 "rank_nodes": [chosen.index(node_names.index(hosts[r])) for r in members],
-                                "time_s": slowest, "launcher": "mpi"}) + "\n")
+                                "time_s": slowest, "delivered": bool(delivered), "launcher": "mpi"}) + "\n")
                             out.flush()
     if rank == 0:
         out.close()

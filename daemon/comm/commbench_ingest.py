@@ -38,6 +38,8 @@ def ingest_lines(lines: Iterable[str], source: str = "<commbench>") -> list[Comm
             rank_nodes = [index[names[int(i)]] for i in raw["rank_nodes"]]
             if len(rank_nodes) != int(raw["ntasks"]):
                 raise ValueError(f"{len(rank_nodes)} rank_nodes for ntasks={raw['ntasks']}")
+            if raw.get("delivered", True) is not True:   # absent in raw files that predate the check
+                raise ValueError("its messages did not arrive intact (delivered: false): not a measurement")
             time_s = float(raw["time_s"])
             if not time_s > 0:
                 raise ValueError(f"time_s must be > 0, got {time_s}")

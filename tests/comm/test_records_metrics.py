@@ -51,6 +51,14 @@ def test_ingest_maps_ranks_to_sorted_node_order():
         ingest_lines(["{oops"])
 
 
+def test_ingest_rejects_a_point_whose_messages_did_not_arrive():
+    line = ('{"pattern": "benchmark", "ntasks": 2, "message_bytes": 64, "peers": 1, "seed": 1, '
+            '"nodes": ["n1"], "rank_nodes": [0, 0], "time_s": 1e-5, "delivered": %s}')
+    assert len(ingest_lines([line % "true"])) == 1
+    with pytest.raises(ParseError, match=r":1: bad benchmark record: .*did not arrive intact"):
+        ingest_lines([line % "false"])
+
+
 def test_metrics_hand_computed():
     t = np.array([1.0, 2.0, 3.0, 4.0])
     p = np.array([1.0, 3.0, 2.0, 5.0])
