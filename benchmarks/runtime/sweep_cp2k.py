@@ -46,6 +46,10 @@ COMMAND = "mpirun -np RANKS cp2k.psmp -i water.inp -o water.out"
 #   transformed too; their edges jump at other boxes than the finest one's (7 Å, 100 Ry: 45, 25,
 #   15, 9 points; 6.5 Å: 40, 24, 15, 8). The expression has 195 parts, near derived.py's limit of
 #   200 (MAX_NODES): a longer length list needs a second derived input.
+# Not declared: the finest grid's edge as a category (each FFT length its own level, as GROMACS's
+# pme_grid: an FFT's cost per point depends on the length's factors): CV on training halves (4
+# splits, 50 % training, 2026-11-26) boosted trees 5.9 → 7.1 %, log-linear 6.8 → 7.5, Gaussian
+# process 6.6 → 6.4 %: ~10 levels over ~100 configurations split the runs more than they explain.
 FFT_LENGTHS = "36, 40, 45, 48, 54, 60, 64, 72, 75, 80, 81, 90, 96, 100, 108, 120, 125, 128"
 GRID_LENGTHS = "8, 9, 12, 15, 18, 20, 24, 25, 27, 30, 32, " + FFT_LENGTHS
 ORBITAL_RADIUS_A = {"SZV": {"O": 5.902582, "H": 4.949093}, "DZVP": {"O": 6.532391, "H": 10.100942},

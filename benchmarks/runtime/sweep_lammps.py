@@ -37,6 +37,10 @@ COMMAND = "lmp -nocite -screen none -log log.lammps -var KEY VALUE ... -in bench
 #   it lowered every learner's CV MAPE on the training halves (`derived_check.py lammps`, 3 splits,
 #   50 % training, 2026-11-26): Gaussian process 4.78 → 4.62 %, log-linear 5.64 → 5.43, start-up +
 #   steps 5.15 → 5.11, boosted trees 6.53 → 5.98 (rank accuracy up for all but start-up + steps).
+# Not declared: the ghost atoms a serial periodic run copies each step, 0.8442 · Π(1.6796·edge +
+# 2·(cutoff + skin)) − atoms (box edges in lattice cells of 1.6796 σ), alone or as all atoms with
+# them: Gaussian process CV MAPE 4.33 → 4.42 / 4.32 %, log-linear 5.43 → 5.50 / 5.54 (3 splits,
+# 50 % training, 2026-11-26). The box edges and cutoff + skin already carry them.
 DERIVED = [["pair_cost", "4 * x * y * z * (cutoff + skin) ** 3"],
            ["neighbour_builds", "0.026 * steps * sqrt(temp) / skin"]]
 

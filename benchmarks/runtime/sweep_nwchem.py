@@ -24,6 +24,12 @@ STDOUT = "water.out"   # NWChem writes its report to standard output
 # exponent of the functions across bases instead of learning each basis from its own runs:
 # under cross-validation on training halves it cut the log-linear model's MAPE from 38 to 33 %
 # (10 % training) and 21 to 19 % (25 %), and left 50 % unchanged (13.1 %), 2026-11-24.
+# Not declared (CV on training halves, 5 splits, 50 % training, 2026-11-26; Gaussian process /
+# log-linear / boosted trees 7.00 / 10.6 / 9.9 % with basis_functions alone): the primitive
+# Gaussians per water (sto-3g 21, 3-21g 21, 6-31g 30, 6-31g* 36, cc-pvdz 41, from nwchem-data's
+# library; they order 3-21g below 6-31g, which have the same functions) 7.13 / 10.4 / 9.9 %; the
+# functions of one method only (choose(method, 'dft', basis_functions, 'scf', 1) and its mirror,
+# an exponent per method) 7.3 / 10.3 / 9.3 % and 7.4 / 10.7 / 9.5 %.
 FUNCTIONS_PER_WATER = {"sto-3g": 7, "3-21g": 13, "6-31g": 13, "6-31g*": 19, "cc-pvdz": 25}
 DERIVED = [["basis_functions", "n_water * choose(basis, "
             + ", ".join(f"'{basis}', {count}" for basis, count in FUNCTIONS_PER_WATER.items()) + ")"]]

@@ -70,6 +70,13 @@ NOISE_BOUNDS = (1e-6, 1e-1)         # share of the configurations' log-runtime v
 # restarts changed only GROMACS (3.74) for twice the fits. Each start costs a fit: about 1.3 s at
 # 200 configurations, 3-5 s at 500 (one core).
 RESTARTS = 3
+# Tried on development splits (seeds 100-109, 50 % training, 2026-11-26) and not adopted:
+# * an additive kernel (one Matérn per input beside the joint one): LAMMPS 3.85 → 4.03 % (4 splits),
+#   NWChem 5.50 → 5.58, CP2K 5.79 → 5.38 (6 splits; boosted trees, served there, ~4.8);
+# * a start-up floor under the log, log(runtime − c) with c a share of the fastest training run
+#   (of the same process count): at 0.8 NWChem 5.72 → 5.14 % but GROMACS 3.68 → 5.59 (8 splits), LAMMPS 3.77 →
+#   3.87; the share chosen by marginal likelihood (with the transform's Jacobian) took 0.8-0.9 on
+#   every code, LAMMPS included (3.95 %). Choosing it by cross-validation would triple the fits.
 
 
 def kernel_row(Z: np.ndarray, train: np.ndarray, length_scale: np.ndarray, constant: float,
