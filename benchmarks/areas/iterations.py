@@ -25,7 +25,15 @@ LAMMPS's builds by the loaded sweep of the same configurations (``lammps_melt.cs
   (``noise_floor``: repetition MAPE) without and with the count, whether it is within
   1.3x, and the share of the gap (MAPE − 1.3 × floor) that knowing the count closes.
 
+* ``ceiling`` (``--leave-one-out``, instead of the splits): every configuration predicted by
+  each of ``CEILING_LEARNERS`` fitted on all the others, without and with the count: the most
+  training a sweep can give (a site with every other configuration of the sweep in its history),
+  so what no split of the sweep can beat with these learners. MAPE over all held-out runs, over
+  those whose inputs another configuration had (``seen``: the same input file run again, as the
+  sweep drew some twice) and over the rest (``new``), against the floor.
+
     python -m benchmarks run iterations [--seeds 3] [--fractions 0.25,0.5] [--codes cp2k,nwchem,lammps] [--jobs 2]
+    python -m benchmarks run iterations --leave-one-out --codes cp2k --jobs 2 --out iterations_ceiling.json
 
 Measured 2026-11-24 (results/iterations.json; the without-count scores equal the runtime area's):
 at 50 % training, CP2K's served MAPE 4.8 % -> 3.8 % with the count (2.6x -> 2.1x its 1.8 % floor,
@@ -74,6 +82,7 @@ CODES = {
 }
 GOAL_FACTOR = 1.3
 LEARNERS = ("log-linear", "startup-steps", "boosted-trees", "extra-trees")
+CEILING_LEARNERS = ("log-linear", "boosted-trees", "gaussian-process")
 
 
 def read_counts(name: str) -> dict[str, int]:
@@ -237,6 +246,64 @@ def learner_task(name: str, fraction: float, seeds: int, with_count: bool) -> di
                           with_count=CODES[name] if with_count else None)
 
 
+def leave_one_out(name: str, learner: str, with_count: bool) -> dict:
+    """MAPE of every configuration predicted by ``learner`` fitted on all the other configurations
+    (point predictions: fitted without interval calibration, as cross-validation fits), over all
+    runs and split by whether another configuration had the same inputs (the count aside)."""
+    from benchmarks.areas.runtime import noise_floor
+    from hpcpredict.daemon.runtime.metrics import mape
+    from hpcpredict.daemon.runtime.model import RuntimeModel
+    from hpcpredict.daemon.runtime.selection import CANDIDATES, without_calibration
+
+    without, with_count_table = tables(name)
+    table = with_count_table if with_count else without
+    key = [tuple(repr(row.get(input_name)) for input_name in without.inputs) for row in table.rows]
+    params = dict(without_calibration(learner, CANDIDATES[learner]), random_state=0)
+    predicted, seen = np.empty(table.y.size), np.zeros(table.y.size, dtype=bool)
+    for group in np.unique(table.groups):
+        held_out = table.groups == group
+        model = RuntimeModel(learner, params, table.inputs).fit(table, np.nonzero(~held_out)[0])
+        predicted[held_out] = model.predict([table.rows[i] for i in np.nonzero(held_out)[0]])
+        others = {key[i] for i in np.nonzero(~held_out)[0]}
+        seen[held_out] = [key[i] in others for i in np.nonzero(held_out)[0]]
+    floor = noise_floor(without)["repetition_mape"]
+    out = {"mape": mape(table.y, predicted), "seen_share": float(seen.mean()),
+           "mape_seen": mape(table.y[seen], predicted[seen]) if seen.any() else None,
+           "mape_new": mape(table.y[~seen], predicted[~seen]) if (~seen).any() else None}
+    out["over_floor"] = out["mape"] / floor
+    return out
+
+
+def ceiling(codes: list[str], jobs: int) -> dict:
+    """:func:`leave_one_out` of every code, learner, without and with the count."""
+    from benchmarks.areas.runtime import noise_floor
+
+    tasks = [(code, learner, with_count) for code in codes for learner in CEILING_LEARNERS
+             for with_count in (False, True)]
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {task: pool.submit(leave_one_out, *task) for task in tasks}
+            scores = {task: future.result() for task, future in futures.items()}
+    else:
+        scores = {task: leave_one_out(*task) for task in tasks}
+    out = {}
+    for code in codes:
+        without, _ = tables(code)
+        floor = noise_floor(without)["repetition_mape"]
+        by = {part: {learner: scores[(code, learner, with_count)] for learner in CEILING_LEARNERS}
+              for part, with_count in (("without_count", False), ("with_count", True))}
+        best = {part: min(results, key=lambda learner: results[learner]["mape"]) for part, results in by.items()}
+        out[code] = {"configurations": int(np.unique(without.groups).size), "noise_floor_repetition_mape": floor,
+                     "goal_mape": GOAL_FACTOR * floor, **by,
+                     "best": {part: {"learner": learner, "mape": by[part][learner]["mape"],
+                                     "over_floor": by[part][learner]["over_floor"],
+                                     "within_1.3x": bool(by[part][learner]["mape"] <= GOAL_FACTOR * floor)}
+                              for part, learner in best.items()}}
+    return out
+
+
 def evaluate_code(name: str, fractions: list[float], seeds: int, scores: dict) -> dict:
     """The code's results; ``scores[(fraction, with_count)]``: :func:`learner_task`'s."""
     from benchmarks.areas.runtime import noise_floor
@@ -273,11 +340,19 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--codes", default=",".join(CODES))
     parser.add_argument("--jobs", type=int, default=1,
                         help="processes: each scores one (code, fraction, with or without the count)")
+    parser.add_argument("--leave-one-out", action="store_true",
+                        help="instead of the splits: each configuration predicted from all the others (the ceiling)")
     options = parser.parse_args(args)
     fractions = [float(f) for f in options.fractions.split(",")]
     from benchmarks.areas.runtime import chosen_codes
 
     codes = chosen_codes(options.codes, CODES)
+    if options.leave_one_out:
+        codes_out = ceiling(codes, options.jobs)
+        return {"target": "runtime_s (CPU seconds)", "learners": list(CEILING_LEARNERS),
+                "goal": f"MAPE within {GOAL_FACTOR}x the repetition MAPE", "ceiling": codes_out,
+                "headline": {code: {part: out["best"][part] for part in ("without_count", "with_count")}
+                             for code, out in codes_out.items()}}
     results = {"seeds": options.seeds, "fractions": fractions, "target": "runtime_s (CPU seconds)",
                "goal": f"auto's MAPE within {GOAL_FACTOR}x the repetition MAPE", "codes": {}}
     # The heaviest first (CP2K's table is the larger, the larger fraction costs more), so the pool stays busy.
