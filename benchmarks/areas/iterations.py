@@ -255,28 +255,36 @@ def leave_one_out(name: str, learner: str, with_count: bool) -> dict:
     """MAPE of every configuration predicted by ``learner`` fitted on all the other configurations
     (point predictions: fitted without interval calibration, as cross-validation fits), over all
     runs and split by whether another configuration had the same inputs (the count aside)."""
-    from benchmarks.areas.runtime import noise_floor
+    from benchmarks.areas.runtime import input_keys
     from hpcpredict.daemon.runtime.metrics import mape
     from hpcpredict.daemon.runtime.model import RuntimeModel
     from hpcpredict.daemon.runtime.selection import CANDIDATES, without_calibration
 
     without, with_count_table = tables(name)
     table = with_count_table if with_count else without
-    key = [tuple(repr(row.get(input_name)) for input_name in without.inputs) for row in table.rows]
+    key = input_keys(table, without.inputs)
     params = dict(without_calibration(learner, CANDIDATES[learner]), random_state=0)
     predicted, seen = np.empty(table.y.size), np.zeros(table.y.size, dtype=bool)
     for group in np.unique(table.groups):
-        held_out = table.groups == group
-        model = RuntimeModel(learner, params, table.inputs).fit(table, np.nonzero(~held_out)[0])
-        predicted[held_out] = model.predict([table.rows[i] for i in np.nonzero(held_out)[0]])
-        others = {key[i] for i in np.nonzero(~held_out)[0]}
-        seen[held_out] = [key[i] in others for i in np.nonzero(held_out)[0]]
-    floor = noise_floor(without)["repetition_mape"]
-    out = {"mape": mape(table.y, predicted), "seen_share": float(seen.mean()),
-           "mape_seen": mape(table.y[seen], predicted[seen]) if seen.any() else None,
-           "mape_new": mape(table.y[~seen], predicted[~seen]) if (~seen).any() else None}
-    out["over_floor"] = out["mape"] / floor
-    return out
+        held_out, train = np.nonzero(table.groups == group)[0], np.nonzero(table.groups != group)[0]
+        model = RuntimeModel(learner, params, table.inputs).fit(table, train)
+        predicted[held_out] = model.predict([table.rows[i] for i in held_out])
+        others = {key[i] for i in train}
+        seen[held_out] = [key[i] in others for i in held_out]
+    return {"mape": mape(table.y, predicted), "seen_share": float(seen.mean()),
+            "mape_seen": mape(table.y[seen], predicted[seen]) if seen.any() else None,
+            "mape_new": mape(table.y[~seen], predicted[~seen]) if (~seen).any() else None}
+
+
+def run_tasks(function, tasks: list[tuple], jobs: int) -> dict:
+    """{task: function(*task)}, in up to ``jobs`` processes."""
+    if jobs <= 1:
+        return {task: function(*task) for task in tasks}
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {task: pool.submit(function, *task) for task in tasks}
+        return {task: future.result() for task, future in futures.items()}
 
 
 def ceiling(codes: list[str], jobs: int) -> dict:
@@ -285,19 +293,14 @@ def ceiling(codes: list[str], jobs: int) -> dict:
 
     tasks = [(code, learner, with_count) for code in codes for learner in CEILING_LEARNERS
              for with_count in (False, True)]
-    if jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {task: pool.submit(leave_one_out, *task) for task in tasks}
-            scores = {task: future.result() for task, future in futures.items()}
-    else:
-        scores = {task: leave_one_out(*task) for task in tasks}
+    scores = run_tasks(leave_one_out, tasks, jobs)
     out = {}
     for code in codes:
         without, _ = tables(code)
         floor = noise_floor(without)["repetition_mape"]
-        by = {part: {learner: scores[(code, learner, with_count)] for learner in CEILING_LEARNERS}
+        by = {part: {learner: dict(scores[(code, learner, with_count)],
+                                   over_floor=scores[(code, learner, with_count)]["mape"] / floor)
+                     for learner in CEILING_LEARNERS}
               for part, with_count in (("without_count", False), ("with_count", True))}
         best = {part: min(results, key=lambda learner: results[learner]["mape"]) for part, results in by.items()}
         out[code] = {"configurations": int(np.unique(without.groups).size), "noise_floor_repetition_mape": floor,
@@ -363,14 +366,9 @@ def run(args: list[str]) -> dict:
     # The heaviest first (CP2K's table is the larger, the larger fraction costs more), so the pool stays busy.
     tasks = [(code, fraction, with_count) for code in codes for fraction in sorted(fractions, reverse=True)
              for with_count in (False, True)]
-    if options.jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=options.jobs) as pool:
-            futures = {task: pool.submit(learner_task, task[0], task[1], options.seeds, task[2]) for task in tasks}
-            scores = {task: future.result() for task, future in futures.items()}
-    else:
-        scores = {task: learner_task(task[0], task[1], options.seeds, task[2]) for task in tasks}
+    scores = run_tasks(learner_task, [(code, fraction, options.seeds, with_count)
+                                       for code, fraction, with_count in tasks], options.jobs)
+    scores = {(code, fraction, with_count): score for (code, fraction, _, with_count), score in scores.items()}
     for code in codes:
         results["codes"][code] = evaluate_code(code, fractions, options.seeds,
                                                {(f, w): scores[(c, f, w)] for c, f, w in tasks if c == code})

@@ -90,6 +90,12 @@ def noise_floor(table) -> dict:
     return floor
 
 
+def input_keys(table, inputs=None) -> list[tuple]:
+    """Each run's ``inputs`` (default: the table's) as a hashable key: runs of the same input file."""
+    names = table.inputs if inputs is None else inputs
+    return [tuple(repr(row.get(name)) for name in names) for row in table.rows]
+
+
 def auto_mape_by_part(table, train, test, seed: int) -> dict:
     """MAPE of the served ``auto`` model on parts of the held-out runs: each process count, and
     runs whose inputs some training run had (``seen_inputs``: the same input file run again)
@@ -110,7 +116,7 @@ def auto_mape_by_part(table, train, test, seed: int) -> dict:
     if "ranks" in table.inputs:
         ranks = np.array([row["ranks"] for row in rows])
         part["by_ranks"] = {str(int(r)): mape(y[ranks == r], predicted[ranks == r]) for r in sorted(set(ranks.tolist()))}
-    key = [tuple(repr(table.rows[i][name]) for name in table.inputs) for i in range(len(table.rows))]
+    key = input_keys(table)
     trained = {key[i] for i in train}
     seen = np.array([key[i] in trained for i in test])
     part["seen_inputs_share"] = float(seen.mean())
