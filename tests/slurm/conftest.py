@@ -78,15 +78,17 @@ def cluster_2411(daemon_2411, tmp_path_factory):
     fcntl.flock(lock, fcntl.LOCK_EX)
     staging = tmp_path_factory.mktemp("hooks-2411")
     inner = harness_2411.SLURM_DIR_2411
-    hooks_conf = {"hook_socket": harness_2411.hook_socket_for(daemon_2411), "slurm_conf": f"{inner}/etc/slurm.conf",
-                  "log_file": f"{inner}/log/hpcpredict-hooks.log", "outcome_wait_s": "0", "budget_s": "0.3"}
+    hooks_conf = {"hook_socket": harness_2411.hook_socket_for(daemon_2411),
+                  "slurm_conf": f"{inner}/etc/slurm.conf", "log_file": f"{inner}/log/hpcpredict-hooks.log",
+                  "outcome_wait_s": "0", "budget_s": "0.3"}     # outcome_wait_s 0: no slurmdbd
     write_hooks_conf(staging / "hpcpredict-hooks.conf", hooks_conf)
     env = harness_2411.script_env(daemon_2411, staging / "hpcpredict-hooks.conf")
     harness_2411.run_script("stop", env, timeout=120)
     # building the root (debootstrap + apt-get from the Debian mirror) happens here, once
     started = harness_2411.run_script("start", env, timeout=1200)
     try:
-        assert started.returncode == 0, ("the Slurm 24.11 cluster did not start (tests/slurm/cluster/cluster-2411.sh):\n"
+        assert started.returncode == 0, ("the Slurm 24.11 cluster did not start "
+                                         "(tests/slurm/cluster/cluster-2411.sh start):\n"
                                          + started.stdout[-3000:] + started.stderr[-3000:])
         running = harness_2411.Cluster2411(daemon_2411, hooks_conf, env["SCHED_PARAMS"])
         running.write_script("hello.sh", APP_SCRIPT)

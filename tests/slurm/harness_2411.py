@@ -140,9 +140,10 @@ class Cluster2411:
         """Change one hook setting, for every hook: the prolog/epilog scripts read it at their
         next run; job_submit.lua re-reads it because its mtime is bumped."""
         self.hooks_conf[key] = value
-        for path in (self.dir / "etc" / "hpcpredict-hooks.conf", self.dir / "etc" / "hpcpredict" / "hpcpredict-hooks.conf"):
+        etc = self.dir / "etc"
+        for path in (etc / "hpcpredict-hooks.conf", etc / "hpcpredict" / "hpcpredict-hooks.conf"):
             write_hooks_conf(path, self.hooks_conf)
-        lua = self.dir / "etc" / "job_submit.lua"
+        lua = etc / "job_submit.lua"
         self._bump += 1
         stamp = time.time() + self._bump
         os.utime(lua, (stamp, stamp))
