@@ -210,3 +210,43 @@ def test_explain_shows_an_escape_sequence_in_a_users_application_escaped(world_d
     out = done.stdout.decode()
     assert not any(ord(c) < 32 and c != "\n" or 0x7f <= ord(c) < 0xa0 or c == "\u202e" for c in out), repr(out)
     assert "lmp\\x1b[2J\\x1b[H\\x07" in out
+
+
+@needs_root
+def test_past_the_store_cap_users_predictions_are_not_kept_and_outcomes_still_are(world_dir, intruder):
+    """[store] max_store_mib 1 with two 1 MiB journals: the cap is reached from the start, a
+    fault says so (status and metrics) before any disk is full; an ordinary user's Predict is
+    answered and not kept, the hooks' keep a compact request (no environment, no script), and
+    outcomes are stored and linked."""
+    daemon = DaemonProcess(world_dir, env={"HPCPREDICT_STORE_MAX_STORE_MIB": "1", "HPCPREDICT_STORE_JOURNAL_MIB": "1",
+                                           "HPCPREDICT_STORE_MIN_FREE_MIB": "0"}).start()
+    client = Client(daemon)
+    try:
+        asked = subprocess.run([sys.executable, "-c", textwrap.dedent('''
+            import sys
+            from hpcpredict.daemon.client import DaemonClient
+            from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+            with DaemonClient(sys.argv[1], timeout=30) as client:
+                answer = client.predict(pb.JobRequest(job=pb.JobIdentity(application="lmp"), time_limit_s=3600))
+            print(answer.runtime_s > 0, repr(answer.prediction_id))
+        '''), daemon.hook_socket], capture_output=True, text=True, user=intruder.pw_uid, group=intruder.pw_gid,
+            extra_groups=[], env={"HOME": "/tmp", "PATH": "/usr/bin:/bin"}, cwd="/tmp", timeout=120)
+        assert asked.stdout.strip() == "True ''", asked.stdout + asked.stderr
+        request = job(user="bob", script=SCRIPT)
+        request.environment["SECRET"] = "x" * 1000
+        hooks = client.stub.Predict(request, timeout=10)
+        assert hooks.prediction_id
+        assert client.stub.ReportOutcome(pb.Outcome(job_id="cap-1", prediction_id=hooks.prediction_id, elapsed_s=600,
+                                                    state="COMPLETED", end_time=1_700_000_000), timeout=10).stored
+        faults = client.faults()
+        assert faults["store"].startswith("size cap: store is") and "outcomes still stored" in faults["store"]
+        assert "store" in client.metric_faults()
+    finally:
+        client.close()
+        daemon.stop()
+    store = world_dir / "hpcpredict.sqlite"
+    [(kept,)] = _rows(store, "SELECT request FROM predictions WHERE prediction_id = ?", (hooks.prediction_id,))
+    compact = pb.JobRequest.FromString(kept)
+    assert compact.job.user == "bob" and not compact.environment and len(compact.script) < 200
+    assert _rows(store, "SELECT COUNT(*) FROM predictions WHERE user = ?", (intruder.pw_name,))[0][0] == 0
+    assert _rows(store, "SELECT prediction_id, user FROM jobs WHERE job_id = 'cap-1'") == [(hooks.prediction_id, "bob")]
