@@ -22,7 +22,8 @@ counts it and keeps the fault board:
 
 * anyone: ``Predict`` about their own jobs. An unprivileged caller's ``job.user`` must be
   empty (then it becomes the caller's user name) or the caller's user name, so a prediction,
-  and its explanation drawn from that user's history, never shows another user's jobs;
+  and its explanation drawn from that user's history, never shows another user's jobs; what
+  the store keeps of such Predicts is bounded per uid (:mod:`.quotas`), the answer never is;
 * history writers (root, the daemon's own user, ``[daemon] slurm_user``, ``admin_users``):
   also the calls that write history, and ``Predict`` for any user (the submit hook);
 * admins (root, the daemon's own user, ``[daemon] admin_users``): also the admin calls.
