@@ -88,6 +88,15 @@ class StoreConfig:
     # many days and beyond this many rows, oldest first (0 = no limit); outcomes are kept.
     keep_predictions_days: int = 90
     keep_predictions: int = 5_000_000
+    # What one ordinary user's own Predicts may add to the store (history writers: unlimited):
+    # KiB of prediction rows per uid per hour; past it the rows lose their requests, then are
+    # not kept (the answers still come). ADMIN.md "Bounds on what is kept".
+    user_stored_kib_per_hour: int = 4096
+    # The store's cap: its files' size (0: none) and the space left on its file system (0: not
+    # checked). Past it users' predictions are not kept and the hooks' keep a compact request;
+    # outcomes are still stored. A fault says so, before the disk is full.
+    max_store_mib: int = 16384
+    min_free_mib: int = 256
 
 
 @dataclass(frozen=True)
@@ -307,6 +316,8 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"[store] synchronous must be OFF|NORMAL|FULL|EXTRA, got {config.store.synchronous!r}")
     if not 0 <= config.store.journal_mib <= 1024:
         raise ConfigError(f"[store] journal_mib must be 0..1024, got {config.store.journal_mib}")
+    if min(config.store.user_stored_kib_per_hour, config.store.max_store_mib, config.store.min_free_mib) < 0:
+        raise ConfigError("[store] user_stored_kib_per_hour, max_store_mib and min_free_mib must be >= 0")
     if config.daemon.workers < 1 or config.daemon.max_concurrent < 1:
         raise ConfigError("[daemon] workers and max_concurrent must be >= 1")
     if config.daemon.socket_mode & 0o007:

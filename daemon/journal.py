@@ -73,8 +73,11 @@ class JournalFile:
             os.close(handle)
             raise StoreError(f"journal {path}: in use by another process ({error})") from error
         try:
-            # never shrink: a smaller configured size must not cut off records a crash left
-            size = max(size, os.fstat(handle).st_size)
+            # never shrink a journal: a smaller configured size must not cut off records a crash
+            # left; a file without a journal's header (a preparation that failed on a full disk)
+            # holds none and takes the configured size again
+            if os.pread(handle, len(_FILE_MAGIC), 0) == _FILE_MAGIC:
+                size = max(size, os.fstat(handle).st_size)
             if os.fstat(handle).st_size != size:
                 os.ftruncate(handle, size)
             os.posix_fallocate(handle, 0, size)

@@ -18,6 +18,7 @@ import logging
 import os
 import resource
 import signal
+import stat
 import sys
 import threading
 import time
@@ -40,13 +41,61 @@ logger = logging.getLogger(__name__)
 
 BUNDLED_MODELS = Path(__file__).resolve().parent / "bundled_models"
 
+#: Directories the daemon creates: private to it (and its group, which may read logs and models);
+#: the one that holds the local socket is 0711 so every user can reach the socket, and no more.
+PRIVATE_DIR_MODE = 0o750
+SOCKET_DIR_MODE = 0o711
+
+
+def own_directory(path: str, mode: int) -> None:
+    """Make sure ``path`` is a directory others cannot write: created (with missing parents)
+    with exactly ``mode`` whatever the umask; an existing one keeps its mode, but one that other
+    users may write (or that another user owns) is refused: whoever can write the data or the
+    socket's directory can swap the local socket for their own (and read every job's script
+    sent to it) or plant a model the daemon would serve."""
+    path = os.path.abspath(path)
+    missing = []
+    head = path
+    while not os.path.lexists(head):
+        missing.insert(0, head)
+        head = os.path.dirname(head)
+    for folder in missing:
+        try:
+            os.mkdir(folder, mode)
+            os.chmod(folder, mode)
+        except FileExistsError:
+            pass
+        except OSError as error:   # a read-only or full file system: what needs it reports the fault
+            logger.warning("cannot create %s: %s", folder, error)
+            return
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        logger.warning("cannot check %s: %s", path, error)
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        raise ConfigError(f"{path} is not a directory")
+    if info.st_uid not in (0, os.geteuid()):
+        raise ConfigError(f"refusing to use {path}: owned by uid {info.st_uid}, neither root nor the daemon's "
+                          f"user (uid {os.geteuid()}), who could replace what the daemon keeps there")
+    if info.st_mode & 0o002 or (info.st_mode & 0o020 and info.st_gid not in (os.getegid(), 0)):
+        raise ConfigError(f"refusing to use {path}: mode {stat.S_IMODE(info.st_mode):04o} lets other users write "
+                          f"in it (replace the local socket, plant a model): chmod o-w,g-w {path}")
+
 
 class Daemon:
     def __init__(self, config: Config):
         self.config = config
         daemon_cfg = config.daemon
         self.socket_path = daemon_cfg.socket
-        os.makedirs(os.path.dirname(os.path.abspath(self.socket_path)) or ".", exist_ok=True)
+        hook_dir = os.path.dirname(os.path.abspath(daemon_cfg.hook_socket)) if daemon_cfg.hook_socket else None
+        # The local socket's directory first: it may be the data directory (the default), which
+        # then needs 0711 so every user can reach the socket.
+        for folder in (hook_dir, config.data_dir, os.path.dirname(os.path.abspath(self.socket_path)),
+                       os.path.dirname(os.path.abspath(config.store.path)) if config.store.backend == "sqlite" else None,
+                       config.models.dir if os.path.lexists(config.models.dir) else None):   # made by a publish
+            if folder:
+                own_directory(folder, SOCKET_DIR_MODE if folder == hook_dir else PRIVATE_DIR_MODE)
         # lazy: a broken store is a fault, not a refusal to serve
         self.store = open_store(config, lazy=True, journal=True)
         self.registry = ModelRegistry(config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None)
@@ -111,7 +160,12 @@ class Daemon:
         path = Path(self.config.data_dir) / "hpcpredictd.json"
         temporary = path.with_name(f".{path.name}.{os.getpid()}")
         try:
-            temporary.write_text(json.dumps(info, indent=1), encoding="utf-8")
+            if temporary.exists():
+                temporary.unlink()
+            with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600),
+                      "w", encoding="utf-8") as handle:
+                os.fchmod(handle.fileno(), 0o600)
+                handle.write(json.dumps(info, indent=1))
             os.replace(temporary, path)
         except OSError as error:
             # A read-only or full data directory must not keep the daemon from answering (and
@@ -230,6 +284,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.local_socket:
             config = replace(config, daemon=replace(config.daemon, hook_socket=args.local_socket))
         _setup_logging(config)
+        # Private by default: whatever a library or a later change creates without a mode of its
+        # own (SQLite's files, gRPC's socket, temporary files) is the daemon's only. The objects
+        # that need a mode (the local socket 0666, its directory 0711, models 0640) set it
+        # explicitly, as everything else does too, so a daemon built in-process (tests, tools)
+        # is as private as this one, and a wide umask from the unit or the shell cannot undo it.
+        os.umask(0o077)
         raise_open_file_limit()
         pin_to_cpus(config.daemon.cpu_affinity)
         daemon = create_daemon(config).start()

@@ -22,7 +22,8 @@ counts it and keeps the fault board:
 
 * anyone: ``Predict`` about their own jobs. An unprivileged caller's ``job.user`` must be
   empty (then it becomes the caller's user name) or the caller's user name, so a prediction,
-  and its explanation drawn from that user's history, never shows another user's jobs;
+  and its explanation drawn from that user's history, never shows another user's jobs; what
+  the store keeps of such Predicts is bounded per uid (:mod:`.quotas`), the answer never is;
 * history writers (root, the daemon's own user, ``[daemon] slurm_user``, ``admin_users``):
   also the calls that write history, and ``Predict`` for any user (the submit hook);
 * admins (root, the daemon's own user, ``[daemon] admin_users``): also the admin calls.
@@ -43,6 +44,7 @@ from . import __version__, records
 from .errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreError
 from .faults import FaultBoard
 from .jobspec import job_spec_from_request, stored_request
+from .quotas import ROW_BYTES, StoreCap, StoredBytesBudget
 from .records import JobRecord
 from .runtime.report import MAX_LINES, parse_feature_lines
 from .runtime.values import MAX_KEY_CHARS
@@ -162,6 +164,14 @@ class PredictionService:
         self._id_counter = itertools.count()
         self._replaying = threading.Lock()
         store.on_fault = self._journal_fault
+        store.on_journal = self._journal_opened
+        # What is kept of Predicts (quotas.py): ordinary users' rows within a byte budget each,
+        # everybody's within the store's cap.
+        self.user_budget = StoredBytesBudget(config.store.user_stored_kib_per_hour << 10)
+        self.store_cap = StoreCap(store.files(), config.store.max_store_mib << 20, config.store.min_free_mib << 20)
+        # Past the cap the hooks' rows keep a compact request: no environment, no script, inputs kept.
+        self._compact_limits = replace(self.limits, stored_request_bytes=min(16384, self.limits.stored_request_bytes),
+                                       stored_script_bytes=0)
 
     # ------------------------------------------------------------------ dispatch
     def privileged(self, caller_uid: int | None) -> bool:
@@ -176,7 +186,10 @@ class PredictionService:
         try:
             name, who = METHODS[method]
             self._authorize(method, who, request, caller_uid)
-            answer = getattr(self, name)(request)
+            if name == "predict" and caller_uid not in self.writer_uids:   # an ordinary user's own: budgeted
+                answer = self.predict(request, budget_uid=caller_uid)
+            else:
+                answer = getattr(self, name)(request)
             self.faults.clear("store", method)
             return answer
         except StoreError as error:
@@ -227,6 +240,13 @@ class PredictionService:
         """Load the models again and replay the history (SIGHUP, ReloadModels, a store back)."""
         return self.engine.reload()
 
+    def _journal_opened(self, message: str | None) -> None:
+        """The prediction journal could not be opened (message) or is open again."""
+        if message is None:
+            self.faults.clear("store", "open prediction journal")
+        else:
+            self.faults.set("store", "open prediction journal", message)
+
     def _journal_fault(self, message: str | None) -> None:
         """The store's background commits of journaled predictions failed (message) or work again."""
         if message is None:
@@ -269,13 +289,37 @@ class PredictionService:
             raise InvalidRequest("job.cluster", f"{spec.cluster!r} is not served here ({', '.join(self.clusters)})")
         return spec
 
-    def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest) -> pb.Estimate:
+    def _kept_request(self, request: pb.JobRequest, spec, budget_uid: int | None) -> bytes | None:
+        """What the prediction row keeps of ``request``: its bytes (b"": the row without them)
+        or None (no row at all). ``budget_uid``: an ordinary user's own Predict (quotas.py)."""
+        cap = self.store_cap.reached()
+        if cap is None:
+            self.faults.clear("store", "size cap")
+        else:
+            self.faults.set("store", "size cap", f"{cap}: users' predictions not kept, the hooks' "
+                                                 f"without environment and script; outcomes still stored")
+        if budget_uid is None:
+            return stored_request(request, spec, self._compact_limits if cap else self.limits)
+        if cap:
+            self.metrics.predictions_not_kept.inc()
+            return None
+        kept = stored_request(request, spec, self.limits)
+        allowed = self.user_budget.allow(budget_uid, ROW_BYTES + len(kept))
+        if allowed != "request":
+            self.metrics.predictions_not_kept.inc()
+        return kept if allowed == "request" else b"" if allowed == "row" else None
+
+    def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest,
+                budget_uid: int | None = None) -> pb.Estimate:
         spec = self._served(spec)
         answer = self.engine.estimate(spec, at_allocation=at_allocation)
         prediction_id = self._new_prediction_id()
         if answer.fallback:
             self.metrics.fallbacks.inc()
             self._fallbacks += 1
+        kept = self._kept_request(request, spec, budget_uid)
+        if kept is None:   # past the user's budget or the store's cap: answered, not kept
+            return estimate_message(answer, "")
         try:
             self.store.record_prediction(PredictionRow(
                 prediction_id=prediction_id, job_id=spec.job_id, stage=stage, user=spec.user,
@@ -283,7 +327,7 @@ class PredictionService:
                 low_s=answer.low_s, high_s=answer.high_s, bound_s=answer.bound_s,
                 requested_time_s=float(spec.time_limit_s), comm_time_s=answer.comm_time_s,
                 model_name=answer.model_name, model_version=answer.model_version, fallback=answer.fallback,
-                request=stored_request(request, spec, self.limits), cluster=spec.cluster))
+                request=kept, cluster=spec.cluster))
         except StoreError as error:
             # The estimate is still right; only its record is missing. Answer, flag the fault.
             self.faults.set("store", "record prediction", str(error))
@@ -294,9 +338,9 @@ class PredictionService:
                 self._store_answers()
         return estimate_message(answer, prediction_id)
 
-    def predict(self, request: pb.JobRequest) -> pb.Estimate:
+    def predict(self, request: pb.JobRequest, budget_uid: int | None = None) -> pb.Estimate:
         spec = job_spec_from_request(request, self.limits)
-        return self._answer(spec, "submit", False, request)
+        return self._answer(spec, "submit", False, request, budget_uid)
 
     def predict_at_allocation(self, request: pb.AllocationRequest) -> pb.Estimate:
         if not request.node_list:

@@ -244,6 +244,13 @@ class Store(ABC):
     #: Why the daemon's prediction journal could not be opened (predictions then go straight
     #: to the store); None when it is open or not asked for.
     journal_error: str | None = None
+    #: Called with journal_error when the journal cannot be opened, with None once it is open again.
+    on_journal = None
+
+    def files(self) -> tuple[str, ...]:
+        """The files this store keeps on the daemon's disk (its size cap counts them); () for a
+        store on a server."""
+        return ()
 
     def pending_predictions(self) -> int:
         """Predictions answered but not yet committed (a store that queues writes says how many)."""
@@ -421,6 +428,12 @@ class SQLiteStore(StoreLookups, Store):
             self._error, self._next_try = error, time.monotonic() + retry_s
             logger.error("store unavailable; answering without it until it opens: %s", error)
 
+    def files(self) -> tuple[str, ...]:
+        if self.path == ":memory:":
+            return ()
+        return (self.path, self.path + "-wal", self.path + "-shm",
+                *(f"{self.path}.journal-{index}" for index in range(2)))
+
     # -- plumbing
     def _connect(self) -> None:
         """Open, set the pragmas, migrate. Caller holds the lock (or is __init__)."""
@@ -463,11 +476,21 @@ class SQLiteStore(StoreLookups, Store):
                 journal.reset()
         except (StoreError, ValueError, sqlite3.Error) as error:
             for journal in journals:
-                journal.close()
-            logger.error("prediction journal unavailable, writing predictions directly: %s", error)
+                journal.close()   # what they hold stays in the files for the next try
+            if self.journal_error is None:
+                logger.error("prediction journal unavailable, writing predictions directly: %s", error)
             self.journal_error = str(error)
-            return
-        self._journals, self.journal_error = journals, None
+            if self.on_journal is not None:
+                self.on_journal(self.journal_error)
+        else:
+            reopened = self.journal_error is not None
+            self._journals, self.journal_error = journals, None
+            if reopened:
+                logger.warning("store %s: prediction journal open again", self.path)
+                if self.on_journal is not None:
+                    self.on_journal(None)
+        # The flusher also retries a journal that could not be opened (a full disk at start,
+        # records a killed daemon left): they reach the store once it has room, without a restart.
         if self._flusher is None:
             self._flusher = threading.Thread(target=self._flush_loop, name="journal-flush", daemon=True)
             self._flusher.start()
@@ -521,10 +544,26 @@ class SQLiteStore(StoreLookups, Store):
                         self.on_fault(None)
             return True
 
+    def _reopen_journals(self) -> None:
+        with self._lock:
+            if self._journals is not None or self._stop.is_set():
+                return
+            try:
+                self._connection()
+            except StoreError:
+                return   # _connection opens the journals itself once the store opens
+            if self._journals is None:
+                self._open_journals()
+
     def _flush_loop(self) -> None:
         stop = self._stop
         while not stop.is_set():
             self._wake.wait(timeout=1.0)
+            if self._journals is None:
+                self._reopen_journals()
+                if self._journals is None:
+                    stop.wait(self._retry_s)
+                    continue
             if stop.wait(self._flush_delay_s):   # let a batch gather: one transaction for many rows
                 break
             self._wake.clear()

@@ -14,6 +14,13 @@ owned by the job's uid (a link to someone else's file, even a hard one, is refus
 most ``max_bytes`` and ``max_lines``, and removes it only when the name still refers to the
 file it read. Standard library only (the hook scripts run under the system Python).
 
+Job ids are predictable, so in a shared directory another user can create a job's name before
+the job runs (a "squat": in a sticky directory its owner cannot remove it). The TaskProlog then
+creates ``.hpcpredict-features-<job id>.<uid>.<128 random bits>`` instead, a name nobody can
+take in advance, and exports that; the epilog, finding the plain name missing or not the job
+user's, looks for ``.hpcpredict-features-<job id>.<uid>.*`` files owned by the job's uid (it can
+list a shared ``features_dir`` it owns; a 0711 working directory has no squatter to fear).
+
 Example::
 
     >>> features_path({"features_dir": ""}, {"JobId": "42", "WorkDir": "/home/alice/run"})
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 from dataclasses import dataclass
 
@@ -64,10 +72,26 @@ def printable(text: str, limit: int = 300) -> str:
     return text + ("..." if len(text) >= limit else "")
 
 
-def create(path: str) -> bool:
+def squat_proof_prefix(path: str, uid: int) -> str:
+    """The start of the names the job's own file may take when ``path`` is squatted."""
+    return f"{os.path.basename(path)}.{uid}."
+
+
+def create(path: str) -> str:
     """Create the (empty) features file as the calling user, readable by SlurmUser (0644 whatever
-    the umask). True when it now exists as our own regular file; False when something else is
-    there (a link, another user's file planted for this job id) or it cannot be made."""
+    the umask); returns its name ("" when none can be made). Normally ``path``; when something
+    else is there (a link, another user's file planted for this job id), a name beside it that
+    carries our uid and 128 random bits, which nobody could have planted."""
+    made = _create(path)
+    if made is None:   # squatted
+        alternative = os.path.join(os.path.dirname(path), squat_proof_prefix(path, os.getuid()) + secrets.token_hex(16))
+        made = _create(alternative)
+        return alternative if made else ""
+    return path if made else ""
+
+
+def _create(path: str) -> bool | None:
+    """True: ``path`` is now our own regular file; None: something else is there; False: error."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     except FileExistsError:
@@ -75,9 +99,9 @@ def create(path: str) -> bool:
             info = os.lstat(path)
         except OSError:
             return False
-        return stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
-    except OSError:
-        return False
+        return True if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() else None
+    except OSError as error:
+        return None if error.errno == errno.ELOOP else False
     try:
         os.fchmod(fd, 0o644)
     finally:
@@ -91,52 +115,88 @@ def take(path: str, uid: int, *, max_bytes: int, max_lines: int, remove: bool = 
     Raises :class:`FeaturesFileRefused` (reason only, never the content) when the name is a
     symbolic link, not a regular file, or not owned by ``uid``; ``OSError`` when it cannot be
     read. ``remove`` unlinks it afterwards when the name still refers to the file read (a file
-    swapped in meanwhile is left alone); a failed removal is not an error.
+    swapped in meanwhile is left alone); a failed removal is not an error. When ``path`` is
+    missing or refused, the job's squat-proof name (:func:`create`) is read instead if there is one.
     """
     directory, name = os.path.split(path)
     # O_PATH: a directory SlurmUser may search but not list (0711) still works.
     dir_fd = os.open(directory or ".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
-                         dir_fd=dir_fd)
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            if error.errno == errno.ELOOP:
-                raise FeaturesFileRefused("is a symbolic link") from None
-            raise
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise FeaturesFileRefused("is not a regular file")
-            if info.st_uid != uid:
-                raise FeaturesFileRefused(f"is owned by uid {info.st_uid}, not the job's uid {uid}")
-            chunks, size = [], 0
-            while size <= max_bytes:
-                chunk = os.read(fd, max_bytes + 1 - size)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-        finally:
-            os.close(fd)
-        data = b"".join(chunks)
-        truncated = len(data) > max_bytes
-        if truncated:   # whole lines only: a cut line would be a wrong value
-            data = data[:data.rfind(b"\n", 0, max_bytes) + 1]
-        lines = data.splitlines(keepends=True)
-        if len(lines) > max_lines:
-            lines, truncated = lines[:max_lines], True
-        removed = False
-        if remove:
-            try:
-                now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                if (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
-                    os.unlink(name, dir_fd=dir_fd)
-                    removed = True
-            except OSError:
-                pass
-        return FeaturesText(b"".join(lines).decode("utf-8", "replace"), len(lines), size, truncated, removed)
+            found = _take(dir_fd, name, uid, max_bytes, max_lines, remove)
+        except FeaturesFileRefused:
+            found = _take_squat_proof(directory, dir_fd, path, uid, max_bytes, max_lines, remove)
+            if found is None:
+                raise
+            return found
+        return found if found is not None else _take_squat_proof(directory, dir_fd, path, uid, max_bytes,
+                                                                  max_lines, remove)
     finally:
         os.close(dir_fd)
+
+
+def _take_squat_proof(directory: str, dir_fd: int, path: str, uid: int, max_bytes: int, max_lines: int,
+                      remove: bool) -> FeaturesText | None:
+    """The job's file under its squat-proof name: the newest owned by ``uid``; None when the
+    directory has none or may not be listed. Other users' files of that form are skipped
+    (looked at with lstat, never opened)."""
+    prefix = squat_proof_prefix(path, uid)
+    try:
+        with os.scandir(directory or ".") as entries:
+            candidates = [(entry.stat(follow_symlinks=False).st_mtime, entry.name) for entry in entries
+                          if entry.name.startswith(prefix) and entry.stat(follow_symlinks=False).st_uid == uid]
+    except OSError:   # a working directory SlurmUser may only search: no squatter there to work around
+        return None
+    for _, name in sorted(candidates, reverse=True):
+        try:
+            found = _take(dir_fd, name, uid, max_bytes, max_lines, remove)
+        except (FeaturesFileRefused, OSError):
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+def _take(dir_fd: int, name: str, uid: int, max_bytes: int, max_lines: int, remove: bool) -> FeaturesText | None:
+    """One file in ``dir_fd`` (see :func:`take`)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise FeaturesFileRefused("is a symbolic link") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FeaturesFileRefused("is not a regular file")
+        if info.st_uid != uid:
+            raise FeaturesFileRefused(f"is owned by uid {info.st_uid}, not the job's uid {uid}")
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    truncated = len(data) > max_bytes
+    if truncated:   # whole lines only: a cut line would be a wrong value
+        data = data[:data.rfind(b"\n", 0, max_bytes) + 1]
+    lines = data.splitlines(keepends=True)
+    if len(lines) > max_lines:
+        lines, truncated = lines[:max_lines], True
+    removed = False
+    if remove:
+        try:
+            now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
+                os.unlink(name, dir_fd=dir_fd)
+                removed = True
+        except OSError:
+            pass
+    return FeaturesText(b"".join(lines).decode("utf-8", "replace"), len(lines), size, truncated, removed)

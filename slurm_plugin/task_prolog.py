@@ -8,7 +8,7 @@ Runs as the job user before the batch script, and reads the job with ``scontrol 
   name) and ``HPCPREDICT_T0`` (now, Unix seconds) with TaskProlog's ``export`` protocol, so the
   job, and the srun steps it starts, can append ``HPCPREDICT t=... key=value`` lines that
   EpilogSlurmctld relays to the daemon. When something else already sits under that name (a
-  link, another user's file) nothing is exported.
+  link, another user's file) the file gets a name nobody can take in advance (``features_file.create``).
 * Suggestion: PrologSlurmctld stored the allocation-time suggestion in the job's AdminComment;
   this prints it with TaskProlog's ``print`` protocol, so the lines land in the job's output
   file. Prints nothing when there is no suggestion or its runtime is not sane (the prolog
@@ -35,7 +35,8 @@ def export_features_file(settings: dict, job: dict) -> None:
     if features_file is None or not hookclient.flag(settings["features_enabled"]):
         return
     path = features_file.features_path(settings, job)
-    if path and features_file.create(path):
+    path = features_file.create(path) if path else ""   # its squat-proof name when another user took it
+    if path:
         sys.stdout.write(f"export {features_file.FEATURES_FILE_ENV}={path}\n")
         sys.stdout.write(f"export {features_file.START_TIME_ENV}={int(time.time())}\n")
 

@@ -34,6 +34,7 @@ ATTACKS = {
     "disk-full": (attacks.disk_full_faults, False),
     "models-dir": (attacks.deleted_models_dir, False),
     "publish": (attacks.publish_as_root, False),
+    "flood": (attacks.predict_flood, True),
 }
 
 
@@ -93,6 +94,9 @@ def _headline(result: dict) -> dict:
         line["padded_hostlist_expand"] = pick("hostlist", "expand_outcome")
         line["padded_hostlist_seconds"] = pick("hostlist", "seconds")
         line["padded_hostlist_peak_rss_mib"] = pick("hostlist", "peak_rss_mib")
+    if "flood" in attacks_:
+        line["store_growth_mib_60s_predict_flood"] = pick("flood", "store_growth_mib")
+        line["other_users_outcomes_stored_during_flood"] = pick("flood", "other_users_outcomes_stored")
     if "soak" in result:
         soak_ = result["soak"]
         line["soak"] = {"seconds": soak_["seconds"], "rss_mib": soak_["rss_mib"], "fds": soak_["fds"],

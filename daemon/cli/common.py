@@ -41,6 +41,27 @@ def socket_of(args, config) -> str:
     return resolve_socket(args.socket, config)
 
 
+def shown(value) -> str:
+    r"""``value`` as text safe to print on a terminal: every character that is not printable
+    (C0/C1 controls such as ESC and CSI, DEL, bidirectional overrides, line breaks) is written
+    as its Python escape (``\x1b``, ``\u202e``, ``\n``). Job names, applications, user names,
+    paths and error messages come from users: raw, an escape sequence in one could clear an
+    admin's terminal, retitle it or hide text. Every printer of such text uses this.
+
+    >>> print(shown("lmp\x1b[2J\x1b]0;pwned\x07"), shown("a\u202eb\n"), shown("plain text"))
+    lmp\x1b[2J\x1b]0;pwned\x07 a\u202eb\n plain text
+    """
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def print_lines(lines, file=None) -> None:
+    """Print ``lines`` (each one line of output), each through :func:`shown`."""
+    print("\n".join(shown(line) for line in lines), file=file)
+
+
 def print_json(obj) -> None:
     json.dump(obj, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
@@ -105,10 +126,10 @@ def reload_daemon(socket_path: str, published=None) -> int:
     try:
         reply = ask_reload(socket_path)
     except HpcPredictError as error:
-        print(f"note: daemon not reloaded ({error}); run `hpcpredict reload` once it runs", file=sys.stderr)
+        print(shown(f"note: daemon not reloaded ({error}); run `hpcpredict reload` once it runs"), file=sys.stderr)
         return 0
     for error in reply.errors:
-        print(f"refused by the daemon: {error}", file=sys.stderr)
+        print(shown(f"refused by the daemon: {error}"), file=sys.stderr)
     if published is not None and not any((m.kind, m.key, m.version) == (published.kind, published.key, published.version)
                                          for m in reply.models):
         print(f"error: the daemon does not serve the published {published.kind} model {published.key} "

@@ -142,7 +142,7 @@ def explanation_lines(result: Explanation) -> list[str]:
 def _explain(args) -> int:
     from dataclasses import asdict
 
-    from .common import config_of, print_json
+    from .common import config_of, print_json, print_lines
     from ..store import open_store
 
     config = config_of(args)
@@ -155,5 +155,5 @@ def _explain(args) -> int:
     if args.json:
         print_json(asdict(result))
     else:
-        print("\n".join(explanation_lines(result)))
+        print_lines(explanation_lines(result))   # the job's fields are the user's text
     return 0

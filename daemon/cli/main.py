@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except HpcPredictError as error:
-        print(f"hpcpredict: {error}", file=sys.stderr)
+        from .common import shown
+
+        print(shown(f"hpcpredict: {error}"), file=sys.stderr)   # errors quote what users wrote
         return 1
     except KeyboardInterrupt:
         return 130

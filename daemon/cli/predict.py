@@ -57,7 +57,7 @@ def _predict(args) -> int:
 
     from google.protobuf.json_format import MessageToDict
 
-    from .common import config_of, estimate_lines, print_json, socket_of
+    from .common import config_of, estimate_lines, print_json, print_lines, socket_of
     from ..client import DaemonClient
     from ..errors import HpcPredictError
 
@@ -75,5 +75,5 @@ def _predict(args) -> int:
     if args.json:
         print_json(MessageToDict(estimate, preserving_proto_field_name=True, always_print_fields_with_no_presence=True))
     else:
-        print("\n".join(estimate_lines(estimate, opts.time_limit_s)))
+        print_lines(estimate_lines(estimate, opts.time_limit_s))
     return 0

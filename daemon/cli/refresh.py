@@ -156,7 +156,7 @@ def _refresh(args) -> int:
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from .common import ask_reload, print_json, socket_of, writer_config_of
+    from .common import ask_reload, print_json, shown, socket_of, writer_config_of
     from .train import train_and_publish
     from ..store import open_store
 
@@ -208,7 +208,7 @@ def _refresh(args) -> int:
         print(f"{source}: {result['finished_jobs']} finished jobs, {added} new, {present} already stored")
         print(f"trained walltime model on {trained_on} jobs: published version {artifact.version}")
         for model in result.get("serving", ()):
-            print(f"daemon serves {model['kind']:9} {model['key']:20} {model['version']}")
+            print(shown(f"daemon serves {model['kind']:9} {model['key']:20} {model['version']}"))
         for error in result.get("reload_errors", ()):
-            print(f"refused by the daemon: {error}")
+            print(shown(f"refused by the daemon: {error}"))
     return 1 if result.get("reload_errors") else 0

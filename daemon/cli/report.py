@@ -132,7 +132,7 @@ def _report(args) -> int:
     import json
     import math
 
-    from .common import config_of, print_json
+    from .common import config_of, print_json, print_lines
     from ..errors import HpcPredictError
     from ..store import open_store
     from ..timefmt import slurm_time
@@ -160,7 +160,7 @@ def _report(args) -> int:
     for column in ("median_request", "suggested_time"):
         shown[column] = shown[column].map(lambda s: slurm_time(int(s)) if isinstance(s, (int, float)) and
                                           not math.isnan(s) and s > 0 else "-")
-    print(shown.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-"))
+    print_lines(shown.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-").splitlines())   # users, applications
     ours = "-" if math.isnan(overall["our_accuracy"]) else f"{overall['our_accuracy']:.3f}"
     theirs = "-" if math.isnan(overall["request_accuracy"]) else f"{overall['request_accuracy']:.3f}"
     print(f"all: {int(overall['jobs'])} jobs, {int(overall['predicted'])} predicted; accuracy of our estimates "

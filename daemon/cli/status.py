@@ -10,7 +10,7 @@ def register(subparsers) -> None:
 def _status(args) -> int:
     from google.protobuf.json_format import MessageToDict
 
-    from .common import config_of, print_json, socket_of
+    from .common import config_of, print_json, shown, socket_of
     from ..client import admin_client
     from ..timefmt import human
     from ...proto.v1 import hpcpredict_pb2 as pb
@@ -29,7 +29,7 @@ def _status(args) -> int:
     if not status.models:
         print("models: none published (recent-history model and fallbacks answer)")
     for model in status.models:
-        print(f"model {model.kind:9} {model.key:20} {model.version}  ({model.created})")
+        print(shown(f"model {model.kind:9} {model.key:20} {model.version}  ({model.created})"))
     for fault in status.faults:
-        print(f"FAULT {fault}")
+        print(shown(f"FAULT {fault}"))   # fault messages quote paths and what callers sent
     return 0

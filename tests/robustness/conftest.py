@@ -58,7 +58,9 @@ class Client:
 
 
 def start(data_dir: Path, **env) -> tuple[DaemonProcess, Client]:
-    daemon = DaemonProcess(data_dir, env={"HPCPREDICT_DAEMON_HOOK_SOCKET": "", **env}).start()
+    # min_free_mib 0: these daemons' stores sit on a 4 MiB tmpfs to meet a real full disk, not the cap
+    daemon = DaemonProcess(data_dir, env={"HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HPCPREDICT_STORE_MIN_FREE_MIB": "0",
+                                          **env}).start()
     return daemon, Client(daemon)
 
 

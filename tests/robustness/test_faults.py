@@ -98,7 +98,8 @@ def test_store_on_a_read_only_file_system_then_writable(world_dir, tmpfs):
     client.close()
     daemon.stop()
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
-    daemon, client = start(world_dir, HPCPREDICT_STORE_PATH=str(store_path))  # starts anyway
+    # a journal that fits the 4 MiB file system (the default 8 MiB never could: a fault of its own)
+    daemon, client = start(world_dir, HPCPREDICT_STORE_PATH=str(store_path), HPCPREDICT_STORE_JOURNAL_MIB="1")
     try:
         answer = client.stub.Predict(job(), timeout=10)
         assert answer.runtime_s > 0 and not answer.prediction_id
@@ -110,7 +111,7 @@ def test_store_on_a_read_only_file_system_then_writable(world_dir, tmpfs):
         subprocess.run(["mount", "-o", "remount,rw", str(tmpfs)], check=True)
         assert _until(lambda: client.stub.Predict(job(), timeout=10).prediction_id)  # reopened (retry 1 s)
         assert client.stub.ReportOutcome(outcome("ro-3"), timeout=10).stored
-        assert _until(lambda: "store" not in client.faults())
+        assert _until(lambda: "store" not in client.faults()), client.faults()
         # the history written before the fault is back in use (replayed once the store reopened)
         assert _until(lambda: not client.stub.Predict(job(), timeout=10).fallback)
         assert "store" not in client.metric_faults()

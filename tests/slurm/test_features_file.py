@@ -107,15 +107,58 @@ def test_create_makes_a_file_slurmuser_can_read_whatever_the_umask(tmp_path):
     assert features_file.create(str(path))        # our own file already there (the batch step restarted)
 
 
-def test_create_refuses_a_planted_link_or_another_users_file(tmp_path):
+def test_create_never_uses_a_planted_link_or_another_users_file(tmp_path):
     link = tmp_path / ".hpcpredict-features-13"
     link.symlink_to(tmp_path / "elsewhere")
-    assert not features_file.create(str(link))
+    made = features_file.create(str(link))
+    assert made.startswith(f"{link}.{UID}.") and os.stat(made).st_uid == UID
     assert not (tmp_path / "elsewhere").exists()
     planted = tmp_path / ".hpcpredict-features-14"
     planted.write_text("")
     os.chown(planted, OTHER_UID, OTHER_UID)
-    assert not features_file.create(str(planted))
+    made = features_file.create(str(planted))
+    assert made.startswith(f"{planted}.{UID}.") and len(made) == len(f"{planted}.{UID}.") + 32
+
+
+def _as(user: str, code: str) -> str:
+    import pwd
+    import subprocess
+    import sys
+
+    entry = pwd.getpwnam(user)
+    done = subprocess.run([sys.executable, "-c", code], user=entry.pw_uid, group=entry.pw_gid, extra_groups=[],
+                          capture_output=True, text=True, timeout=60, cwd="/tmp", env={"HOME": "/tmp"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_squatted_name_in_a_shared_directory_does_not_block_the_jobs_features():
+    """The attack: in a shared ``features_dir`` (SlurmUser's, mode 1733) user ``daemon`` creates
+    the name of a job id that ``bin`` will get, and a decoy of the squat-proof form with bin's
+    uid; the sticky bit keeps bin from removing either. bin's TaskProlog still gets a file of its
+    own, and the epilog, as SlurmUser (``nobody``, the directory's owner), relays bin's lines."""
+    import pwd
+    import subprocess
+    import tempfile
+
+    slurm_user, victim = pwd.getpwnam("nobody"), pwd.getpwnam("bin")
+    shared = tempfile.mkdtemp(prefix="hpd-features-", dir="/tmp")
+    try:
+        os.chown(shared, slurm_user.pw_uid, slurm_user.pw_gid)
+        os.chmod(shared, 0o1733)
+        plain = os.path.join(shared, ".hpcpredict-features-77")
+        _as("daemon", f"open({plain!r}, 'w').write('HPCPREDICT t=1 planted=1\\n'); "
+                      f"open({plain + f'.{victim.pw_uid}.' + 'f' * 32!r}, 'w').write('HPCPREDICT t=1 decoy=1\\n')")
+        made = _as("bin", "from hpcpredict.slurm_plugin import features_file as f; "
+                          f"p = f.create({plain!r}); open(p, 'a').write('HPCPREDICT t=5 n=400\\n'); print(p)")
+        assert made != plain and made.startswith(f"{plain}.{victim.pw_uid}.")
+        read = _as("nobody", "from hpcpredict.slurm_plugin.features_file import take; "
+                             f"found = take({plain!r}, {victim.pw_uid}, max_bytes=1000, max_lines=10); "
+                             "print(repr(found.text), found.removed)")
+        assert read == "'HPCPREDICT t=5 n=400\\n' True"
+        assert not os.path.exists(made) and os.path.exists(plain)   # the squatter's own file is not ours to read
+    finally:
+        subprocess.run(["rm", "-rf", shared], check=True)
 
 
 @pytest.mark.parametrize("settings, job, path", [
