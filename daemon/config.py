@@ -98,6 +98,8 @@ class ModelsConfig:
     # "" = the owner and group of the models directory. Root's publish chowns to them; anyone
     # else's publish is refused when they could not read it.
     owner: str = ""
+    keep_versions: int = 10                       # a publish removes older versions beyond this many (never the
+                                                  # serving one); 0 = keep all. `hpcpredict rollback` picks among them
 
 
 @dataclass(frozen=True)
@@ -307,6 +309,9 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"[store] synchronous must be OFF|NORMAL|FULL|EXTRA, got {config.store.synchronous!r}")
     if not 0 <= config.store.journal_mib <= 1024:
         raise ConfigError(f"[store] journal_mib must be 0..1024, got {config.store.journal_mib}")
+    if config.models.keep_versions == 1 or config.models.keep_versions < 0:
+        raise ConfigError(f"[models] keep_versions must be 0 (keep all) or >= 2 (the serving version and one to "
+                          f"roll back to), got {config.models.keep_versions}")
     if config.daemon.workers < 1 or config.daemon.max_concurrent < 1:
         raise ConfigError("[daemon] workers and max_concurrent must be >= 1")
     if config.daemon.socket_mode & 0o007:
