@@ -103,6 +103,18 @@ def snapshot() -> dict[str, str]:
     return state
 
 
+def run_as_init(argv: list[str], env: dict | None = None) -> int:
+    """Run ``argv`` as pid 1 of the namespace does: daemons started inside (the test cluster's
+    munged, slurmctld...) are re-parented to us when they detach, and an exited one must be
+    reaped, or it stays a zombie that ``kill -0`` still finds alive."""
+    child = subprocess.Popen(argv, env=env)
+    while True:
+        pid, status = os.wait()
+        if pid == child.pid:
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return child.returncode
+
+
 def main(args: list[str]) -> int:
     separator = args.index("--")
     options, argv = args[:separator], args[separator + 1:]
@@ -110,15 +122,15 @@ def main(args: list[str]) -> int:
     outside = options[options.index("--outside") + 1]
     enter(scratch, outside)
     if "--existing-install" not in options:
-        return subprocess.run(argv, env=dict(os.environ, **{MARK: "1"})).returncode
+        return run_as_init(argv, env=dict(os.environ, **{MARK: "1"}))
     before = make_existing_install()
     # The site's daemon user is busy: the original failure was `userdel: user hpcpredict is
     # currently used by process ...`.
     busy = subprocess.Popen(["setpriv", f"--reuid={USER}", f"--regid={USER}", "--init-groups", "sleep", "infinity"])
     inner = scratch / "inner"
     inner.mkdir()
-    code = subprocess.run([*unshare(), sys.executable, "-m", "tests.site.sandbox", "--scratch", str(inner),
-                           "--outside", os.readlink("/proc/self/ns/mnt"), "--", *argv]).returncode
+    code = run_as_init([*unshare(), sys.executable, "-m", "tests.site.sandbox", "--scratch", str(inner),
+                        "--outside", os.readlink("/proc/self/ns/mnt"), "--", *argv])
     after = snapshot()
     changed = sorted(set(before.items()) ^ set(after.items()))
     if changed:
