@@ -112,6 +112,10 @@ class PolicyConfig:
     set_time_min_when_given: bool = True          # job_submit: --time given -> time_min = point
     advice_policy: str = "least-node-hours"       # node-count advice: least-node-hours | meets-request
     advice_tolerance: float = 0.10
+    # Where limits may change (daemon/policy_scope.py); elsewhere jobs are only predicted and told.
+    partitions: tuple[str, ...] = ()              # only jobs in these partitions; () = all
+    accounts: tuple[str, ...] = ()                # only jobs of these accounts; () = all
+    opt_out_users: tuple[str, ...] = ()           # these users' jobs are never changed
 
 
 @dataclass(frozen=True)
