@@ -229,6 +229,9 @@ io.write("limit=" .. tostring(jd.time_limit))""" % (fake.path, qos, partition, p
     finally:
         fake.close()
     assert done.stdout.decode() == expected, done.stderr
+    sent = json.loads(fake.received[0])["request"]["job"]["partition"]
+    default = next(name for name, part in part_list.items() if part.get("flag_default")) if partition == "nil" else None
+    assert sent == (default or json.loads(partition)), sent     # a job without -p: the default partition's name
 
 
 @pytest.mark.parametrize("estimate, job, expected", [
@@ -243,6 +246,11 @@ io.write("limit=" .. tostring(jd.time_limit))""" % (fake.path, qos, partition, p
     ({"runtime_s": 600, "suggested_time_limit_s": 960}, "{requested_s = 1800, max_time_s = 600}",
      "min=nil limit=nil bound_above_max_time"),
     ({"runtime_s": 600, "suggested_time_limit_s": 960}, "{requested_s = math.huge}", "min=16 limit=nil time_min"),
+    ({"runtime_s": 600, "suggested_time_limit_s": 960, "limits_withheld": "ann opted out"}, "{requested_s = 1800}",
+     "min=nil limit=nil time_min_off"),
+    ({"runtime_s": 600, "suggested_time_limit_s": 960, "limits_withheld": "ann opted out"}, "{}",
+     "min=nil limit=nil time_limit_off"),
+    ({"runtime_s": 600, "suggested_time_limit_s": 960, "limits_withheld": ""}, "{}", "min=nil limit=16 time_limit"),
     ({"runtime_s": "abc", "suggested_time_limit_s": 960}, "{}", "nil"),
     ({"runtime_s": 600}, "{}", "nil"),
     ({}, "{}", "nil"),
