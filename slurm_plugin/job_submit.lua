@@ -450,6 +450,7 @@ local function submit(job_desc, part_list, started)
     return
   end
   if request.job.partition == "" then request.job.partition = default_partition(part_list) end
+  if request.job.account == "" then request.job.account = text(job_desc.default_account) end
   local estimate, why, failed = call("Predict", request, started + CONFIG.budget_s)
   local took_ms = (now() - started) * 1000
   if estimate == nil then

@@ -223,7 +223,7 @@ def test_limits_are_clamped_to_partition_and_qos(tmp_path, part_list, partition,
 H.config.hook_socket = %r
 H.config.qos_max_wall_s = %r
 local jd = {user_name = "alice", name = "x", min_nodes = 1, time_limit = 4294967294, partition = %s,
-            default_qos = "normal", script = "#!/bin/sh\\n", environment = {}}
+            default_qos = "normal", default_account = "phys", script = "#!/bin/sh\\n", environment = {}}
 slurm_job_submit(jd, %s, 1001)
 io.write("limit=" .. tostring(jd.time_limit))""" % (fake.path, qos, partition, parts))
     finally:
@@ -232,6 +232,7 @@ io.write("limit=" .. tostring(jd.time_limit))""" % (fake.path, qos, partition, p
     sent = json.loads(fake.received[0])["request"]["job"]["partition"]
     default = next(name for name, part in part_list.items() if part.get("flag_default")) if partition == "nil" else None
     assert sent == (default or json.loads(partition)), sent     # a job without -p: the default partition's name
+    assert json.loads(fake.received[0])["request"]["job"]["account"] == "phys"   # no --account: the default
 
 
 @pytest.mark.parametrize("estimate, job, expected", [
