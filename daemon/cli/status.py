@@ -24,8 +24,10 @@ def _status(args) -> int:
     print(f"hpcpredictd {status.version}, up {human(status.uptime_s)}, store {status.store}")
     print(f"jobs in history: {status.jobs}  outcomes reported: {status.outcomes}  predictions: {status.predictions}")
     print(f"requests: {status.requests}  answered by fallback: {status.fallbacks}")
-    for key, value in sorted(status.recent_accuracy.items()):
-        print(f"recent {key}: {value:.3f}")
+    recent = status.recent_accuracy
+    if recent:   # store_lookups.recent_accuracy: the same accuracy as the metrics and `report`
+        print(f"accuracy of the last {int(recent['n'])} outcomes a model predicted: {recent['accuracy']:.3f} "
+              f"(mean min(predicted, actual)/max); ran past the bound: {recent['bound_exceeded_rate']:.3f}")
     if not status.models:
         print("models: none published (recent-history model and fallbacks answer)")
     for model in status.models:
