@@ -411,9 +411,11 @@ class PredictionService:
 
     # ------------------------------------------------------------------ admin
     def _model_infos(self) -> list[pb.ModelInfo]:
+        bundled = self.engine.registry.bundled
         return [pb.ModelInfo(kind=artifact.kind, key=artifact.key, version=artifact.version,
                              created=artifact.created, path=str(artifact.path), serving=True,
-                             metadata={k: str(v) for k, v in artifact.metadata.items()})
+                             metadata={k: str(v) for k, v in artifact.metadata.items()},
+                             bundled=bundled is not None and bundled in artifact.path.parents)
                 for artifact in self.engine.describe()]
 
     def reload_models(self, request=None) -> pb.ReloadReply:

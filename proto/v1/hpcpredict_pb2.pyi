@@ -265,7 +265,7 @@ class ReloadRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ("kind", "key", "version", "created", "path", "metadata", "serving")
+    __slots__ = ("kind", "key", "version", "created", "path", "metadata", "serving", "bundled")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -280,6 +280,7 @@ class ModelInfo(_message.Message):
     PATH_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     SERVING_FIELD_NUMBER: _ClassVar[int]
+    BUNDLED_FIELD_NUMBER: _ClassVar[int]
     kind: str
     key: str
     version: str
@@ -287,7 +288,8 @@ class ModelInfo(_message.Message):
     path: str
     metadata: _containers.ScalarMap[str, str]
     serving: bool
-    def __init__(self, kind: _Optional[str] = ..., key: _Optional[str] = ..., version: _Optional[str] = ..., created: _Optional[str] = ..., path: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., serving: bool = ...) -> None: ...
+    bundled: bool
+    def __init__(self, kind: _Optional[str] = ..., key: _Optional[str] = ..., version: _Optional[str] = ..., created: _Optional[str] = ..., path: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., serving: bool = ..., bundled: bool = ...) -> None: ...
 
 class ReloadReply(_message.Message):
     __slots__ = ("models", "errors")

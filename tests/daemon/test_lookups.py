@@ -166,3 +166,7 @@ def test_one_accuracy_in_status_metrics_and_report(daemon, predicted_world):
     everyone = json.loads(cli(daemon.data_dir, "report", "--json").stdout)["all"]
     assert status["recent_accuracy"]["accuracy"] == pytest.approx(everyone["our_accuracy"])
     assert status["recent_accuracy"]["n"] == everyone["predicted"] == 2     # alice's and bob's
+    assert status["jobs"] == 8 and status["outcomes"] == 8     # counts are numbers in --json, not strings
+    assert status["models"] and all(model["bundled"] for model in status["models"])   # nothing published here
+    text = cli(daemon.data_dir, "status").stdout
+    assert "none published by this site" in text and "bundled example" in text, text
