@@ -42,8 +42,23 @@ OBSOLETE_KEYS = {
 def default_data_dir(environ: Mapping[str, str]) -> str:
     if environ.get("HPCPREDICT_DATA_DIR"):
         return environ["HPCPREDICT_DATA_DIR"]
-    base = environ.get("XDG_DATA_HOME") or os.path.join(environ.get("HOME") or "/tmp", ".local", "share")
+    base = environ.get("XDG_DATA_HOME") or os.path.join(environ.get("HOME") or _home_directory(), ".local", "share")
     return os.path.join(base, "hpcpredict")
+
+
+def _home_directory() -> str:
+    """The user's home from the password database (a daemon started without ``HOME``, by an init
+    script, must not end up with its store under a shared /tmp)."""
+    import pwd
+
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        home = ""
+    if not home or home == "/" or not os.path.isdir(home):
+        raise ConfigError(f"no data directory: uid {os.getuid()} has no HOME and no home directory; set "
+                          f"data_dir in the config file or $HPCPREDICT_DATA_DIR")
+    return home
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,14 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
+def output_console():
+    """A rich Console for stdout: on a terminal its width; piped or redirected, wide enough
+    that no table is wrapped (rich would otherwise assume 80 columns)."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=500)
+
+
 def message_dict(message) -> dict:
     """A protobuf message for ``--json``: the .proto's field names, every field, and 64-bit
     integers (counts) as JSON numbers, not the strings protobuf's JSON mapping writes."""

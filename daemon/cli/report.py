@@ -22,9 +22,12 @@ from datetime import datetime, timezone
 
 
 def register(subparsers) -> None:
+    import argparse
+
     parser = subparsers.add_parser(
         "report", help="per user/account: accuracy of our estimates, hours requested vs used, kills, suggestions "
-                       "(admin: reads the store)")
+                       "(admin: reads the store)",
+        epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--user", default=None, help="only this user")
     parser.add_argument("--account", default=None, help="only this account")
     parser.add_argument("--since", default=None, metavar="DATE", help="jobs that ended on or after DATE (YYYY-MM-DD)")
