@@ -128,6 +128,9 @@ def test_explain_and_report_on_the_kth_trace(tmp_path):
     assert sum(row["jobs"] for row in rows) == store.count_jobs()
     store.close()
     assert all(row["request_accuracy"] is None or 0 < row["request_accuracy"] <= 1 for row in rows)
+    # the trace's real dates (its header's UnixStartTime: 1996-09-23; it ends in 1997-08)
+    later = json.loads(cli(tmp_path, "report", "--json", "--since", "1997-01-01").stdout)["all"]["jobs"]
+    assert 0 < later < sum(row["jobs"] for row in rows)
 
 
 def test_every_dashboard_query_names_a_metric_the_daemon_exports(daemon, predicted_world):
