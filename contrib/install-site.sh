@@ -10,7 +10,7 @@
 #      contrib/site/hpcpredict.toml.example (installed once, never overwritten)
 #   5. when systemd runs: hpcpredictd.service, hpcpredict-refresh.service/.timer (not enabled)
 #   6. with --slurm-etc: the Slurm hooks (contrib/slurm/install-hooks.sh), SlurmUser added to
-#      the hooks' log file owned by SlurmUser
+#      the hooks' log file owned by SlurmUser, and its logrotate file in /etc/logrotate.d
 # Options:
 #   --prefix DIR       [/opt/hpcpredict]
 #   --user NAME        the daemon's user [hpcpredict]
@@ -138,6 +138,11 @@ if [ -n "$SLURM_ETC" ]; then
       install -d -m 755 "$(dirname "$hooks_log")"
       install -o "$SLURM_USER" -g "$SLURM_USER" -m 0640 /dev/null "$hooks_log"
       log "created $hooks_log for $SLURM_USER"
+    fi
+    if [ -n "$hooks_log" ] && [ -d /etc/logrotate.d ]; then
+      sed "s#^/var/log/slurm/hpcpredict-hooks.log #$hooks_log #" "$REPO/contrib/slurm/hpcpredict-hooks.logrotate" \
+        > /etc/logrotate.d/hpcpredict-hooks
+      chmod 644 /etc/logrotate.d/hpcpredict-hooks
     fi
   else
     log "warning: no user $SLURM_USER: create SlurmUser's hooks log file yourself (--slurm-user NAME)"

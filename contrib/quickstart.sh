@@ -27,4 +27,5 @@ echo "== the same job for a user with no history"
 echo "== daemon status"
 "$BIN/hpcpredict" status
 echo
-echo "The daemon keeps running (pid $(cat "$HPCPREDICT_DATA_DIR/hpcpredictd.json" | "$BIN/python" -c 'import json,sys; print(json.load(sys.stdin)["pid"])')); stop it with: kill \$pid"
+daemon_pid="$("$BIN/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$HPCPREDICT_DATA_DIR/hpcpredictd.json")"
+echo "The daemon keeps running (pid $daemon_pid); stop it with: kill $daemon_pid"

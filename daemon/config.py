@@ -42,8 +42,23 @@ OBSOLETE_KEYS = {
 def default_data_dir(environ: Mapping[str, str]) -> str:
     if environ.get("HPCPREDICT_DATA_DIR"):
         return environ["HPCPREDICT_DATA_DIR"]
-    base = environ.get("XDG_DATA_HOME") or os.path.join(environ.get("HOME") or "/tmp", ".local", "share")
+    base = environ.get("XDG_DATA_HOME") or os.path.join(environ.get("HOME") or _home_directory(), ".local", "share")
     return os.path.join(base, "hpcpredict")
+
+
+def _home_directory() -> str:
+    """The user's home from the password database (a daemon started without ``HOME``, by an init
+    script, must not end up with its store under a shared /tmp)."""
+    import pwd
+
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        home = ""
+    if not home or home == "/" or not os.path.isdir(home):
+        raise ConfigError(f"no data directory: uid {os.getuid()} has no HOME and no home directory; set "
+                          f"data_dir in the config file or $HPCPREDICT_DATA_DIR")
+    return home
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,8 @@ class ModelsConfig:
     # "" = the owner and group of the models directory. Root's publish chowns to them; anyone
     # else's publish is refused when they could not read it.
     owner: str = ""
+    keep_versions: int = 10                       # a publish removes older versions beyond this many (never the
+                                                  # serving one); 0 = keep all. `hpcpredict rollback` picks among them
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,10 @@ class PolicyConfig:
     set_time_min_when_given: bool = True          # job_submit: --time given -> time_min = point
     advice_policy: str = "least-node-hours"       # node-count advice: least-node-hours | meets-request
     advice_tolerance: float = 0.10
+    # Where limits may change (daemon/policy_scope.py); elsewhere jobs are only predicted and told.
+    partitions: tuple[str, ...] = ()              # only jobs in these partitions; () = all
+    accounts: tuple[str, ...] = ()                # only jobs of these accounts; () = all
+    opt_out_users: tuple[str, ...] = ()           # these users' jobs are never changed
 
 
 @dataclass(frozen=True)
@@ -318,6 +339,9 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"[store] journal_mib must be 0..1024, got {config.store.journal_mib}")
     if min(config.store.user_stored_kib_per_hour, config.store.max_store_mib, config.store.min_free_mib) < 0:
         raise ConfigError("[store] user_stored_kib_per_hour, max_store_mib and min_free_mib must be >= 0")
+    if config.models.keep_versions == 1 or config.models.keep_versions < 0:
+        raise ConfigError(f"[models] keep_versions must be 0 (keep all) or >= 2 (the serving version and one to "
+                          f"roll back to), got {config.models.keep_versions}")
     if config.daemon.workers < 1 or config.daemon.max_concurrent < 1:
         raise ConfigError("[daemon] workers and max_concurrent must be >= 1")
     if config.daemon.socket_mode & 0o007:

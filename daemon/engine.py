@@ -28,6 +28,7 @@ from .estimates import RuntimeEstimate
 from .records import JobRecord
 from .recent_history import RecentHistoryModel
 from .model_kinds import SITE_KEY, get_model_kind
+from .policy_scope import limits_withheld
 from .registry import Artifact, ModelRegistry
 from .scaling.advice import ScalingModel, node_advice
 from .sources import SOURCES
@@ -85,6 +86,7 @@ class Answer:
     feature_class: str = ""
     comm_model: str = ""
     node_advice: tuple = ()              # hpcpredict.daemon.scaling.advice.NodeAdviceRow
+    limits_withheld: str = ""            # why this job's limits stay as submitted (policy_scope); "" = none
 
 
 class PredictionEngine:
@@ -257,6 +259,10 @@ class PredictionEngine:
         # time_min is a kill limit on Slurm 22.05: the risk-bounded value or nothing (walltime_policy).
         time_min = plan_limits(bound_s=bound, requested_s=requested or 0, floor_s=policy.min_time_limit_s,
                                fallback=fallback).time_min_s or 0
+        withheld = limits_withheld(policy, user=spec.user, account=spec.account, partition=spec.partition)
+        if withheld:
+            time_min = 0
+            explanation.append(f"limits left as submitted: {withheld}")
         if requested:
             if bound > requested:
                 explanation.append(f"your request of {human(requested)} may be too short "
@@ -266,7 +272,7 @@ class PredictionEngine:
                       time_limit_s=time_limit, time_min_s=time_min, model_name=name, model_version=str(version),
                       fallback=fallback, application=spec.application, risk=risk,
                       explanation=tuple(explanation), comm_time_s=comm_time, feature_class=feature_class,
-                      comm_model=comm_model, node_advice=advice)
+                      comm_model=comm_model, node_advice=advice, limits_withheld=withheld)
 
     def _comm(self, spec: JobSpec, models: ModelSet, at_allocation: bool):
         if not models.comm:

@@ -158,10 +158,12 @@ def _groups_of(uid: int, gid: int) -> set[int]:
 
 
 class ModelRegistry:
-    def __init__(self, root: str | os.PathLike, *, bundled: str | os.PathLike | None = None, owner: str = ""):
+    def __init__(self, root: str | os.PathLike, *, bundled: str | os.PathLike | None = None, owner: str = "",
+                 keep_versions: int = 0):
         self.root = Path(root)
         self.bundled = Path(bundled) if bundled else None
         self.owner = owner   # "user[:group]" the daemon runs as; "" = the models directory's owner
+        self.keep_versions = keep_versions   # a publish removes older versions beyond this many; 0 = keep all
 
     def _hand_over(self, paths: list[Path], uid: int, gid: int) -> None:
         """Make ``paths`` (the new version's files and folders, and the folders above them we
@@ -201,6 +203,12 @@ class ModelRegistry:
         source = Path(source)
         if not source.is_dir():
             raise ModelArtifactError(f"{source}: not a model folder")
+        if (source / MANIFEST).exists():   # a published version folder (an old one, another site's):
+            earlier = self.open(source)     # its model, verified, becomes a new version
+            if earlier.kind != kind:
+                raise ModelArtifactError(f"{source} is a {earlier.kind} model, not {kind}")
+            metadata = {**earlier.metadata, **(metadata or {}), "republished_from": earlier.version}
+            source = earlier.model_path
         home = self.root / kind / key
         uid, gid = _owner_of(self.owner, self.root)   # before we create anything ourselves
         made = []   # the folders we create, from the top down (the registry's parents too)
@@ -260,7 +268,47 @@ class ModelRegistry:
         os.replace(pointer, home / CURRENT)
         _fsync_dir(home)
         logger.info("published %s model %s version %s", kind, key, version)
+        if self.keep_versions:
+            self.prune(kind, key, self.keep_versions)
         return self._artifact(final, manifest)
+
+    def make_current(self, kind: str, version: str, key: str = SITE_KEY) -> Artifact:
+        """Serve the published ``version`` again (a rollback): verified and loaded before CURRENT moves."""
+        home = self.root / kind / key
+        if version not in self.versions(kind, key):
+            known = ", ".join(self.versions(kind, key)[-5:]) or "none"
+            raise ModelArtifactError(f"no {kind} model {key} version {version!r} (newest published: {known})")
+        artifact = self.open(home / version)
+        try:
+            get_model_kind(kind).load(artifact.model_path)
+        except Exception as error:
+            raise ModelArtifactError(f"refusing to serve {kind} version {version}: {error}") from error
+        pointer = home / f".{CURRENT}.{uuid.uuid4().hex[:8]}"
+        with open(os.open(pointer, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE), "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), _FILE_MODE)
+            handle.write(version + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        self._hand_over([pointer], *_owner_of(self.owner, self.root))
+        os.replace(pointer, home / CURRENT)
+        _fsync_dir(home)
+        logger.info("%s model %s: serving version %s again", kind, key, version)
+        return artifact
+
+    def prune(self, kind: str, key: str = SITE_KEY, keep: int = 1) -> list[str]:
+        """Remove all but the ``keep`` newest versions, never the one CURRENT names; the removed ones."""
+        home = self.root / kind / key
+        try:
+            serving = (home / CURRENT).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            serving = ""
+        versions = self.versions(kind, key)   # names start with their UTC time: sorted = oldest first
+        removed = [v for v in versions[:max(len(versions) - keep, 0)] if v != serving]
+        for version in removed:
+            shutil.rmtree(home / version)
+        if removed:
+            logger.info("%s model %s: removed %d old version(s), kept %d", kind, key, len(removed), keep)
+        return removed
 
     # -- reading
     def _artifact(self, folder: Path, manifest: dict) -> Artifact:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ClusterShell.RangeSet import RangeSet, RangeSetParseError
 
+from . import __version__
 from .config import Config, load_config
 from .engine import PredictionEngine
 from .errors import ConfigError, HpcPredictError
@@ -271,6 +272,7 @@ def raise_open_file_limit() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hpcpredictd", description="The hpcpredict prediction daemon.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--config",
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
                              " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")

@@ -135,7 +135,7 @@ def estimate_message(answer, prediction_id: str) -> pb.Estimate:
         suggested_time_limit_s=answer.time_limit_s, suggested_time_min_s=answer.time_min_s,
         explanation=answer.explanation, model_name=answer.model_name, model_version=answer.model_version,
         fallback=answer.fallback, feature_class=answer.feature_class, risk=answer.risk,
-        application=answer.application, comm_model=answer.comm_model,
+        application=answer.application, comm_model=answer.comm_model, limits_withheld=answer.limits_withheld,
         node_advice=[pb.NodeAdvice(nodes=r.nodes, runtime_s=r.runtime_s, node_hours=r.node_hours,
                                    efficiency=r.efficiency, recommended=r.recommended) for r in answer.node_advice])
     if answer.comm_time_s is not None:
@@ -455,9 +455,11 @@ class PredictionService:
 
     # ------------------------------------------------------------------ admin
     def _model_infos(self) -> list[pb.ModelInfo]:
+        bundled = self.engine.registry.bundled
         return [pb.ModelInfo(kind=artifact.kind, key=artifact.key, version=artifact.version,
                              created=artifact.created, path=str(artifact.path), serving=True,
-                             metadata={k: str(v) for k, v in artifact.metadata.items()})
+                             metadata={k: str(v) for k, v in artifact.metadata.items()},
+                             bundled=bundled is not None and bundled in artifact.path.parents)
                 for artifact in self.engine.describe()]
 
     def reload_models(self, request=None) -> pb.ReloadReply:

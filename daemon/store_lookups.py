@@ -115,15 +115,18 @@ class StoreLookups:
         return {"jobs": int(jobs[0]), "outcomes": int(jobs[1]), "predictions": int(predictions)}
 
     def recent_accuracy(self, last: int = 100) -> dict[str, float]:
-        """Accuracy min(p, r)/max(p, r) and kill rate of the last outcomes that had a prediction."""
+        """Over the last ``last`` outcomes a model predicted (a fallback, the request answering
+        for want of history, is not counted: the same rule as the metrics' and ``report``'s
+        accuracy): ``accuracy`` mean min(p, r)/max(p, r); ``bound_exceeded_rate`` the share of
+        those not killed at their limit that ran past the bound; ``n`` how many."""
         self.flush_pending()
         rows = self._read(
             "SELECT p.runtime_s, p.bound_s, j.runtime_s, j.state FROM jobs j JOIN predictions p "
             "ON p.prediction_id = j.prediction_id WHERE j.source = 'outcome' AND j.runtime_s > 0 "
-            "ORDER BY j.end_time DESC LIMIT ?", (last,))
+            "AND p.runtime_s > 0 AND p.fallback = 0 ORDER BY j.end_time DESC LIMIT ?", (last,))
         if not rows:
             return {}
-        accuracy = sum(min(p, r) / max(p, r) for p, _, r, _ in rows if p > 0) / len(rows)
+        accuracy = sum(min(p, r) / max(p, r) for p, _, r, _ in rows) / len(rows)
         finished = [(b, r) for _, b, r, state in rows if state != "TIMEOUT"]
         killed = sum(1 for b, r in finished if r > b) / len(finished) if finished else 0.0
         return {"accuracy": accuracy, "bound_exceeded_rate": killed, "n": float(len(rows))}

@@ -40,6 +40,7 @@ DEFAULTS = {
     "max_time_limit_s": "31622400", # site cap (366 days); an estimate above it changes nothing
     "outcome_wait_s": "30",         # how long the epilog waits for sacct's final state (0 = never)
     "outcome_retry_s": "120",       # how long the epilog retries while the daemon is unreachable
+    "enabled": "true",              # false: the submit hook and PrologSlurmctld do nothing (the off switch)
     "task_prolog_enabled": "true",
     "features_enabled": "true",     # TaskProlog exports HPCPREDICT_FEATURES_FILE, the epilog relays it
     "features_dir": "",             # "" = the job's working directory; else a shared directory

@@ -261,6 +261,16 @@ local function partition_max_s(job_desc, part_list)
   return smallest
 end
 
+-- The partition a job without -p runs in (the one flagged Default), so the daemon records and
+-- scopes it by its name instead of "".
+local function default_partition(part_list)
+  if type(part_list) ~= "table" then return "" end
+  for key, part in pairs(part_list) do
+    if tonumber(part.flag_default) == 1 then return text(part.name or key) end
+  end
+  return ""
+end
+
 local function qos_table()
   local limits = {}
   for name, seconds in CONFIG.qos_max_wall_s:gmatch("([^,%s=]+)%s*=%s*([%d.]+)") do limits[name] = tonumber(seconds) end
@@ -372,10 +382,12 @@ local function plan(estimate, job)
   if not finite(bound) or bound <= 0 or bound > cap then
     return nil, "insane estimate: suggested_time_limit_s=" .. tostring(estimate.suggested_time_limit_s)
   end
+  -- the daemon's [policy] partitions/accounts/opt_out_users: this job is only predicted and told
+  local withheld = type(estimate.limits_withheld) == "string" and estimate.limits_withheld ~= ""
   local change = plan_limits({
     bound_s = bound, requested_s = job.requested_s or 0, user_time_min_s = job.user_time_min_s or 0,
-    max_time_s = job.max_time_s, floor_s = CONFIG.min_time_limit_s, site_cap_s = cap,
-    fallback = estimate.fallback == true, set_time_min = CONFIG.set_time_min, set_time_limit = CONFIG.set_time_limit,
+    max_time_s = job.max_time_s, floor_s = CONFIG.min_time_limit_s, site_cap_s = cap, fallback = estimate.fallback == true,
+    set_time_min = CONFIG.set_time_min and not withheld, set_time_limit = CONFIG.set_time_limit and not withheld,
   })
   local id = estimate.prediction_id
   if type(id) ~= "string" and type(id) ~= "number" then id = "" end
@@ -437,6 +449,8 @@ local function submit(job_desc, part_list, started)
     slurm.log_error("hpcpredict: fail-open, job of %s accepted unchanged: cannot build request: %s", user, tostring(request))
     return
   end
+  if request.job.partition == "" then request.job.partition = default_partition(part_list) end
+  if request.job.account == "" then request.job.account = text(job_desc.default_account) end
   local estimate, why, failed = call("Predict", request, started + CONFIG.budget_s)
   local took_ms = (now() - started) * 1000
   if estimate == nil then

@@ -67,6 +67,8 @@ def main() -> int:
     if not job_id:
         hookclient.log(settings, HOOK, "no SLURM_JOB_ID: not run by slurmctld?")
         return 0
+    if not hookclient.flag(settings["enabled"]):    # the off switch: no call, no AdminComment change
+        return 0
     started = time.monotonic()
     try:
         hookclient.log(settings, HOOK, f"{refine(settings, job_id, node_list)} ({(time.monotonic() - started) * 1e3:.0f} ms)")

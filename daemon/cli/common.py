@@ -67,6 +67,40 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
+def output_console():
+    """A rich Console for stdout: on a terminal its width; piped or redirected, wide enough
+    that no table is wrapped (rich would otherwise assume 80 columns)."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=500)
+
+
+def message_dict(message) -> dict:
+    """A protobuf message for ``--json``: the .proto's field names, every field, and 64-bit
+    integers (counts) as JSON numbers, not the strings protobuf's JSON mapping writes."""
+    from google.protobuf.json_format import MessageToDict
+
+    return _int64_as_numbers(message, MessageToDict(message, preserving_proto_field_name=True,
+                                                    always_print_fields_with_no_presence=True))
+
+
+def _int64_as_numbers(message, data: dict) -> dict:
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    wide = {F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_SINT64, F.TYPE_FIXED64, F.TYPE_SFIXED64}
+    for field in message.DESCRIPTOR.fields:
+        if field.name not in data:
+            continue
+        repeated = field.label == F.LABEL_REPEATED
+        if field.type in wide:
+            data[field.name] = [int(v) for v in data[field.name]] if repeated else int(data[field.name])
+        elif field.type == F.TYPE_MESSAGE and not field.message_type.GetOptions().map_entry:
+            value = getattr(message, field.name)
+            data[field.name] = ([_int64_as_numbers(m, d) for m, d in zip(value, data[field.name])] if repeated
+                                else _int64_as_numbers(value, data[field.name]))
+    return data
+
+
 def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
     """An Estimate as a person reads it."""
     from ..timefmt import human, human_range, slurm_time

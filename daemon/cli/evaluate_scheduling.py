@@ -90,8 +90,9 @@ def _with_progress(jobs, procs, risk, policies, time_min_limit, resubmit_killed)
 
 
 def _print_table(trace: str, risk: float, procs: int, scores: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from .common import output_console
 
     first = next(iter(scores.values()))
     table = Table(title=f"EASY backfilling replay, {procs} processors, bound risk {risk:g}",
@@ -107,7 +108,7 @@ def _print_table(trace: str, risk: float, procs: int, scores: dict) -> None:
         table.add_row(name, f"{s['mean_wait_s'] / 60:.0f}", f"{s['mean_bounded_slowdown']:.2f}",
                       f"{100 * s['utilization']:.1f}%", str(s["shortened"]), str(s["lowered"]),
                       str(s["killed"]), f"{s['killed_node_hours']:.0f}")
-    console = Console()
+    console = output_console()
     console.print(table)
     if {"user", "oracle", "hpcpredict"} <= scores.keys():
         room = scores["user"]["mean_bounded_slowdown"] - scores["oracle"]["mean_bounded_slowdown"]

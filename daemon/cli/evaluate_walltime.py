@@ -3,15 +3,25 @@
 Prints a table (or one JSON object with ``--json``) keyed by predictor name: ``user``,
 ``last2``, ``alea-max5``, ``cesnet``, ``ecmwf``, ``hpcpredict`` (our point estimate) and
 ``hpcpredict-bound`` (our upper bound at ``--risk``), each with ``n``, ``accuracy``,
-``under_rate``, ``kill_rate``, ``median_ratio`` and ``mae_s``.
+``under_rate``, ``kill_rate``, ``median_ratio`` and ``mae_s`` (COLUMNS below, also in ``--help``).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
 
 FORMAT_CHOICES = ("swf", "sacct-json", "sacct-csv", "sacct-parsable")
+COLUMNS = """columns (p predicted, r actual runtime of each scored job):
+  n             jobs scored
+  accuracy      mean min(p, r)/max(p, r): 1 = exact
+  under_rate    share with p < r (a limit at p would have been too short)
+  kill_rate     among the jobs that ended within their request: share with p < r (a limit at p kills them)
+  median_ratio  median p/r
+  mae_s         mean |p - r|, seconds
+predictors: user (the request), last2 (mean of the user's last two runtimes), alea-max5, cesnet, ecmwf
+(published baselines), hpcpredict (our point estimate), hpcpredict-bound (our bound at --risk)"""
 
 
 def add_trace_arguments(parser) -> None:
@@ -27,7 +37,8 @@ def register(families) -> None:
     parser = families.add_parser(
         "walltime", help="replay a job trace online and score every walltime predictor",
         description="Replay TRACE in submission order (a job only sees jobs that ended before "
-                    "its submission) and score the baselines and our model.")
+                    "its submission) and score the baselines and our model.",
+        epilog=COLUMNS, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_trace_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
@@ -73,8 +84,9 @@ def _with_progress(jobs, risk):
 
 
 def _print_table(trace: str, risk: float, scores) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from .common import output_console
 
     table = Table(title=f"walltime predictors on {trace} (online replay, bound risk {risk:g})")
     for column in ("predictor", "n", "accuracy", "under", "kill", "median p/r", "MAE"):
@@ -82,4 +94,4 @@ def _print_table(trace: str, risk: float, scores) -> None:
     for name, s in scores.items():
         table.add_row(name, str(s.n), f"{s.accuracy:.3f}", f"{100 * s.under_rate:.1f} %",
                       f"{100 * s.kill_rate:.1f} %", f"{s.median_ratio:.2f}", f"{s.mae_s / 60:.0f} min")
-    Console().print(table)
+    output_console().print(table)

@@ -16,6 +16,8 @@ import logging
 import os
 import sys
 
+from .. import __version__
+
 # Command modules, in the order `--help` lists them. Adding a command = adding a module here.
 COMMAND_MODULES = (
     "serve",
@@ -46,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
                              " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     register_modules(subparsers, COMMAND_MODULES)
     return parser

@@ -55,9 +55,7 @@ def build_request(script: bytes, sbatch_argv, *, user: str, app: str = "", risk:
 def _predict(args) -> int:
     import getpass
 
-    from google.protobuf.json_format import MessageToDict
-
-    from .common import config_of, estimate_lines, print_json, print_lines, socket_of
+    from .common import config_of, estimate_lines, message_dict, print_json, print_lines, socket_of
     from ..client import DaemonClient
     from ..errors import HpcPredictError
 
@@ -73,7 +71,7 @@ def _predict(args) -> int:
     with DaemonClient(socket_of(args, config), timeout=args.timeout) as client:
         estimate = client.predict(request)
     if args.json:
-        print_json(MessageToDict(estimate, preserving_proto_field_name=True, always_print_fields_with_no_presence=True))
+        print_json(message_dict(estimate))
     else:
         print_lines(estimate_lines(estimate, opts.time_limit_s))
     return 0

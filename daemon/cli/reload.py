@@ -8,13 +8,11 @@ def register(subparsers) -> None:
 
 
 def _reload(args) -> int:
-    from google.protobuf.json_format import MessageToDict
-
-    from .common import ask_reload, config_of, print_json, socket_of
+    from .common import ask_reload, config_of, message_dict, print_json, socket_of
 
     reply = ask_reload(socket_of(args, config_of(args)))
     if args.json:
-        print_json(MessageToDict(reply, preserving_proto_field_name=True))
+        print_json(message_dict(reply))
     else:
         for model in reply.models:
             print(f"serving {model.kind:9} {model.key:20} {model.version}")

@@ -4,8 +4,10 @@ Reads the store directly (not the daemon), like ``explain``: run it as an admin 
 the store file. pandas builds the tables and matplotlib the plot; neither is imported by the
 daemon (this is off the prediction path).
 
-Columns: ``jobs`` ended in the period; ``predicted`` of them had a prediction recorded;
-``our_accuracy`` mean min(p, r)/max(p, r) of those predictions (p predicted, r actual runtime);
+Columns: ``jobs`` ended in the period; ``predicted`` of them had a model's prediction recorded
+(a fallback, the request answering for want of history, is not one); ``our_accuracy`` mean
+min(p, r)/max(p, r) of those predictions (p predicted, r actual runtime: the accuracy
+``status`` and the metrics show, over their own windows);
 ``request_accuracy`` the same for the users' own requests; ``requested_h`` / ``used_h``
 processor-hours asked for and used; ``killed_by_our_limit`` jobs that ended in TIMEOUT before
 their own request (more than a minute short of it, or without a request) while a prediction
@@ -20,9 +22,12 @@ from datetime import datetime, timezone
 
 
 def register(subparsers) -> None:
+    import argparse
+
     parser = subparsers.add_parser(
         "report", help="per user/account: accuracy of our estimates, hours requested vs used, kills, suggestions "
-                       "(admin: reads the store)")
+                       "(admin: reads the store)",
+        epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--user", default=None, help="only this user")
     parser.add_argument("--account", default=None, help="only this account")
     parser.add_argument("--since", default=None, metavar="DATE", help="jobs that ended on or after DATE (YYYY-MM-DD)")
@@ -71,7 +76,7 @@ def summarize(jobs, *, by: str = "user", risk: float = 0.03):
     runtime = frame["runtime_s"].clip(lower=1.0)
     procs = frame["procs"].clip(lower=1)
     predicted = frame["predicted_s"].astype(float)
-    has_prediction = predicted.notna() & (predicted > 0)
+    has_prediction = predicted.notna() & (predicted > 0) & (frame["fallback"].fillna(1).astype(float) == 0)
     frame["our_accuracy"] = np.where(has_prediction, np.minimum(predicted, runtime) / np.maximum(predicted, runtime),
                                      np.nan)
     request = frame["requested_time_s"].astype(float)
@@ -117,8 +122,11 @@ def plot_report(table, path: str, title: str, top: int = 15) -> None:
     hours.set_yscale("log")
     hours.legend()
     hours.set_title(title)
-    accuracy.bar([p - 0.2 for p in positions], shown["request_accuracy"].fillna(0), width=0.4, label="user's request")
-    accuracy.bar([p + 0.2 for p in positions], shown["our_accuracy"].fillna(0), width=0.4, label="hpcpredict")
+    for offset, column, label in ((-0.2, "request_accuracy", "user's request"), (0.2, "our_accuracy", "hpcpredict")):
+        if shown[column].isna().all():      # say so, rather than draw an empty series
+            label += {"our_accuracy": " (no job here had a model's prediction)",
+                      "request_accuracy": " (no job here had a request)"}[column]
+        accuracy.bar([p + offset for p in positions], shown[column].fillna(0), width=0.4, label=label)
     accuracy.set_ylabel("accuracy min(p,r)/max(p,r)")
     accuracy.set_ylim(0, 1)
     accuracy.legend()

@@ -8,9 +8,7 @@ def register(subparsers) -> None:
 
 
 def _status(args) -> int:
-    from google.protobuf.json_format import MessageToDict
-
-    from .common import config_of, print_json, shown, socket_of
+    from .common import config_of, message_dict, print_json, shown, socket_of
     from ..client import admin_client
     from ..timefmt import human
     from ...proto.v1 import hpcpredict_pb2 as pb
@@ -19,17 +17,20 @@ def _status(args) -> int:
     with admin_client(socket_of(args, config)) as client:
         status = client.call("GetStatus", pb.StatusRequest())
     if args.json:
-        print_json(MessageToDict(status, preserving_proto_field_name=True, always_print_fields_with_no_presence=True))
+        print_json(message_dict(status))
         return 0
     print(f"hpcpredictd {status.version}, up {human(status.uptime_s)}, store {status.store}")
     print(f"jobs in history: {status.jobs}  outcomes reported: {status.outcomes}  predictions: {status.predictions}")
     print(f"requests: {status.requests}  answered by fallback: {status.fallbacks}")
-    for key, value in sorted(status.recent_accuracy.items()):
-        print(f"recent {key}: {value:.3f}")
-    if not status.models:
-        print("models: none published (recent-history model and fallbacks answer)")
+    recent = status.recent_accuracy
+    if recent:   # store_lookups.recent_accuracy: the same accuracy as the metrics and `report`
+        print(f"accuracy of the last {int(recent['n'])} outcomes a model predicted: {recent['accuracy']:.3f} "
+              f"(mean min(predicted, actual)/max); ran past the bound: {recent['bound_exceeded_rate']:.3f}")
+    if not any(not model.bundled for model in status.models):
+        print("models: none published by this site (recent-history model and fallbacks answer)")
     for model in status.models:
-        print(shown(f"model {model.kind:9} {model.key:20} {model.version}  ({model.created})"))
+        origin = "  bundled example, not trained on this site" if model.bundled else ""
+        print(shown(f"model {model.kind:9} {model.key:20} {model.version}  ({model.created}){origin}"))
     for fault in status.faults:
         print(shown(f"FAULT {fault}"))   # fault messages quote paths and what callers sent
     return 0

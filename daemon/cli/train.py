@@ -54,6 +54,16 @@ def register(subparsers) -> None:
     publish.add_argument("--key", default=SITE_KEY, help="application or cluster the model is for")
     publish.add_argument("--no-reload", action="store_true")
     publish.set_defaults(handler=_publish)
+    rollback = subparsers.add_parser(
+        "rollback", help="serve an earlier published model version again (admin)",
+        description="Make the daemon serve an earlier published version of a model: VERSION, or the one "
+                    "published before the serving one. `hpcpredict status --json` and the models directory "
+                    "list the versions kept ([models] keep_versions).")
+    rollback.add_argument("kind", choices=model_kind_names())
+    rollback.add_argument("version", nargs="?", help="default: the version published before the serving one")
+    rollback.add_argument("--key", default=SITE_KEY, help="application or cluster the model is for")
+    rollback.add_argument("--no-reload", action="store_true")
+    rollback.set_defaults(handler=_rollback)
 
 
 def train_and_publish(config, cluster: str | None = None):
@@ -78,7 +88,8 @@ def train_and_publish(config, cluster: str | None = None):
         raise HpcPredictError(f"the store has no job history{on}: run `hpcpredict ingest TRACE` first")
     with tempfile.TemporaryDirectory() as tmp:
         save_model(model, Path(tmp))
-        registry = ModelRegistry(config.models.dir, owner=config.models.owner)
+        registry = ModelRegistry(config.models.dir, owner=config.models.owner,
+                                 keep_versions=config.models.keep_versions)
         key = SITE_KEY if cluster is None else cluster
         return registry.publish("walltime", tmp, key=key, metadata={"jobs": count}), count
 
@@ -125,7 +136,8 @@ def _train_runtime(args) -> int:
     except ValueError as error:
         raise HpcPredictError(f"--derive: {error}") from None
     config = writer_config_of(args)
-    registry = ModelRegistry(config.models.dir, owner=config.models.owner)
+    registry = ModelRegistry(config.models.dir, owner=config.models.owner,
+                             keep_versions=config.models.keep_versions)
     with tempfile.TemporaryDirectory() as tmp:
         data, target = (Path(args.data), args.target) if args.data else _runs_from_store(config, args, Path(tmp))
         folder = Path(tmp) / "runtime"
@@ -175,6 +187,29 @@ def _publish(args) -> int:
     from ..registry import ModelRegistry
 
     config = writer_config_of(args)
-    artifact = ModelRegistry(config.models.dir, owner=config.models.owner).publish(args.kind, args.folder, key=args.key)
+    registry = ModelRegistry(config.models.dir, owner=config.models.owner, keep_versions=config.models.keep_versions)
+    artifact = registry.publish(args.kind, args.folder, key=args.key)
     print(f"published {artifact.kind} model {artifact.key} version {artifact.version}")
+    return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
+
+
+def _rollback(args) -> int:
+    from .common import reload_daemon, socket_of, writer_config_of
+    from ..errors import HpcPredictError, ModelNotFound
+    from ..registry import ModelRegistry
+
+    config = writer_config_of(args)
+    registry = ModelRegistry(config.models.dir, owner=config.models.owner)
+    version = args.version
+    if version is None:
+        try:
+            serving = registry.current(args.kind, args.key).version
+        except ModelNotFound:
+            raise HpcPredictError(f"no {args.kind} model {args.key} is published: nothing to roll back") from None
+        earlier = [v for v in registry.versions(args.kind, args.key) if v < serving]
+        if not earlier:
+            raise HpcPredictError(f"{args.kind} model {args.key}: no version older than the serving {serving}")
+        version = earlier[-1]
+    artifact = registry.make_current(args.kind, version, key=args.key)
+    print(f"serving {artifact.kind} model {artifact.key} version {artifact.version} again")
     return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)

@@ -3,11 +3,15 @@
 One job per line, 18 whitespace-separated numeric fields, ``-1`` = unknown; header and comment
 lines start with ``;``. Fields used (1-based): 1 job, 2 submit, 3 wait, 4 run time,
 5 allocated procs, 8 requested procs, 9 requested time, 11 status, 12 user, 13 group,
-14 executable, 15 queue, 16 partition.
+14 executable, 15 queue, 16 partition. Times in the lines count from the header's
+``UnixStartTime`` (seconds since 1970, UTC); the records carry them as Unix times, so a
+trace's jobs have their real dates (``report --since``, the hour and weekday features).
 
 >>> jobs = read_swf("; Version: 2.2\\n1 0 10 3600 8 -1 -1 8 7200 -1 1 3 2 -1 1 -1 -1 -1\\n")
 >>> jobs[0].user, jobs[0].runtime_s, jobs[0].requested_time_s, jobs[0].state
 ('3', 3600.0, 7200.0, 'COMPLETED')
+>>> read_swf("; UnixStartTime: 843480031\\n1 5 10 3600 8 -1 -1 8 7200 -1 1 3 2 -1 1 -1 -1 -1\\n")[0].submit_time
+843480036.0
 """
 from __future__ import annotations
 
@@ -41,8 +45,9 @@ def _ident(value: float) -> str:
     return str(int(value)) if value == int(value) else repr(value)
 
 
-def parse_swf_line(text: str, *, source: str = "", line: int = 0) -> JobRecord:
-    """One SWF data line -> JobRecord; raises ParseError naming the bad field."""
+def parse_swf_line(text: str, *, source: str = "", line: int = 0, start_time: float = 0.0) -> JobRecord:
+    """One SWF data line -> JobRecord, its times offset by the trace's ``start_time`` (its
+    header's UnixStartTime); raises ParseError naming the bad field."""
     parts = text.split()
     if len(parts) < 11:
         raise ParseError(f"expected {SWF_FIELDS} fields, got {len(parts)}", source=source, line=line,
@@ -57,6 +62,7 @@ def parse_swf_line(text: str, *, source: str = "", line: int = 0) -> JobRecord:
      user, group, executable, queue, partition) = values[:16]
     if submit < 0:
         raise ParseError("field 2 (submit) is unknown", source=source, line=line, part=parts[1])
+    submit += start_time
     runtime = run if run >= 0 else -1.0
     requested = req_time if req_time > 0 else 0.0
     start = submit + max(wait, 0.0) if runtime >= 0 else -1.0
@@ -87,12 +93,25 @@ def read_swf(text: str, source: str = "", *, strict: bool = False) -> list[JobRe
     (``strict=True`` raises the first one as ParseError instead)."""
     jobs: list[JobRecord] = []
     skipped: list[ParseError] = []
+    start_time = 0.0
     for number, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
-        if not stripped or stripped.startswith(";"):
+        if not stripped:
+            continue
+        if stripped.startswith(";"):
+            key, _, value = stripped[1:].partition(":")
+            if key.strip() == "UnixStartTime" and not jobs:
+                try:
+                    start_time = float(value)
+                    if not (math.isfinite(start_time) and start_time >= 0):
+                        raise ValueError(value)
+                except ValueError:
+                    start_time = 0.0
+                    logger.warning("%s line %d: UnixStartTime %r is not a number: times kept as in the "
+                                   "trace (from 1970)", source or "swf", number, value.strip()[:40])
             continue
         try:
-            jobs.append(parse_swf_line(stripped, source=source, line=number))
+            jobs.append(parse_swf_line(stripped, source=source, line=number, start_time=start_time))
         except ParseError as error:
             if strict:
                 raise

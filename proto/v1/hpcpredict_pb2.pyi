@@ -169,7 +169,7 @@ class NodeAdvice(_message.Message):
     def __init__(self, nodes: _Optional[int] = ..., runtime_s: _Optional[float] = ..., node_hours: _Optional[float] = ..., efficiency: _Optional[float] = ..., recommended: bool = ...) -> None: ...
 
 class Estimate(_message.Message):
-    __slots__ = ("prediction_id", "runtime_s", "interval", "comm_time_s", "suggested_time_limit_s", "suggested_time_min_s", "node_advice", "explanation", "model_name", "model_version", "fallback", "feature_class", "risk", "application", "comm_model")
+    __slots__ = ("prediction_id", "runtime_s", "interval", "comm_time_s", "suggested_time_limit_s", "suggested_time_min_s", "node_advice", "explanation", "model_name", "model_version", "fallback", "feature_class", "risk", "application", "comm_model", "limits_withheld")
     PREDICTION_ID_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_S_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_FIELD_NUMBER: _ClassVar[int]
@@ -185,6 +185,7 @@ class Estimate(_message.Message):
     RISK_FIELD_NUMBER: _ClassVar[int]
     APPLICATION_FIELD_NUMBER: _ClassVar[int]
     COMM_MODEL_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_WITHHELD_FIELD_NUMBER: _ClassVar[int]
     prediction_id: str
     runtime_s: float
     interval: Interval
@@ -200,7 +201,8 @@ class Estimate(_message.Message):
     risk: float
     application: str
     comm_model: str
-    def __init__(self, prediction_id: _Optional[str] = ..., runtime_s: _Optional[float] = ..., interval: _Optional[_Union[Interval, _Mapping]] = ..., comm_time_s: _Optional[float] = ..., suggested_time_limit_s: _Optional[int] = ..., suggested_time_min_s: _Optional[int] = ..., node_advice: _Optional[_Iterable[_Union[NodeAdvice, _Mapping]]] = ..., explanation: _Optional[_Iterable[str]] = ..., model_name: _Optional[str] = ..., model_version: _Optional[str] = ..., fallback: bool = ..., feature_class: _Optional[str] = ..., risk: _Optional[float] = ..., application: _Optional[str] = ..., comm_model: _Optional[str] = ...) -> None: ...
+    limits_withheld: str
+    def __init__(self, prediction_id: _Optional[str] = ..., runtime_s: _Optional[float] = ..., interval: _Optional[_Union[Interval, _Mapping]] = ..., comm_time_s: _Optional[float] = ..., suggested_time_limit_s: _Optional[int] = ..., suggested_time_min_s: _Optional[int] = ..., node_advice: _Optional[_Iterable[_Union[NodeAdvice, _Mapping]]] = ..., explanation: _Optional[_Iterable[str]] = ..., model_name: _Optional[str] = ..., model_version: _Optional[str] = ..., fallback: bool = ..., feature_class: _Optional[str] = ..., risk: _Optional[float] = ..., application: _Optional[str] = ..., comm_model: _Optional[str] = ..., limits_withheld: _Optional[str] = ...) -> None: ...
 
 class Outcome(_message.Message):
     __slots__ = ("job_id", "prediction_id", "submit_time", "start_time", "end_time", "elapsed_s", "state", "exit_code", "request", "node_list")
@@ -263,7 +265,7 @@ class ReloadRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ("kind", "key", "version", "created", "path", "metadata", "serving")
+    __slots__ = ("kind", "key", "version", "created", "path", "metadata", "serving", "bundled")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -278,6 +280,7 @@ class ModelInfo(_message.Message):
     PATH_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     SERVING_FIELD_NUMBER: _ClassVar[int]
+    BUNDLED_FIELD_NUMBER: _ClassVar[int]
     kind: str
     key: str
     version: str
@@ -285,7 +288,8 @@ class ModelInfo(_message.Message):
     path: str
     metadata: _containers.ScalarMap[str, str]
     serving: bool
-    def __init__(self, kind: _Optional[str] = ..., key: _Optional[str] = ..., version: _Optional[str] = ..., created: _Optional[str] = ..., path: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., serving: bool = ...) -> None: ...
+    bundled: bool
+    def __init__(self, kind: _Optional[str] = ..., key: _Optional[str] = ..., version: _Optional[str] = ..., created: _Optional[str] = ..., path: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., serving: bool = ..., bundled: bool = ...) -> None: ...
 
 class ReloadReply(_message.Message):
     __slots__ = ("models", "errors")

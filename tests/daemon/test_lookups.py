@@ -128,6 +128,9 @@ def test_explain_and_report_on_the_kth_trace(tmp_path):
     assert sum(row["jobs"] for row in rows) == store.count_jobs()
     store.close()
     assert all(row["request_accuracy"] is None or 0 < row["request_accuracy"] <= 1 for row in rows)
+    # the trace's real dates (its header's UnixStartTime: 1996-09-23; it ends in 1997-08)
+    later = json.loads(cli(tmp_path, "report", "--json", "--since", "1997-01-01").stdout)["all"]["jobs"]
+    assert 0 < later < sum(row["jobs"] for row in rows)
 
 
 def test_every_dashboard_query_names_a_metric_the_daemon_exports(daemon, predicted_world):
@@ -144,3 +147,29 @@ def test_every_dashboard_query_names_a_metric_the_daemon_exports(daemon, predict
         names = set(re.findall(r"\bhpcpredict_[a-z_]+", query))
         assert names, f"query names no hpcpredict metric: {query}"
         assert names <= exported, f"{query}: {sorted(names - exported)} not exported"
+
+
+def test_one_accuracy_in_status_metrics_and_report(daemon, predicted_world):
+    """The same jobs give the same accuracy everywhere: a fallback answer (carol has no history:
+    her request answered) is not a model's prediction in any of the three."""
+    alice, _ = predicted_world
+    now = int(time.time())
+    with grpc.insecure_channel(f"unix:{daemon.socket}") as channel:
+        stub = pb_grpc.PredictorStub(channel)
+        carol = stub.Predict(job("carol", "batch", "701"), timeout=5)
+        stub.ReportOutcome(pb.Outcome(job_id="701", prediction_id=carol.prediction_id, elapsed_s=600.0,
+                                      state="COMPLETED", submit_time=now - 2000, end_time=now - 20), timeout=5)
+    assert carol.fallback
+    batch = gauge(scrape(daemon), "hpcpredict_partition_accuracy", "batch")
+    assert batch == pytest.approx(min(alice.runtime_s, 3600.0) / max(alice.runtime_s, 3600.0))
+    report = json.loads(cli(daemon.data_dir, "report", "--json", "--user", "alice").stdout)["all"]
+    carol_row = json.loads(cli(daemon.data_dir, "report", "--json", "--user", "carol").stdout)["rows"][0]
+    assert report["our_accuracy"] == pytest.approx(batch) and carol_row["predicted"] == 0
+    status = json.loads(cli(daemon.data_dir, "status", "--json").stdout)
+    everyone = json.loads(cli(daemon.data_dir, "report", "--json").stdout)["all"]
+    assert status["recent_accuracy"]["accuracy"] == pytest.approx(everyone["our_accuracy"])
+    assert status["recent_accuracy"]["n"] == everyone["predicted"] == 2     # alice's and bob's
+    assert status["jobs"] == 8 and status["outcomes"] == 8     # counts are numbers in --json, not strings
+    assert status["models"] and all(model["bundled"] for model in status["models"])   # nothing published here
+    text = cli(daemon.data_dir, "status").stdout
+    assert "none published by this site" in text and "bundled example" in text, text

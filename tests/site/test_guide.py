@@ -11,6 +11,12 @@ and the hooks' ``slurm_conf`` setting names that slurm.conf (the guide's "$EDITO
 The install is real: user, /opt/hpcpredict, /etc/hpcpredict, /var/lib/hpcpredict,
 /run/hpcpredict, /usr/local/bin links; the guide's uninstall removes them all at the end.
 
+It is real in a place of its own (tests/site/sandbox.py): a mount and pid namespace whose system
+directories are overlays, so the host's own installation, its history and models and its
+``hpcpredict`` user are never touched, and a host with an install gets its test all the same.
+The test runs the guide on a host that has an install (made inside a namespace too, with its
+user busy running a process) and checks that install came out untouched.
+
 Needs root and the Debian packages of contrib/apt-packages.txt; takes the Slurm test lock
 (tests/slurm/conftest.py). ``HPCPREDICT_GUIDE_TIMINGS=FILE`` writes the measured times there
 (the ``site`` benchmark area reads them; no time is asserted).
@@ -24,12 +30,14 @@ import pwd
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from ..slurm.harness import APP_SCRIPT, CLUSTER, PORTS, SLURM_DIR, poll
+from . import sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "contrib" / "slurm" / "ADMIN.md"
@@ -97,14 +105,35 @@ def cluster(script: str, **extra) -> subprocess.CompletedProcess:
 def slurm_lock():
     if os.geteuid() != 0:
         pytest.fail("the guide test needs root: it installs a site and runs Slurm")
-    for program in ("sbatch", "runuser", "setpriv", "start-stop-daemon", "git", "lua5.1"):
+    for program in ("sbatch", "runuser", "setpriv", "start-stop-daemon", "git", "lua5.1", "unshare"):
         assert shutil.which(program) or Path(f"/usr/sbin/{program}").exists(), f"{program} missing"
     with open("/tmp/hpcpredict-slurm-test.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
 
-def test_admin_guide_from_clone_to_suggestion_refresh_upgrade_uninstall(slurm_lock, tmp_path):
+def test_admin_guide_leaves_the_host_and_its_install_alone(slurm_lock, tmp_path):
+    """The guide below, in its sandbox, on a host with an install of its own that must survive."""
+    cluster("stop-cluster.sh")      # one a crashed run left: inside, its processes are out of sight
+    inner = f"{Path(__file__).relative_to(REPO)}::test_admin_guide_from_clone_to_suggestion_refresh_upgrade_uninstall"
+    done = sandbox.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
+                        str(tmp_path / "inner"), inner], existing_install=True)
+    output = f"--- stdout\n{done.stdout[-6000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    assert done.returncode == 0 and re.search(r"\b1 passed", done.stdout), output
+
+
+@pytest.fixture
+def in_its_sandbox():
+    if os.environ.get(sandbox.MARK) != "1":
+        pytest.skip("runs only in the sandbox test_admin_guide_leaves_the_host_and_its_install_alone makes")
+    # Never over an existing install: the sandbox hid the host's; anything left means it did not.
+    left = [path for path in sandbox.INSTALL_PATHS if os.path.lexists(path)]
+    assert not left, f"refusing to install over an existing install: {left}"
+    with pytest.raises(KeyError):
+        pwd.getpwnam(sandbox.USER)
+
+
+def test_admin_guide_from_clone_to_suggestion_refresh_upgrade_uninstall(in_its_sandbox, tmp_path):
     blocks = guide_blocks(GUIDE.read_text())
     assert {"install", "start-without-systemd", "check", "slurm", "first-history", "refresh", "upgrade",
             "uninstall"} <= set(blocks)
@@ -131,6 +160,7 @@ def test_admin_guide_from_clone_to_suggestion_refresh_upgrade_uninstall(slurm_lo
         snippet = checkout / "contrib" / "slurm" / "slurm.conf.snippet"
         snippet.write_text(snippet.read_text().replace("/etc/slurm", str(SLURM_ETC)))
         sh(blocks["install"])
+        assert "/var/log/slurm/hpcpredict-hooks.log " in Path("/etc/logrotate.d/hpcpredict-hooks").read_text()
         timings["install_s"] = time.monotonic() - clone_at
         # SlurmUser joins no group: the local socket is open to all, and the outcomes stored
         # below from the epilog (run as slurm) show its calls are accepted by uid.
@@ -183,7 +213,7 @@ def test_admin_guide_from_clone_to_suggestion_refresh_upgrade_uninstall(slurm_lo
         if os.environ.get("HPCPREDICT_GUIDE_TIMINGS"):
             Path(os.environ["HPCPREDICT_GUIDE_TIMINGS"]).write_text(json.dumps(timings, indent=2))
     for gone in ("/opt/hpcpredict", "/etc/hpcpredict", "/var/lib/hpcpredict", "/usr/local/bin/hpcpredict",
-                 str(SLURM_ETC / "hpcpredict")):
+                 "/etc/logrotate.d/hpcpredict-hooks", str(SLURM_ETC / "hpcpredict")):
         assert not os.path.lexists(gone), gone
     with pytest.raises(KeyError):
         pwd.getpwnam("hpcpredict")

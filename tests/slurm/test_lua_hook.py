@@ -223,12 +223,16 @@ def test_limits_are_clamped_to_partition_and_qos(tmp_path, part_list, partition,
 H.config.hook_socket = %r
 H.config.qos_max_wall_s = %r
 local jd = {user_name = "alice", name = "x", min_nodes = 1, time_limit = 4294967294, partition = %s,
-            default_qos = "normal", script = "#!/bin/sh\\n", environment = {}}
+            default_qos = "normal", default_account = "phys", script = "#!/bin/sh\\n", environment = {}}
 slurm_job_submit(jd, %s, 1001)
 io.write("limit=" .. tostring(jd.time_limit))""" % (fake.path, qos, partition, parts))
     finally:
         fake.close()
     assert done.stdout.decode() == expected, done.stderr
+    sent = json.loads(fake.received[0])["request"]["job"]["partition"]
+    default = next(name for name, part in part_list.items() if part.get("flag_default")) if partition == "nil" else None
+    assert sent == (default or json.loads(partition)), sent     # a job without -p: the default partition's name
+    assert json.loads(fake.received[0])["request"]["job"]["account"] == "phys"   # no --account: the default
 
 
 @pytest.mark.parametrize("estimate, job, expected", [
@@ -243,6 +247,11 @@ io.write("limit=" .. tostring(jd.time_limit))""" % (fake.path, qos, partition, p
     ({"runtime_s": 600, "suggested_time_limit_s": 960}, "{requested_s = 1800, max_time_s = 600}",
      "min=nil limit=nil bound_above_max_time"),
     ({"runtime_s": 600, "suggested_time_limit_s": 960}, "{requested_s = math.huge}", "min=16 limit=nil time_min"),
+    ({"runtime_s": 600, "suggested_time_limit_s": 960, "limits_withheld": "ann opted out"}, "{requested_s = 1800}",
+     "min=nil limit=nil time_min_off"),
+    ({"runtime_s": 600, "suggested_time_limit_s": 960, "limits_withheld": "ann opted out"}, "{}",
+     "min=nil limit=nil time_limit_off"),
+    ({"runtime_s": 600, "suggested_time_limit_s": 960, "limits_withheld": ""}, "{}", "min=nil limit=16 time_limit"),
     ({"runtime_s": "abc", "suggested_time_limit_s": 960}, "{}", "nil"),
     ({"runtime_s": 600}, "{}", "nil"),
     ({}, "{}", "nil"),

@@ -16,9 +16,10 @@ def test_kth_swf_fields(traces):
     first = jobs[0]
     # "1 0 964980 97225 56 -1 -1 56 210000 -1 1 1 1 -1 -1 -1 -1 -1"
     assert (first.job_id, first.user, first.group) == ("1", "1", "1")
-    assert (first.submit_time, first.runtime_s, first.requested_time_s) == (0.0, 97225.0, 210000.0)
+    start = 843480031.0         # the header's UnixStartTime: 1996-09-23, the trace's real dates
+    assert (first.submit_time, first.runtime_s, first.requested_time_s) == (start, 97225.0, 210000.0)
     assert (first.allocated_procs, first.requested_procs) == (56, 56)
-    assert first.start_time == 964980.0 and first.end_time == 964980.0 + 97225.0
+    assert first.start_time == start + 964980.0 and first.end_time == start + 964980.0 + 97225.0
     assert first.application == "" and first.state == "COMPLETED"
     states = {j.state for j in jobs}
     assert states == {"COMPLETED", "FAILED", "TIMEOUT"}
