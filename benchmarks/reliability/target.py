@@ -53,7 +53,7 @@ class Target:
             entry = pwd.getpwnam(user)
             os.chown(self.data_dir, entry.pw_uid, entry.pw_gid)
         self.env = {**os.environ, "HPCPREDICT_DATA_DIR": str(self.data_dir), "HPCPREDICT_DAEMON_LOG_LEVEL": "INFO",
-                    **(env or {})}
+                    "HPCPREDICT_DAEMON_METRICS": "127.0.0.1:0", **(env or {})}
         if source is not None:
             self.env["PYTHONPATH"] = f"{source}:{self.env.get('PYTHONPATH', '')}".rstrip(":")
         self.proc: subprocess.Popen | None = None
