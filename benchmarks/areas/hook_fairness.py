@@ -15,8 +15,8 @@ request (a 4 KiB script, argv, environment) every 100 ms with the hook's 300 ms 
   (reconnecting when cut), one user with 8 clients sending a byte every 0.5 s;
 * ``metrics``: the daemon under a task limit of 512 (``prlimit --nproc=512``: RLIMIT_NPROC of
   its own uid, counting its threads; there is no systemd here to give it a TasksMax); one user
-  holds 5,000 TCP connections to the metrics endpoint, then sends 200 calls it may not make
-  (each refused) on the local socket. Answered probes, the daemon's threads, whether gRPC
+  holds 5,000 TCP connections to the metrics endpoint (reopening the ones closed) and all along
+  sends 20 calls a second it may not make (each refused) on the local socket. Answered probes, the daemon's threads, whether gRPC
   health still says SERVING and whether the local socket still answers afterwards.
 """
 from __future__ import annotations
@@ -75,7 +75,8 @@ def _forked(user, work, *args) -> int:
         return pid
     code = 0
     try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536))
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         os.setgroups([])
         os.setgid(user.pw_gid)
         os.setuid(user.pw_uid)
@@ -148,15 +149,17 @@ def trickle(path: str, clients: int, until: float) -> None:
 def probe(path: str, until: float, out: str) -> None:
     """The submit hook's call every 100 ms with its budget; latency of each, None = not answered."""
     payload = _line("Predict", HOOK_JOB)
-    latencies = []
+    latencies, failures = [], {}
     while time.time() < until:
         started = time.monotonic()
-        answer = None
+        answer, stage = None, "connect"
         try:
             conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             conn.settimeout(BUDGET_S)
             conn.connect(path)
+            stage = "send"
             conn.sendall(payload)
+            stage = "answer"
             data = b""
             while not data.endswith(b"\n"):
                 conn.settimeout(max(0.001, started + BUDGET_S - time.monotonic()))
@@ -165,13 +168,18 @@ def probe(path: str, until: float, out: str) -> None:
                     break
                 data += chunk
             conn.close()
-            if data and json.loads(data).get("ok"):
+            reply = json.loads(data) if data else {"error": "closed"}
+            if reply.get("ok"):
                 answer = time.monotonic() - started
-        except (OSError, ValueError):
-            pass
+            else:
+                stage = f"refused: {reply.get('error')}"
+        except (OSError, ValueError) as error:
+            stage = f"{stage}: {type(error).__name__}"
         latencies.append(answer)
+        if answer is None:
+            failures[stage] = failures.get(stage, 0) + 1
         time.sleep(max(0.0, 0.1 - (time.monotonic() - started)))
-    Path(out).write_text(json.dumps(latencies))
+    Path(out).write_text(json.dumps({"latencies": latencies, "failures": failures}))
 
 
 def hold_metrics(port: int, count: int, until: float, hook: str, refused_calls: int, out: str) -> None:
@@ -179,7 +187,8 @@ def hold_metrics(port: int, count: int, until: float, hook: str, refused_calls: 
     ``refused_calls`` calls an ordinary user may not make on the local socket."""
     selector = selectors.DefaultSelector()
     held, opened, failed = 0, 0, 0
-    burst_done = {}
+    codes: dict = {}
+    sent, next_burst = 0, 0.0
     while time.time() < until:
         while held < count:
             conn = socket.socket()
@@ -192,9 +201,9 @@ def hold_metrics(port: int, count: int, until: float, hook: str, refused_calls: 
             selector.register(conn, selectors.EVENT_READ)
             held += 1
             opened += 1
-        if not burst_done and held >= count:
-            codes: dict = {}
-            for index in range(refused_calls):
+        if sent < refused_calls and held >= count and time.time() >= next_burst:   # 20 a second, all along
+            next_burst = time.time() + 1.0
+            for index in range(sent, min(refused_calls, sent + 20)):
                 try:
                     with _connect(hook, 5.0) as conn:
                         conn.sendall(_line("ReportOutcome", {"job_id": str(index), "state": "COMPLETED"}))
@@ -203,13 +212,13 @@ def hold_metrics(port: int, count: int, until: float, hook: str, refused_calls: 
                 except (OSError, ValueError) as error:
                     code = type(error).__name__
                 codes[code] = codes.get(code, 0) + 1
-            burst_done = codes
+                sent += 1
         for key, _ in selector.select(0.2):
             selector.unregister(key.fileobj)
             key.fileobj.close()
             held -= 1
     Path(out).write_text(json.dumps({"metrics_connections_opened": opened, "connect_failures": failed,
-                                     "refused_calls": burst_done}))
+                                     "refused_calls": codes}))
 
 
 # ------------------------------------------------------------------ one run
@@ -220,13 +229,14 @@ def _users(count: int) -> list:
     return [pwd.getpwnam(name) for name in names]
 
 
-def _summary(latencies: list) -> dict:
+def _summary(probed: dict) -> dict:
+    latencies = probed["latencies"]
     answered = sorted(x for x in latencies if x is not None)
     share = len(answered) / len(latencies) if latencies else 0.0
     pick = (lambda q: round(answered[min(len(answered) - 1, int(len(answered) * q))] * 1e3, 2)) if answered else None
     return {"probes": len(latencies), "answered": len(answered), "answered_pct": round(100 * share, 2),
             "p50_ms": pick(0.5) if pick else None, "p99_ms": pick(0.99) if pick else None,
-            "max_ms": round(answered[-1] * 1e3, 2) if answered else None}
+            "max_ms": round(answered[-1] * 1e3, 2) if answered else None, "not_answered": probed["failures"]}
 
 
 def _health(target: Target) -> str:
@@ -262,7 +272,7 @@ def run_one(scenario: str, source, daemon_user, users, seconds: float) -> dict:
                 pids.append(_forked(user, hold_idle, hook, 30, until))
             pids.append(_forked(users[21], trickle, hook, 8, until))
         else:
-            pids.append(_forked(users[0], hold_metrics, target.info["metrics_port"], 5000, until, hook, 200,
+            pids.append(_forked(users[0], hold_metrics, target.info["metrics_port"], 5000, until, hook, int(20 * seconds),
                                 str(work / "metrics.json")))
         time.sleep(3)   # the load in place before the first probe
         threads_under_load = _threads(target.proc.pid)
@@ -276,7 +286,6 @@ def run_one(scenario: str, source, daemon_user, users, seconds: float) -> dict:
             if (work / name).exists():
                 result.update(json.loads((work / name).read_text()))
         time.sleep(1)
-        after = []
         _forked(slurm, probe, hook, time.time() + 2, str(work / "after.json"))
         os.wait()
         result["probe_after_load"] = _summary(json.loads((work / "after.json").read_text()))
