@@ -309,10 +309,12 @@ class HookServer:
             self._read(connection)
 
     def _stopping(self, now: float) -> bool:
-        """Past stop(): no more accepts; True once the calls in flight are answered or grace ran out."""
+        """Past stop(): no more accepts; True once the calls in flight and those waiting for their
+        turn are answered, or grace ran out."""
         if self._listener is not None:
             self._unlisten()
-        return self._running == 0 or now >= self._stop_at
+        idle = self._running == 0 and not self._ready_privileged and not self._ready_users
+        return idle or now >= self._stop_at
 
     def _unlisten(self) -> None:
         if not self._accept_paused_until:

@@ -203,16 +203,23 @@ def hold_metrics(port: int, count: int, until: float, hook: str, refused_calls: 
             opened += 1
         if sent < refused_calls and held >= count and time.time() >= next_burst:   # 20 a second, all along
             next_burst = time.time() + 1.0
+            burst = []    # 20 at once: calls in flight together, as a burst of refused calls is
             for index in range(sent, min(refused_calls, sent + 20)):
                 try:
-                    with _connect(hook, 5.0) as conn:
-                        conn.sendall(_line("ReportOutcome", {"job_id": str(index), "state": "COMPLETED"}))
-                        reply = conn.makefile("rb").readline()
+                    conn = _connect(hook, 5.0)
+                    conn.sendall(_line("ReportOutcome", {"job_id": str(index), "state": "COMPLETED"}))
+                    burst.append(conn)
+                except OSError as error:
+                    codes[type(error).__name__] = codes.get(type(error).__name__, 0) + 1
+                sent += 1
+            for conn in burst:
+                try:
+                    reply = conn.makefile("rb").readline()
                     code = json.loads(reply).get("code", json.loads(reply).get("error")) if reply else "closed"
                 except (OSError, ValueError) as error:
                     code = type(error).__name__
+                conn.close()
                 codes[code] = codes.get(code, 0) + 1
-                sent += 1
         for key, _ in selector.select(0.2):
             selector.unregister(key.fileobj)
             key.fileobj.close()
@@ -275,12 +282,15 @@ def run_one(scenario: str, source, daemon_user, users, seconds: float) -> dict:
             pids.append(_forked(users[0], hold_metrics, target.info["metrics_port"], 5000, until, hook, int(20 * seconds),
                                 str(work / "metrics.json")))
         time.sleep(3)   # the load in place before the first probe
-        threads_under_load = _threads(target.proc.pid)
         pids.append(_forked(slurm, probe, hook, until, str(work / "probe.json")))
-        for pid in pids:
-            os.waitpid(pid, 0)
+        threads, running = 0, set(pids)
+        while running:
+            running = {pid for pid in running if os.waitpid(pid, os.WNOHANG) == (0, 0)}
+            if target.proc.poll() is None:
+                threads = max(threads, _threads(target.proc.pid))
+            time.sleep(0.5)
         result = {"probe": _summary(json.loads((work / "probe.json").read_text())),
-                  "daemon_threads_under_load": threads_under_load,
+                  "daemon_threads_peak": threads,
                   "health_after": _health(target), "daemon_alive": target.proc.poll() is None}
         for name in ("heavy.json", "metrics.json"):
             if (work / name).exists():
