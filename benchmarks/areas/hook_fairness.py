@@ -15,15 +15,15 @@ request (a 4 KiB script, argv, environment) every 100 ms with the hook's 300 ms 
   (reconnecting when cut), one user with 8 clients sending a byte every 0.5 s;
 * ``metrics``: the daemon under a task limit of 512 (``prlimit --nproc=512``: RLIMIT_NPROC of
   its own uid, counting its threads; there is no systemd here to give it a TasksMax); one user
-  holds 5,000 TCP connections to the metrics endpoint (reopening the ones closed) and all along
-  sends 20 calls a second it may not make (each refused) on the local socket. Answered probes, the daemon's threads, whether gRPC
+  opens TCP connections to the metrics endpoint one after another and holds them (up to 5,000;
+  reopening the ones closed) and from 5 s on sends bursts of 20 calls at once it may not make
+  (each refused) on the local socket, one burst a second. Answered probes, the daemon's threads, whether gRPC
   health still says SERVING and whether the local socket still answers afterwards.
 """
 from __future__ import annotations
 
 import argparse
 import base64
-import errno
 import json
 import os
 import pwd
@@ -186,22 +186,21 @@ def hold_metrics(port: int, count: int, until: float, hook: str, refused_calls: 
     """``count`` TCP connections to the metrics port, held silent (reopened when closed), then
     ``refused_calls`` calls an ordinary user may not make on the local socket."""
     selector = selectors.DefaultSelector()
-    held, opened, failed = 0, 0, 0
+    held, peak, opened, failed = 0, 0, 0, 0
     codes: dict = {}
-    sent, next_burst = 0, 0.0
+    sent, next_burst = 0, time.time() + 5.0
     while time.time() < until:
-        while held < count:
-            conn = socket.socket()
-            conn.setblocking(False)
-            error = conn.connect_ex(("127.0.0.1", port))
-            if error not in (0, errno.EINPROGRESS):
-                conn.close()
+        if held < count:    # one connection at a time, each established (accepted) before the next
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=1.0)
+                conn.setblocking(False)
+                selector.register(conn, selectors.EVENT_READ)
+                held += 1
+                opened += 1
+                peak = max(peak, held)
+            except OSError:
                 failed += 1
-                break
-            selector.register(conn, selectors.EVENT_READ)
-            held += 1
-            opened += 1
-        if sent < refused_calls and held >= count and time.time() >= next_burst:   # 20 a second, all along
+        if sent < refused_calls and time.time() >= next_burst:   # 20 a second after the first 5 s
             next_burst = time.time() + 1.0
             burst = []    # 20 at once: calls in flight together, as a burst of refused calls is
             for index in range(sent, min(refused_calls, sent + 20)):
@@ -220,11 +219,11 @@ def hold_metrics(port: int, count: int, until: float, hook: str, refused_calls: 
                     code = type(error).__name__
                 conn.close()
                 codes[code] = codes.get(code, 0) + 1
-        for key, _ in selector.select(0.2):
+        for key, _ in selector.select(0 if held < count else 0.2):
             selector.unregister(key.fileobj)
             key.fileobj.close()
             held -= 1
-    Path(out).write_text(json.dumps({"metrics_connections_opened": opened, "connect_failures": failed,
+    Path(out).write_text(json.dumps({"metrics_connections_opened": opened, "held_at_once": peak, "connect_failures": failed,
                                      "refused_calls": codes}))
 
 
