@@ -15,8 +15,8 @@ request (a 4 KiB script, argv, environment) every 100 ms with the hook's 300 ms 
   (reconnecting when cut), one user with 8 clients sending a byte every 0.5 s;
 * ``metrics``: the daemon under a task limit of 512 (``prlimit --nproc=512``: RLIMIT_NPROC of
   its own uid, counting its threads; there is no systemd here to give it a TasksMax); one user
-  opens TCP connections to the metrics endpoint one after another and holds them (up to 5,000;
-  reopening the ones closed) and from 5 s on sends bursts of 20 calls at once it may not make
+  opens TCP connections to the metrics endpoint from 64 threads and holds them (up to 5,000;
+  reopening the ones closed) and from 15 s on sends bursts of 20 calls at once it may not make
   (each refused) on the local socket, one burst a second. Answered probes, the daemon's threads, whether gRPC
   health still says SERVING and whether the local socket still answers afterwards.
 """
@@ -183,48 +183,79 @@ def probe(path: str, until: float, out: str) -> None:
 
 
 def hold_metrics(port: int, count: int, until: float, hook: str, refused_calls: int, out: str) -> None:
-    """``count`` TCP connections to the metrics port, held silent (reopened when closed), then
-    ``refused_calls`` calls an ordinary user may not make on the local socket."""
-    selector = selectors.DefaultSelector()
-    held, peak, opened, failed = 0, 0, 0, 0
-    codes: dict = {}
-    sent, next_burst = 0, time.time() + 5.0
-    while time.time() < until:
-        if held < count:    # one connection at a time, each established (accepted) before the next
-            try:
-                conn = socket.create_connection(("127.0.0.1", port), timeout=1.0)
-                conn.setblocking(False)
-                selector.register(conn, selectors.EVENT_READ)
-                held += 1
-                opened += 1
-                peak = max(peak, held)
-            except OSError:
-                failed += 1
-        if sent < refused_calls and time.time() >= next_burst:   # 20 a second after the first 5 s
-            next_burst = time.time() + 1.0
-            burst = []    # 20 at once: calls in flight together, as a burst of refused calls is
-            for index in range(sent, min(refused_calls, sent + 20)):
+    """Up to ``count`` TCP connections to the metrics port, held silent (reopened when closed), by
+    64 connecting threads (a connect on this VM's loopback stalls for a second now and then);
+    from 15 s on, bursts of 20 calls at once an ordinary user may not make, one a second."""
+    import threading
+
+    lock = threading.Lock()
+    tally = {"held": 0, "peak": 0, "opened": 0, "failed": 0}
+
+    def connector():
+        mine = []
+        while time.time() < until:
+            if tally["held"] < count:
                 try:
-                    conn = _connect(hook, 5.0)
-                    conn.sendall(_line("ReportOutcome", {"job_id": str(index), "state": "COMPLETED"}))
-                    burst.append(conn)
-                except OSError as error:
-                    codes[type(error).__name__] = codes.get(type(error).__name__, 0) + 1
-                sent += 1
-            for conn in burst:
-                try:
-                    reply = conn.makefile("rb").readline()
-                    code = json.loads(reply).get("code", json.loads(reply).get("error")) if reply else "closed"
-                except (OSError, ValueError) as error:
-                    code = type(error).__name__
+                    conn = socket.create_connection(("127.0.0.1", port), timeout=2.0)
+                    conn.setblocking(False)
+                    mine.append(conn)
+                    with lock:
+                        tally["held"] += 1
+                        tally["opened"] += 1
+                        tally["peak"] = max(tally["peak"], tally["held"])
+                except OSError:
+                    with lock:
+                        tally["failed"] += 1
+            else:
+                time.sleep(0.2)
+            for conn in selectors_ready(mine):     # closed by the server: open another
+                mine.remove(conn)
                 conn.close()
-                codes[code] = codes.get(code, 0) + 1
-        for key, _ in selector.select(0 if held < count else 0.2):
-            selector.unregister(key.fileobj)
-            key.fileobj.close()
-            held -= 1
-    Path(out).write_text(json.dumps({"metrics_connections_opened": opened, "held_at_once": peak, "connect_failures": failed,
-                                     "refused_calls": codes}))
+                with lock:
+                    tally["held"] -= 1
+
+    threads = [threading.Thread(target=connector, daemon=True) for _ in range(64)]
+    for thread in threads:
+        thread.start()
+    codes: dict = {}
+    sent = 0
+    time.sleep(15.0)    # the endpoint's threads first: a burst then needs new worker threads
+    while time.time() < until:
+        started = time.time()
+        burst = []    # 20 at once: calls in flight together, as a burst of refused calls is
+        for index in range(sent, min(refused_calls, sent + 20)):
+            try:
+                conn = _connect(hook, 5.0)
+                conn.sendall(_line("ReportOutcome", {"job_id": str(index), "state": "COMPLETED"}))
+                burst.append(conn)
+            except OSError as error:
+                codes[type(error).__name__] = codes.get(type(error).__name__, 0) + 1
+            sent += 1
+        for conn in burst:
+            try:
+                reply = conn.makefile("rb").readline()
+                code = json.loads(reply).get("code", json.loads(reply).get("error")) if reply else "closed"
+            except (OSError, ValueError) as error:
+                code = type(error).__name__
+            conn.close()
+            codes[code] = codes.get(code, 0) + 1
+        time.sleep(max(0.0, 1.0 - (time.time() - started)))
+    for thread in threads:
+        thread.join(5)
+    Path(out).write_text(json.dumps({"metrics_connections_opened": tally["opened"], "held_at_once": tally["peak"],
+                                     "connect_failures": tally["failed"], "refused_calls": codes}))
+
+
+def selectors_ready(conns: list) -> list:
+    """The connections of ``conns`` the other end closed (or that have something to read)."""
+    if not conns:
+        return []
+    selector = selectors.DefaultSelector()
+    for conn in conns:
+        selector.register(conn, selectors.EVENT_READ)
+    ready = [key.fileobj for key, _ in selector.select(0)]
+    selector.close()
+    return ready
 
 
 # ------------------------------------------------------------------ one run
