@@ -76,9 +76,11 @@ class DaemonConfig:
     max_concurrent: int = 64                      # beyond this, RESOURCE_EXHAUSTED at once
     max_connections: int = 512                    # open connections to the local socket
     max_connections_per_user: int = 32            # ... of one unprivileged uid
+    reserved_connections: int = 64                # ... of max_connections, only for root, slurm_user and admins
+    user_line_bytes: int = 131072                 # a request line of an unprivileged caller (the hooks' may be 4 MiB)
     request_timeout_s: float = 5.0                # a whole request line must arrive within this
     idle_timeout_s: float = 30.0                  # a connection with no request for this long is closed
-    metrics: str = "127.0.0.1:0"                  # Prometheus endpoint host:port; port 0 = any free port; "" = off
+    metrics: str = "127.0.0.1:9464"               # Prometheus endpoint host:port; port 0 = any free port; "" = off
     grace_s: float = 5.0                          # SIGTERM: drain in-flight calls this long
     slurm_user: str = "slurm"                     # SlurmUser: its hooks record predictions and outcomes
     admin_users: tuple[str, ...] = ("root", "hpcpredict")
@@ -349,6 +351,10 @@ def _validate(config: Config) -> None:
                           f"daemon on the gRPC socket: use 0600 or 0660 (users ask on the local socket)")
     if config.daemon.max_connections < 1 or config.daemon.max_connections_per_user < 1:
         raise ConfigError("[daemon] max_connections and max_connections_per_user must be >= 1")
+    if not 0 <= config.daemon.reserved_connections < config.daemon.max_connections:
+        raise ConfigError("[daemon] reserved_connections must be >= 0 and below max_connections")
+    if config.daemon.user_line_bytes < 1024:
+        raise ConfigError("[daemon] user_line_bytes must be >= 1024")
     if config.daemon.request_timeout_s <= 0 or config.daemon.idle_timeout_s <= 0:
         raise ConfigError("[daemon] request_timeout_s and idle_timeout_s must be > 0")
     if config.daemon.log_format not in ("text", "json"):

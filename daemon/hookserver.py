@@ -15,32 +15,45 @@ The line is parsed into the same protobuf message the gRPC server receives and h
 user (mode 0666) and the service decides per call what that uid may do
 (:mod:`.service`); its refusals come back as ``ok: false`` with the status name gRPC would use.
 
-Bounded on every side, so one user cannot starve the hooks of others:
+Bounded on every side, so no user can starve the hooks or another user:
 
-* at most ``max_connections`` open connections, and ``max_connections_per_user`` of one
-  unprivileged uid; past either, ``{"ok": false, "error": "busy"}`` and close;
+* at most ``max_connections`` open connections, of which ``reserved_connections`` only for the
+  privileged callers (root, the Slurm user, admins: the uids :meth:`PredictionService.privileged`
+  names), and ``max_connections_per_user`` of one unprivileged uid; past these,
+  ``{"ok": false, "error": "busy"}`` and close. Ordinary users filling every slot of theirs
+  leave the hooks their own;
+* a request line of an unprivileged caller is at most ``user_line_bytes`` (refused as soon as
+  that many bytes arrive without a newline; the Slurm hook's own line, a 64 KiB script start,
+  is privileged and may be up to ``max_line_bytes``); before any line is turned into a
+  message, the item counts of its lists and maps are checked against ``[limits]`` (``argv``,
+  ``inputs``, ``environment``, ``comm``): what a request costs to parse is bounded before it
+  is paid. A method an unprivileged caller may not make is refused without parsing;
 * a whole request line must arrive within ``request_timeout`` of its first byte (a client
-  trickling one byte a second is cut off), a connection idle for ``idle_timeout`` is closed,
-  and a line longer than ``max_line_bytes`` is refused;
-* calls run on a fixed pool of ``workers`` threads; past ``max_pending`` calls running or
-  waiting for a worker, ``busy`` at once instead of queueing (the hooks fail open on it);
-* one loop thread multiplexes every connection, so a slow client holds no worker; an accept
-  that fails for want of descriptors (EMFILE) pauses accepting for a second and goes on, it
-  never stops the listener;
-* overload is shed, not queued: while the loop comes back for its 50 ms tick more than
-  ``max_lag`` late, a request is answered ``busy`` at once. A hook gives up after its
-  budget (300 ms) anyway; answering it later would only delay the calls behind it. The
-  listen backlog stays short (128) for the same reason: a hook that cannot connect fails open
-  at once instead of waiting in the kernel.
+  trickling one byte a second is cut off), and a connection idle for ``idle_timeout`` is closed;
+* fair turns: a connection has at most one request served at a time (the next line of a
+  pipeline is not even read before the reply is out). Each turn of the loop serves every
+  privileged caller's waiting request, then ONE unprivileged request, the uids taking turns
+  round-robin; so the hook's call waits behind at most one ordinary request, and a user's
+  pipeline or many connections only make that user wait longer;
+* overload is shed, not queued: a request that waited ``max_lag`` for its turn is answered
+  ``busy`` (the hooks fail open after their 300 ms budget anyway; answering later would
+  only delay the calls behind it). The listen backlog is long and drained every turn
+  (``_BACKLOG``): while it is full, the hooks' connects fail at once;
+* calls that may wait for the disk (or lines longer than ``user_line_bytes``) go to
+  ``workers`` threads started with the server, given work in the same fair order: the loop
+  never starts a thread, so a task limit cannot stop it;
+* the listener never dies of an exception: one raised while serving a connection closes that
+  connection; one raised by the loop itself is logged, counted
+  (``hpcpredict_local_socket_errors``) and the loop goes on. Only when the loop fails
+  ``_FAILURES_FATAL`` times in a row is it declared dead: ``on_fatal`` is called (the daemon
+  then turns its gRPC health NOT_SERVING and exits non-zero, so its service manager restarts it).
 
 One thread runs a ``selectors`` loop over the listener and every connection: a connection
 costs a registration, one read and one write (asyncio's streams cost about twice the CPU per
 connection, measured in ``benchmarks/README.md#hook``). A ``Predict`` whose record goes to the
-memory-mapped journal (``inline``) is answered on that thread, usually in the same round that
+memory-mapped journal (``inline``) is answered on that thread, usually in the same turn that
 accepted its connection: a hand-off to a worker and back costs more than the call itself, and
-two threads taking turns on one interpreter lock wait for each other's switch interval. Other
-calls (they may wait for the disk) go to the worker pool and their replies come back through
-a wake-up socket.
+two threads taking turns on one interpreter lock wait for each other's switch interval.
 
 Example (``service`` is the daemon's ``PredictionService``)::
 
@@ -56,16 +69,16 @@ import errno
 import json
 import logging
 import os
+import queue
 import selectors
 import socket
 import struct
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 
 from google.protobuf import json_format
 
-from .service import error_message, status_name
+from .service import ANYONE, METHODS as WHO_MAY_CALL, error_message, status_name
 from ..proto.v1 import hpcpredict_pb2 as pb
 
 logger = logging.getLogger(__name__)
@@ -75,23 +88,42 @@ _SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
 METHODS = {method.name: getattr(pb, method.input_type.name) for method in _SERVICE.methods}
 BUSY = b'{"ok":false,"error":"busy"}\n'
 _TICK = 0.05            # seconds between deadline sweeps
-_ACCEPTS_PER_ROUND = 32  # then serve the connections already open, so none starves
+# The listen backlog, and how many connections are accepted each turn: all of them. A Unix
+# connect fails at once (EAGAIN) while the backlog is full, and the kernel cannot tell the hooks'
+# connects from the ordinary users' that fill it (users reconnecting as they are told busy): a
+# backlog of 128 left the hook 55 % of its calls under 20 users holding their connections. So
+# the backlog is long (the kernel caps it at net.core.somaxconn) and drained every turn; a turn
+# lasts at most one ordinary request (~20 ms at the limits) plus ~20 us per refused connection.
+_BACKLOG = 4096
+_ACCEPTS_PER_ROUND = _BACKLOG
 _READ_BYTES = 65536
 # accept() failures that mean "no descriptors or memory now", not "the listener is broken"
 _ACCEPT_PAUSE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+# accept() failures that mean the listener itself is gone: the loop cannot go on without it
+_ACCEPT_BROKEN_ERRNOS = {errno.EBADF, errno.EINVAL, errno.ENOTSOCK}
+_FAILURES_FATAL = 10     # loop turns failing in a row (~2 s with the back-off) before giving up
+#: Explicit communication messages an unprivileged caller's request may list: parsing one costs
+#: ~5 us, and no user tool sends them ([limits] max_messages still applies to everyone).
+USER_MAX_MESSAGES = 1024
+#: The most dimensions a process grid may have (as jobspec checks after parsing).
+_MAX_GRID = 8
 
 
 class _Connection:
-    """One client: bytes received and not yet a whole line, the reply not yet sent, and the
-    moment it is cut off (idle, line incomplete, reply unread)."""
+    """One client: bytes received and not yet a whole line, the line waiting for its turn, the
+    reply not yet sent, and the moment it is cut off (idle, line incomplete, reply unread)."""
 
-    __slots__ = ("sock", "uid", "received", "unsent", "deadline", "events", "calling",
-                 "close_when_sent", "closed")
+    __slots__ = ("sock", "uid", "privileged", "line_limit", "received", "line", "ready_at", "unsent",
+                 "deadline", "events", "calling", "close_when_sent", "closed")
 
-    def __init__(self, sock: socket.socket, uid: int | None, deadline: float):
+    def __init__(self, sock: socket.socket, uid: int | None, privileged: bool, line_limit: int, deadline: float):
         self.sock = sock
         self.uid = uid
+        self.privileged = privileged
+        self.line_limit = line_limit
         self.received = bytearray()
+        self.line: bytes | None = None   # a whole request line waiting for its turn
+        self.ready_at = 0.0              # ... since then
         self.unsent = bytearray()
         self.deadline = deadline
         self.events = 0             # what the selector waits for on it (0: not registered)
@@ -100,28 +132,32 @@ class _Connection:
         self.closed = False
 
 
-
 class HookServer:
     """Serve every RPC of ``service`` as JSON lines on the Unix socket ``path``."""
 
-    def __init__(self, path: str, service, *, max_line_bytes: int = 4 << 20, workers: int = 8,
-                 max_pending: int = 64, max_connections: int = 512, max_connections_per_user: int = 32,
-                 request_timeout: float = 5.0, idle_timeout: float = 30.0, mode: int = 0o666,
-                 inline: frozenset[str] = frozenset(), max_lag: float = 0.25):
+    def __init__(self, path: str, service, *, max_line_bytes: int = 4 << 20, user_line_bytes: int = 128 << 10,
+                 workers: int = 8, max_connections: int = 512, reserved_connections: int = 64,
+                 max_connections_per_user: int = 32, request_timeout: float = 5.0, idle_timeout: float = 30.0,
+                 mode: int = 0o666, inline: frozenset[str] = frozenset(), max_lag: float = 0.25,
+                 on_fatal=None):
         self.path = path
         self.service = service
         self.max_line_bytes = max_line_bytes
+        self.user_line_bytes = min(user_line_bytes, max_line_bytes)
         self.workers = workers
-        self.max_pending = max_pending
         self.max_connections = max_connections
+        self.reserved_connections = min(reserved_connections, max_connections - 1)
         self.max_connections_per_user = max_connections_per_user
         self.request_timeout = request_timeout
         self.idle_timeout = idle_timeout
         self.mode = mode
         self.inline = inline
         self.max_lag = max_lag
-        self._lag = 0.0
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="local-call")
+        self.on_fatal = on_fatal    # called once (with a message) if the loop cannot go on
+        self.failed: str | None = None
+        self._work: queue.SimpleQueue = queue.SimpleQueue()      # (connection, line) for the workers
+        self._worker_threads: list[threading.Thread] = []
+        self._running = 0           # calls handed to the workers, not yet delivered
         self._selector: selectors.BaseSelector | None = None
         self._listener: socket.socket | None = None
         self._wake_reader: socket.socket | None = None
@@ -129,14 +165,19 @@ class HookServer:
         self._thread: threading.Thread | None = None
         self._connections: dict[int, _Connection] = {}
         self._per_uid: dict[int | None, int] = {}
-        self._pending = 0
-        self._replies: collections.deque = collections.deque()   # (connection, future) from workers
+        self._user_connections = 0   # of unprivileged callers
+        self._ready_privileged: collections.deque[_Connection] = collections.deque()
+        # unprivileged connections with a line waiting, by uid; the uids take turns in this order
+        self._ready_users: collections.OrderedDict[int | None, collections.deque[_Connection]] = \
+            collections.OrderedDict()
+        self._replies: collections.deque = collections.deque()   # (connection, reply) from workers
         self._accept_paused_until = 0.0
+        self._tick = 0.0
         self._stop_at: float | None = None     # set by stop(): answer what is in flight until then
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "HookServer":
-        """Bind the socket (replacing a stale one) and serve from a daemon thread."""
+        """Bind the socket (replacing a stale one), start the workers and serve from a daemon thread."""
         directory = os.path.dirname(self.path) or "."
         os.makedirs(directory, exist_ok=True)
         if os.path.exists(self.path):
@@ -147,7 +188,7 @@ class HookServer:
         try:
             listener.bind(self.path)
             os.chmod(self.path, self.mode)
-            listener.listen(128)
+            listener.listen(_BACKLOG)
             listener.setblocking(False)
         except BaseException:
             listener.close()
@@ -159,6 +200,11 @@ class HookServer:
         self._selector = selectors.DefaultSelector()
         self._selector.register(listener, selectors.EVENT_READ, "listener")
         self._selector.register(self._wake_reader, selectors.EVENT_READ, "wake")
+        # every thread now: one that cannot be started (a task limit) fails the start, not a call
+        for index in range(self.workers):
+            worker = threading.Thread(target=self._work_loop, name=f"local-call-{index}", daemon=True)
+            worker.start()
+            self._worker_threads.append(worker)
         self._thread = threading.Thread(target=self._run, name="local-socket", daemon=True)
         self._thread.start()
         logger.info("local socket listening on %s (mode %#o, %d workers)", self.path, self.mode, self.workers)
@@ -174,7 +220,8 @@ class HookServer:
         thread.join(timeout=(grace or 0.0) + 5.0)
         if thread.is_alive():
             logger.error("local socket did not stop within its grace")
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        for _ in self._worker_threads:
+            self._work.put(None)
         try:
             if os.path.exists(self.path) and not os.path.isdir(self.path):
                 os.unlink(self.path)
@@ -190,42 +237,84 @@ class HookServer:
 
     # ------------------------------------------------------------------ the loop
     def _run(self) -> None:
-        tick = time.monotonic() + _TICK
+        self._tick = time.monotonic() + _TICK
+        failures = 0
         try:
             while True:
-                events = self._selector.select(max(0.0, tick - time.monotonic()))
-                began = time.monotonic()
-                for key, mask in events:
-                    if key.data == "listener":
-                        self._accept(began)
-                    elif key.data == "wake":
-                        self._drain_wakes()
-                    elif key.data.closed:
-                        continue    # closed earlier in this round
-                    elif mask & selectors.EVENT_WRITE:
-                        if self._flush(key.data):
-                            self._serve_lines(key.data)
-                    else:
-                        self._read(key.data)
-                self._deliver_replies()
-                now = time.monotonic()
-                if now >= tick:
-                    # how late the loop came back for its tick: what a request arriving now waits
-                    self._lag = now - tick
-                    tick = now + _TICK
-                    self._sweep(now)
-                if self._stop_at is not None and self._stopping(now):
-                    return
-        except Exception:   # a bug here must not pass silently: the hooks fail open meanwhile
-            logger.exception("local socket loop failed")
+                try:
+                    if self._turn():
+                        return
+                    failures = 0
+                except Exception as error:   # a bug or a broken resource: counted, and the loop goes on
+                    failures += 1
+                    self.service.metrics.local_socket_errors.inc()
+                    logger.exception("local socket loop: error %d in a row", failures)
+                    if failures >= _FAILURES_FATAL:
+                        self._die(f"{failures} loop errors in a row, the last: {type(error).__name__}: {error}")
+                        return
+                    time.sleep(min(0.002 * 2 ** failures, 0.5))   # not a hot loop of failures
         finally:
-            self._close_all()
+            try:
+                self._close_all()
+            except Exception:
+                logger.exception("local socket: closing its connections failed")
+
+    def _die(self, message: str) -> None:
+        self.failed = message
+        logger.critical("local socket cannot go on: %s", message)
+        if self.on_fatal is not None:
+            try:
+                self.on_fatal(message)
+            except Exception:
+                logger.exception("local socket: on_fatal failed")
+
+    def _turn(self) -> bool:
+        """One turn: wait for I/O (not at all when requests wait for their turn), handle it,
+        serve in fair order, sweep deadlines on the tick. True once stopped."""
+        waiting = self._ready_privileged or self._ready_users
+        events = self._selector.select(0 if waiting else max(0.0, self._tick - time.monotonic()))
+        began = time.monotonic()
+        for key, mask in events:
+            if key.data == "listener":
+                self._accept(began)
+            elif key.data == "wake":
+                self._drain_wakes()
+            elif not key.data.closed:   # (closed earlier in this turn)
+                self._guarded(key.data, self._on_event, key.data, mask)
+        self._deliver_replies()
+        self._serve_ready()
+        now = time.monotonic()
+        if now >= self._tick:
+            self._tick = now + _TICK
+            self._sweep(now)
+        return self._stop_at is not None and self._stopping(now)
+
+    def _guarded(self, connection: _Connection, function, *args):
+        """``function(*args)``; an exception closes only this connection (counted, logged): None."""
+        try:
+            return function(*args)
+        except Exception:
+            self.service.metrics.local_socket_errors.inc()
+            logger.exception("local socket: error on a connection of uid %s; closing it", connection.uid)
+            try:
+                self._close(connection)
+            except Exception:
+                logger.exception("local socket: could not close the connection")
+
+    def _on_event(self, connection: _Connection, mask: int) -> None:
+        if mask & selectors.EVENT_WRITE:
+            if self._flush(connection):
+                self._take_line(connection)
+        else:
+            self._read(connection)
 
     def _stopping(self, now: float) -> bool:
-        """Past stop(): no more accepts; True once the calls in flight are answered or grace ran out."""
+        """Past stop(): no more accepts; True once the calls in flight and those waiting for their
+        turn are answered, or grace ran out."""
         if self._listener is not None:
             self._unlisten()
-        return self._pending == 0 or now >= self._stop_at
+        idle = self._running == 0 and not self._ready_privileged and not self._ready_users
+        return idle or now >= self._stop_at
 
     def _unlisten(self) -> None:
         if not self._accept_paused_until:
@@ -254,7 +343,8 @@ class HookServer:
         if self._accept_paused_until and now >= self._accept_paused_until and self._listener is not None:
             self._accept_paused_until = 0.0
             self._selector.register(self._listener, selectors.EVENT_READ, "listener")
-        for connection in [c for c in self._connections.values() if c.deadline <= now and not c.calling]:
+        for connection in [c for c in self._connections.values()
+                           if c.deadline <= now and not c.calling and c.line is None]:
             if connection.received and not connection.unsent:   # a line begun, not finished
                 _send_best_effort(connection.sock, _encode(
                     {"ok": False, "error": f"request line not complete within {self.request_timeout:g} s"}))
@@ -268,29 +358,52 @@ class HookServer:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as error:
-                if error.errno not in _ACCEPT_PAUSE_ERRNOS:
+                if error.errno in _ACCEPT_BROKEN_ERRNOS:
                     raise
+                self.service.metrics.local_socket_errors.inc()
+                if error.errno not in _ACCEPT_PAUSE_ERRNOS:
+                    logger.warning("local socket: accept failed (%s); going on", error)
+                    return
                 # out of descriptors: stop accepting for a second (the kernel keeps the backlog)
                 logger.warning("local socket cannot accept (%s); pausing accepts for 1 s", error)
                 self._selector.unregister(self._listener)
                 self._accept_paused_until = now + 1.0
                 return
-            sock.setblocking(False)
-            uid = _peer_uid(sock)
-            capped = not self.service.privileged(uid)   # the hooks' own users are bounded by the total only
-            if len(self._connections) >= self.max_connections or (
-                    capped and self._per_uid.get(uid, 0) >= self.max_connections_per_user):
-                self.service.metrics.rejected.inc()
-                _refuse(sock)
-                continue
-            connection = _Connection(sock, uid, now + self.idle_timeout)
-            self._connections[sock.fileno()] = connection
-            self._per_uid[uid] = self._per_uid.get(uid, 0) + 1
-            self._watch(connection, selectors.EVENT_READ)
-            self._read(connection)   # the hooks send their line right after connecting
+            try:
+                self._admit(sock, now)
+            except Exception:
+                self.service.metrics.local_socket_errors.inc()
+                logger.exception("local socket: could not admit a connection")
+                connection = self._connections.get(sock.fileno()) if sock.fileno() >= 0 else None
+                if connection is not None:
+                    self._close(connection)
+                else:
+                    sock.close()
+
+    def _admit(self, sock: socket.socket, now: float) -> None:
+        sock.setblocking(False)
+        uid = _peer_uid(sock)
+        privileged = self.service.privileged(uid)
+        if privileged:
+            # the hooks' own callers are bounded by the total only, and have slots no user can take
+            full = len(self._connections) >= self.max_connections
+        else:
+            full = (self._user_connections >= self.max_connections - self.reserved_connections
+                    or self._per_uid.get(uid, 0) >= self.max_connections_per_user)
+        if full:
+            self.service.metrics.rejected.inc()
+            _refuse(sock)
+            return
+        connection = _Connection(sock, uid, privileged, self.max_line_bytes if privileged else self.user_line_bytes,
+                                 now + self.idle_timeout)
+        self._connections[sock.fileno()] = connection
+        self._per_uid[uid] = self._per_uid.get(uid, 0) + 1
+        self._user_connections += not privileged
+        self._watch(connection, selectors.EVENT_READ)
+        self._read(connection)   # the hooks send their line right after connecting
 
     def _watch(self, connection: _Connection, events: int) -> None:
-        """Wait for ``events`` on the connection (0: for nothing, while a worker answers it)."""
+        """Wait for ``events`` on the connection (0: for nothing, while its request waits or runs)."""
         if events == connection.events:
             return
         if not events:
@@ -314,65 +427,117 @@ class HookServer:
         if not connection.received:
             connection.deadline = time.monotonic() + self.request_timeout   # from a line's first byte
         connection.received += data
-        self._serve_lines(connection)
+        self._take_line(connection)
 
-    def _serve_lines(self, connection: _Connection) -> None:
-        """Answer the whole lines received, one at a time and in order, then wait for more."""
+    def _take_line(self, connection: _Connection) -> None:
+        """The connection's next whole line waits for its turn; until it is answered nothing more
+        is read from it (the kernel's buffer holds the rest of a pipeline)."""
+        if connection.closed or connection.line is not None or connection.calling or connection.unsent:
+            return
         received = connection.received
-        while not connection.closed:
-            end = received.find(b"\n")
-            if end < 0 and len(received) <= self.max_line_bytes:
-                if not received:
-                    connection.deadline = time.monotonic() + self.idle_timeout
-                self._watch(connection, selectors.EVENT_READ)
-                return      # the rest of the line is still on its way
-            if end < 0 or end >= self.max_line_bytes:
-                self._reply(connection, _encode(
-                    {"ok": False, "error": f"request line longer than {self.max_line_bytes} bytes"}), close=True)
-                return
-            line = bytes(received[:end + 1])
-            del received[:end + 1]
-            if received:
-                connection.deadline = time.monotonic() + self.request_timeout
-            if self._pending >= self.max_pending or self._lag > self.max_lag:
-                self.service.metrics.rejected.inc()
-                self._reply(connection, BUSY, close=True)
-                return
-            if not (self.inline and _method_of(line) in self.inline):
-                self._pending += 1
-                connection.calling = True
-                self._watch(connection, 0)      # nothing more from it until this reply is out
-                future = self._pool.submit(self._answer, line, connection.uid)
-                future.add_done_callback(lambda done, c=connection: self._replied(c, done))
-                return
-            self._pending += 1
-            try:
-                reply = self._answer(line, connection.uid)   # no thread hand-off (module docstring)
-            finally:
-                self._pending -= 1
-            if not self._reply(connection, reply):
-                return      # the client does not read yet: go on once the reply is out
+        end = received.find(b"\n")
+        if end < 0 and len(received) <= connection.line_limit:
+            if not received:
+                connection.deadline = time.monotonic() + self.idle_timeout
+            self._watch(connection, selectors.EVENT_READ)
+            return      # the rest of the line is still on its way
+        if end < 0 or end >= connection.line_limit:
+            self._reply(connection, _encode(
+                {"ok": False, "error": f"request line longer than {connection.line_limit} bytes"}), close=True)
+            return
+        connection.line = bytes(received[:end + 1])
+        del received[:end + 1]
+        connection.ready_at = time.monotonic()
+        if received:    # the next line has begun: it has request_timeout from now
+            connection.deadline = connection.ready_at + self.request_timeout
+        self._watch(connection, 0)
+        if connection.privileged:
+            self._ready_privileged.append(connection)
+        else:
+            waiting = self._ready_users.get(connection.uid)
+            if waiting is None:
+                waiting = self._ready_users[connection.uid] = collections.deque()
+            waiting.append(connection)
 
-    def _replied(self, connection: _Connection, future: Future) -> None:
-        """A worker finished (any thread): hand the reply to the loop."""
-        self._replies.append((connection, future))
-        self._wake()
+    # ------------------------------------------------------------------ fair turns
+    def _serve_ready(self) -> None:
+        """Every privileged request waiting, then one unprivileged request, the next uid's turn."""
+        for _ in range(len(self._ready_privileged)):
+            connection = self._ready_privileged.popleft()
+            if not connection.closed and not self._guarded_start(connection):
+                self._ready_privileged.append(connection)    # waits for a worker
+        for _ in range(len(self._ready_users)):
+            uid, waiting = next(iter(self._ready_users.items()))
+            while waiting and waiting[0].closed:
+                waiting.popleft()
+            if not waiting:
+                del self._ready_users[uid]
+                continue
+            self._ready_users.move_to_end(uid)     # its next request after every other uid's
+            if self._guarded_start(waiting[0]):
+                waiting.popleft()
+                if not waiting:
+                    del self._ready_users[uid]
+                return
+
+    def _guarded_start(self, connection: _Connection) -> bool:
+        return self._guarded(connection, self._start, connection) is not False   # failed: closed, done
+
+    def _start(self, connection: _Connection) -> bool:
+        """Answer the connection's waiting line (on this thread or a worker's); False when it
+        needs a worker and none is free."""
+        line = connection.line
+        method = _method_of(line)
+        if time.monotonic() - connection.ready_at > self.max_lag:
+            connection.line = None
+            self.service.metrics.rejected.inc()
+            self._reply(connection, BUSY, close=True)
+            return True
+        if not connection.privileged and method and WHO_MAY_CALL[method][1] != ANYONE:
+            # refused by the service's own rule, on an empty request: nothing of the line is parsed
+            connection.line = None
+            if self._reply(connection, _encode(self._call(method, METHODS[method](), connection.uid))):
+                self._take_line(connection)
+            return True
+        if method in self.inline and len(line) <= self.user_line_bytes:
+            connection.line = None
+            if self._reply(connection, self._answer(line, connection.uid)):   # no thread hand-off
+                self._take_line(connection)
+            return True
+        if self._running >= self.workers:
+            return False
+        connection.line = None
+        connection.calling = True
+        self._running += 1
+        self._work.put((connection, line))
+        return True
+
+    def _work_loop(self) -> None:
+        """A worker: answer lines the loop hands over, hand the replies back."""
+        while True:
+            item = self._work.get()
+            if item is None:
+                return
+            connection, line = item
+            try:
+                reply = self._answer(line, connection.uid)
+            except Exception:   # handle_line raises for no input: a bug; this client gets no answer
+                logger.exception("local call failed")
+                reply = None
+            self._replies.append((connection, reply))
+            self._wake()
 
     def _deliver_replies(self) -> None:
         while self._replies:
-            connection, future = self._replies.popleft()
-            self._pending -= 1
+            connection, reply = self._replies.popleft()
+            self._running -= 1
             connection.calling = False
             if connection.closed:
                 continue
-            try:
-                reply = future.result()
-            except Exception:   # cancelled at shutdown, or a bug: this client gets no answer
-                logger.exception("local call failed")
+            if reply is None:
                 self._close(connection)
-                continue
-            if self._reply(connection, reply):
-                self._serve_lines(connection)
+            elif self._reply(connection, reply):
+                self._take_line(connection)
 
     def _reply(self, connection: _Connection, data: bytes, close: bool = False) -> bool:
         """Send ``data`` (then close, if asked); True when all of it went out at once."""
@@ -402,12 +567,14 @@ class HookServer:
     def _close(self, connection: _Connection) -> None:
         if connection.closed:
             return
-        connection.closed = True
+        connection.closed = True     # and left in a ready queue, skipped when its turn comes
+        connection.line = None
         self._connections.pop(connection.sock.fileno(), None)
         self._watch(connection, 0)
         left = self._per_uid.pop(connection.uid, 1) - 1
         if left:
             self._per_uid[connection.uid] = left
+        self._user_connections -= not connection.privileged
         connection.sock.close()
 
     # ------------------------------------------------------------------ calls
@@ -430,12 +597,22 @@ class HookServer:
         body = envelope.get("request", {})
         if not isinstance(body, dict):
             return {"ok": False, "error": "request: must be a JSON object"}
+        privileged = self.service.privileged(caller_uid)
+        if not privileged and WHO_MAY_CALL[method][1] != ANYONE:
+            return self._call(method, METHODS[method](), caller_uid)   # refused before parsing
+        too_many = _too_many_items(body if method == "Predict" else body.get("request"),
+                                   self.service.limits, privileged)
+        if too_many:
+            return {"ok": False, "error": too_many, "code": "INVALID_ARGUMENT"}
         try:
             request = json_format.ParseDict(body, METHODS[method]())
         except json_format.ParseError as error:
             return {"ok": False, "error": f"request: {error}", "code": "INVALID_ARGUMENT"}
         except RecursionError:
             return {"ok": False, "error": "request: nested too deeply", "code": "INVALID_ARGUMENT"}
+        return self._call(method, request, caller_uid)
+
+    def _call(self, method: str, request, caller_uid: int | None) -> dict:
         try:
             response = self.service.call(method, request, caller_uid)
         except Exception as error:   # the service's errors, and a bug (logged there): keep serving
@@ -444,6 +621,28 @@ class HookServer:
             return {"ok": False, "error": error_message(method, error), "code": code}
         return {"ok": True, "response": json_format.MessageToDict(
             response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
+
+
+def _too_many_items(request, limits, privileged: bool) -> str:
+    """Why the JobRequest ``request`` (a parsed JSON object) has more items than [limits] allow
+    ("" = it does not): len() of each list and map, before any of them is turned into a message
+    (that costs microseconds per item). The same rules as jobspec's, checked earlier."""
+    if not isinstance(request, dict):
+        return ""
+    for name, limit, what in (("argv", limits.max_inputs, "arguments"), ("inputs", limits.max_inputs, "inputs"),
+                              ("environment", limits.max_environment, "variables")):
+        items = request.get(name)
+        if isinstance(items, (list, dict)) and len(items) > limit:
+            return f"{name}: {len(items)} {what} exceed the limit {limit}"
+    comm = request.get("comm")
+    if isinstance(comm, dict):
+        grid, messages = comm.get("grid"), comm.get("messages")
+        if isinstance(grid, list) and len(grid) > _MAX_GRID:
+            return f"comm.grid: at most {_MAX_GRID} dimensions"
+        limit = limits.max_messages if privileged else min(limits.max_messages, USER_MAX_MESSAGES)
+        if isinstance(messages, list) and len(messages) > limit:
+            return f"comm.messages: {len(messages)} messages exceed the limit {limit}"
+    return ""
 
 
 def _method_of(line: bytes) -> str:

@@ -6,7 +6,8 @@ metrics) and binds; ``Daemon.start()`` starts serving; ``Daemon.stop(grace)`` dr
 ``main()`` is the console entry point:
 ``hpcpredictd [--config FILE] [--socket GRPC_PATH] [--local-socket PATH]``.
 Signals: SIGTERM/SIGINT drain and exit (health turns NOT_SERVING first), SIGHUP reloads the
-models. ``[daemon] cpu_affinity`` (env ``HPCPREDICT_DAEMON_CPU_AFFINITY``) pins the process to
+models. A local socket whose loop cannot go on turns health NOT_SERVING and makes the daemon
+drain and exit with status 2, for its service manager to restart it. ``[daemon] cpu_affinity`` (env ``HPCPREDICT_DAEMON_CPU_AFFINITY``) pins the process to
 CPUs: see :func:`pin_to_cpus`.
 """
 from __future__ import annotations
@@ -120,6 +121,15 @@ class Daemon:
         self.metrics_server = None
         self.metrics_port = None
         self._stopped = threading.Event()
+        self.failed = threading.Event()    # a part cannot go on: main() exits non-zero
+
+    def _local_socket_died(self, message: str) -> None:
+        """The local socket's loop gave up (hookserver.py): the hooks fail open from now on. Health
+        says NOT_SERVING at once; main() sees ``failed`` and exits non-zero, so the service manager
+        (Restart=on-failure in contrib/systemd) starts a daemon whose socket works."""
+        self.engine.faults.set("local socket", "serve", message)
+        set_serving(self.health, False)
+        self.failed.set()
 
     def start(self) -> "Daemon":
         self.service.reload()
@@ -137,17 +147,21 @@ class Daemon:
         daemon_cfg = self.config.daemon
         if daemon_cfg.hook_socket:
             self.hook_server = HookServer(
-                daemon_cfg.hook_socket, self.service, max_pending=daemon_cfg.max_concurrent,
-                max_connections=daemon_cfg.max_connections,
-                max_connections_per_user=daemon_cfg.max_connections_per_user,
+                daemon_cfg.hook_socket, self.service, user_line_bytes=daemon_cfg.user_line_bytes,
+                max_connections=daemon_cfg.max_connections, reserved_connections=daemon_cfg.reserved_connections,
+                max_connections_per_user=daemon_cfg.max_connections_per_user, on_fatal=self._local_socket_died,
                 request_timeout=daemon_cfg.request_timeout_s, idle_timeout=daemon_cfg.idle_timeout_s,
                 mode=daemon_cfg.hook_socket_mode,
                 # A Predict whose record goes to the memory-mapped journal never waits for the
                 # disk: answered on the socket's own thread, without a hand-off to a worker.
                 inline=frozenset({"Predict"}) if self.config.store.journal_mib else frozenset()).start()
         if self.config.daemon.metrics:
-            self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)
-        set_serving(self.health, True)
+            try:
+                self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)
+            except OSError as error:
+                # The port taken (another daemon on this host): predictions matter more than metrics.
+                self.engine.faults.set("metrics", "listen", f"{self.config.daemon.metrics}: {error.strerror or error}")
+        set_serving(self.health, not self.failed.is_set())
         self._write_runtime_info()
         logger.info("hpcpredictd serving on unix:%s (gRPC) and %s (local), metrics port %s", self.socket_path,
                     self.config.daemon.hook_socket or "no local socket", self.metrics_port)
@@ -314,9 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_term)
     signal.signal(signal.SIGHUP, on_hup)
     print(f"hpcpredictd: serving on unix:{daemon.socket_path}", file=sys.stderr, flush=True)
-    while not stop.wait(1.0):
+    while not stop.wait(0.5) and not daemon.failed.is_set():
         pass
     daemon.stop()
+    if daemon.failed.is_set():
+        print(f"hpcpredictd: exiting to be restarted: {'; '.join(daemon.engine.faults.lines())}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -45,7 +45,8 @@ class Target:
     """``hpcpredictd`` on a fresh data directory; ``source`` None = this checkout's code."""
 
     def __init__(self, source: Path | None = None, env: dict | None = None, data_dir: Path | None = None,
-                 user: str | None = None):
+                 user: str | None = None, prefix: list[str] | None = None):
+        self.prefix = prefix or []   # a command the daemon runs under, e.g. prlimit
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="hpd-rel-", dir="/tmp"))
         os.chmod(self.data_dir, 0o755)
         self.user = user   # run the daemon as this user and its own group only (root starts it)
@@ -53,7 +54,7 @@ class Target:
             entry = pwd.getpwnam(user)
             os.chown(self.data_dir, entry.pw_uid, entry.pw_gid)
         self.env = {**os.environ, "HPCPREDICT_DATA_DIR": str(self.data_dir), "HPCPREDICT_DAEMON_LOG_LEVEL": "INFO",
-                    **(env or {})}
+                    "HPCPREDICT_DAEMON_METRICS": "127.0.0.1:0", **(env or {})}
         if source is not None:
             self.env["PYTHONPATH"] = f"{source}:{self.env.get('PYTHONPATH', '')}".rstrip(":")
         self.proc: subprocess.Popen | None = None
@@ -67,7 +68,7 @@ class Target:
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
             identity = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
-        self.proc = subprocess.Popen([sys.executable, "-m", "hpcpredict.daemon.server"], env=self.env,
+        self.proc = subprocess.Popen([*self.prefix, sys.executable, "-m", "hpcpredict.daemon.server"], env=self.env,
                                      stdout=log, stderr=log, cwd="/", **identity)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -39,17 +39,24 @@ def split_own_options(args) -> list[str]:
     return rest
 
 
+#: What of a script is sent: job_submit.lua's max_script_bytes, so the answer is the one sbatch
+#: would get, and the line stays within the local socket's limit for users ([daemon] user_line_bytes).
+SENT_SCRIPT_BYTES = 65536
+
+
 def build_request(script: bytes, sbatch_argv, *, user: str, app: str = "", risk: float = 0.0):
     from ..sbatch_options import parse_sbatch
     from ...proto.v1 import hpcpredict_pb2 as pb
 
     opts = parse_sbatch(script, sbatch_argv)
+    sent = script[:SENT_SCRIPT_BYTES]
     return pb.JobRequest(
         job=pb.JobIdentity(user=user, account=opts.account, partition=opts.partition, job_name=opts.job_name,
                            application=app, qos=opts.qos),
         resources=pb.Resources(nodes=opts.nodes, ntasks=opts.ntasks, ntasks_per_node=opts.ntasks_per_node,
                                cpus_per_task=opts.cpus_per_task, distribution=opts.distribution, gpus=opts.gpus),
-        time_limit_s=opts.time_limit_s, script=script, risk=risk), opts
+        time_limit_s=opts.time_limit_s, script=sent, script_bytes=len(script) if len(script) > len(sent) else 0,
+        risk=risk), opts
 
 
 def _predict(args) -> int:
