@@ -58,6 +58,7 @@ class PolicyMode:
         self._soft_ok: bool | None = None      # None: not known (yet)
         self._why = "controller configuration not read yet"
         self._checked = 0.0
+        self._logged: tuple[str, str] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -87,8 +88,10 @@ class PolicyMode:
                 self._soft_ok = soft_limit_enabled(parameters)
                 self._why = "" if self._soft_ok else f"the controller runs without {SOFT_OPTION}"
         self._checked = time.monotonic()
-        mode, why = self.current()
-        logger.info("policy mode %s (configured %s): %s", mode, self.configured, why)
+        resolved = self.current()
+        if resolved != self._logged:   # once per change, not every check
+            self._logged = resolved
+            logger.info("policy mode %s (configured %s): %s", resolved[0], self.configured, resolved[1])
 
     def start(self) -> "PolicyMode":
         if self.needs_controller and self._thread is None:
