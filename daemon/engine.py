@@ -290,7 +290,7 @@ class PredictionEngine:
                              set_time_limit=policy.set_time_limit_when_absent)
         message = user_line(limits, runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
                             risk=risk, requested_s=given, job_limit_s=spec.default_time_s or spec.max_time_s,
-                            fallback=fallback)
+                            fallback=fallback, floor_s=policy.min_time_limit_s)
         return limits, message
 
     def _comm(self, spec: JobSpec, models: ModelSet, at_allocation: bool):

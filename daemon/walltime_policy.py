@@ -140,7 +140,7 @@ def _plan_soft(runtime_s: float, requested_s: float, max_time_s: float | None, c
 
 def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high_s: float = 0.0,
               coverage: float = 0.0, bound_s: float, risk: float = 0.0, requested_s: float = 0,
-              job_limit_s: float = 0, fallback: bool = False) -> str:
+              job_limit_s: float = 0, fallback: bool = False, floor_s: float = DEFAULT_FLOOR_S) -> str:
     """What the user reads at submission (sbatch's stderr), saying what the limits set will do.
 
     ``requested_s``: the user's ``--time`` (0 = none, ``inf`` = UNLIMITED); ``job_limit_s``:
@@ -174,7 +174,7 @@ def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high
             said += f", otherwise your --time={slurm_time(requested_s)} holds"
     elif change.time_limit_s:
         said += f"; no --time given, set --time={slurm_time(change.time_limit_s)}"
-        clamped = change.time_limit_s < ceil_minute(bound_s)
+        clamped = change.time_limit_s < max(ceil_minute(bound_s), ceil_minute(floor_s))
         said += " (the partition/QOS maximum)" if clamped else f" (runtime bound{at_risk})"
     elif change.mode == "advise":
         said += (f"; kept your --time={slurm_time(requested_s)}, " if asked else "; ") + \
