@@ -63,8 +63,8 @@ def soft_daemon(cluster_2411, daemon_2411, request):
     server.stop()
 
 
-def submit(cluster, name: str, *args: str) -> tuple[str, str]:
-    job_id, _, stderr, _ = cluster.sbatch("alice", "-J", name, "-o", "/dev/null", *args)
+def submit(cluster, name: str, *args: str, output: str = "/dev/null") -> tuple[str, str]:
+    job_id, _, stderr, _ = cluster.sbatch("alice", "-J", name, "-o", output, *args)
     return job_id, stderr
 
 
@@ -81,7 +81,7 @@ def test_a_soft_time_min_set_by_the_hook_is_planned_with_and_the_job_runs_past_i
     large, _ = submit(cluster, "L", "-N2", "--time=2", "--wrap", "sleep 90")
     poll(lambda: cluster.state(large) == "RUNNING", 30, "L to run")
     high, _ = submit(cluster, "H", "-N4", "--time=2", "--wrap", "sleep 1")
-    small, stderr = submit(cluster, "X", "-N2", "--time=10", "softprobe.sh", "100")
+    small, stderr = submit(cluster, "X", "-N2", "--time=10", "softprobe.sh", "100", output="softx-%j.out")
     line = hook_line(stderr)
     assert "set --time-min=00:01:00 as a soft limit: planned with 1 min, never stopped before your --time=00:10:00" \
         in line, line
@@ -98,6 +98,10 @@ def test_a_soft_time_min_set_by_the_hook_is_planned_with_and_the_job_runs_past_i
     x = cluster.job(small)
     assert x["JobState"] == "COMPLETED", x             # ran past its --time-min: never stopped there
     assert slurmjob.slurm_duration_s(x["RunTime"]) >= 100 and x["TimeLimit"] == "00:10:00", x
+    # the job's output (TaskProlog) says what the soft limit did
+    output = (cluster.jobs / f"softx-{small}.out").read_text()
+    assert "[hpcpredict] hpcpredict set --time-min=0:01:00 as a soft limit: the scheduler planned with it; " \
+           "the job is never stopped before its --time=0:10:00" in output, output
 
 
 @pytest.mark.parametrize("soft_daemon", ["forced"], indirect=True)
