@@ -117,3 +117,17 @@ def test_without_the_option_the_hook_refuses_a_soft_time_min_the_daemon_sends(cl
     assert "no limit changed (soft --time-min refused" in line and "time_min_as_soft_limit" in line, line
     assert "time_min=" not in slurmjob.our_field(job["AdminComment"])
     assert "soft --time-min refused" in cluster.ctld_log()
+
+
+@pytest.mark.parametrize("soft_daemon", ["live"], indirect=True)
+def test_without_the_option_a_soft_daemon_reading_the_controller_only_advises(cluster_2411, soft_daemon):
+    cluster = cluster_2411
+    cluster.set_scheduler_parameters(time_min_as_soft_limit=False)
+    soft_daemon.stop()   # re-read the controller now that the option is off
+    soft_daemon.start()
+    job_id, stderr = submit(cluster, "X", "-N2", "--time=10", "softprobe.sh", "100")
+    line = hook_line(stderr)
+    assert "kept your --time=00:10:00, suggested --time=" in line and "advice only" in line, line
+    row = prediction(soft_daemon, re.search(r"\[([0-9a-f]{32})\]$", line).group(1))
+    assert (row.policy_mode, row.applied_time_min_s, row.applied_time_limit_s) == ("advise", None, None)
+    assert cluster.job(job_id)["TimeMin"] == "N/A"
