@@ -1,38 +1,61 @@
-"""What hpcpredict does to a job's time limits at submission: one pure function.
+"""What hpcpredict does to a job's time limits at submission: one pure function, three modes.
 
-On Slurm 22.05 ``--time-min`` is a kill limit: backfill may lower a job's ``--time`` to its
-``--time-min`` to start it earlier and then enforces the lowered limit (sbatch(1)). So the
-``time_min`` we set is a promise about the job's runtime at the site's risk, never a point
-estimate: it is the bound the job outlives with probability at most ``[policy] risk``.
+The daemon decides with :func:`plan_limits` and answers the limits; ``slurm_plugin/job_submit.lua``
+only guards them (finite, whole minutes, never above ``--time`` or the partition maximum) and
+applies them. What a limit we set does depends on the controller:
 
-Rules (``slurm_plugin/job_submit.lua`` applies exactly these; a test runs both on one table):
+- ``soft``: Slurm >= 23.11 with ``SchedulerParameters=time_min_as_soft_limit``. Backfill may
+  start a job on its ``--time-min`` and the job keeps its ``--time``: a soft ``time_min`` never
+  kills, so it is the point estimate (no floor). ``--time`` is never touched. Measured on 24.11.5,
+  every *other* job is planned against the soft job's hard end once it runs, so a waiting job's
+  reservation can slip by up to ``--time`` − ``time_min``: ``soft_max_ratio`` (k > 0) sets the
+  soft ``time_min`` only when the job's limit is at most k × the estimate.
+- ``bound``: ``--time-min`` is a kill limit (22.05; 24.11 without the option, where backfill
+  gives every job it starts exactly its ``--time-min``). The ``time_min`` we set is then a
+  promise at the site's risk, never a point estimate: the bound the job outlives with
+  probability at most ``[policy] risk``. Opt-in: a site that accepts that risk.
+- ``advise``: no limit changes; the user still gets the suggested ``--time``.
 
-- An estimate that is not sane (not finite, ≤ 0, above the site cap) changes nothing.
-- A fallback estimate (no history, no inputs model) changes nothing.
-- The user gave ``--time-min`` (with or without ``--time``): nothing changes.
-- The user gave ``--time``: ``time_min`` = the bound rounded up to a minute (never below the
-  site floor), only when that is below ``--time`` and at most the partition's ``MaxTime``, the
-  QOS's ``MaxWall`` and the site cap; otherwise the job is left alone (lowering ``time_min``
-  below the bound to fit a maximum would raise the kill risk above the site's target).
-- No ``--time``: ``time_limit`` = the bound rounded up to a minute, at least the site floor,
-  clamped to the partition's ``MaxTime``, the QOS's ``MaxWall`` and the site cap.
+Rules common to ``soft`` and ``bound``: an estimate that is not sane (not finite, ≤ 0, above the
+site cap), a fallback estimate (no history, no inputs model) or a user's own ``--time-min``
+changes nothing.
+
+``bound``: the user gave ``--time``: ``time_min`` = the bound rounded up to a minute (never
+below the site floor), only when that is below ``--time`` and at most the partition's
+``MaxTime``, the QOS's ``MaxWall`` and the site cap; otherwise the job is left alone (lowering
+``time_min`` below the bound to fit a maximum would raise the kill risk above the site's target).
+No ``--time``: ``time_limit`` = the bound rounded up to a minute, at least the site floor,
+clamped to the partition's ``MaxTime``, the QOS's ``MaxWall`` and the site cap.
+
+``soft``: ``time_min`` = the estimate rounded up to a minute, only when below the job's limit
+(``requested_s``: its ``--time``, or the partition's ``DefaultTime`` the caller passes when none
+was given; with neither, ``max_time_s``; with none known, nothing).
 
 All values are seconds; every limit set is a whole number of minutes (Slurm's unit).
 
 >>> plan_limits(bound_s=1000, requested_s=7200)
-LimitChange(time_limit_s=None, time_min_s=1020, reason='time_min')
+LimitChange(time_limit_s=None, time_min_s=1020, reason='time_min', mode='bound')
 >>> plan_limits(bound_s=9000, requested_s=7200).reason
 'bound_not_below_request'
 >>> plan_limits(bound_s=1000, requested_s=0, max_time_s=180)
-LimitChange(time_limit_s=180, time_min_s=None, reason='time_limit')
+LimitChange(time_limit_s=180, time_min_s=None, reason='time_limit', mode='bound')
 >>> plan_limits(bound_s=float("nan"), requested_s=0).reason
 'insane_estimate'
+>>> plan_limits(mode="soft", runtime_s=130, bound_s=1000, requested_s=14400)
+LimitChange(time_limit_s=None, time_min_s=180, reason='soft_time_min', mode='soft')
+>>> plan_limits(mode="soft", runtime_s=130, bound_s=1000, requested_s=14400, soft_max_ratio=10).reason
+'limit_above_soft_max_ratio'
+>>> plan_limits(mode="soft", runtime_s=130, bound_s=1000).reason
+'job_limit_unknown'
+>>> plan_limits(mode="advise", runtime_s=130, bound_s=1000, requested_s=14400)
+LimitChange(time_limit_s=None, time_min_s=None, reason='advise_only', mode='advise')
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+MODES = ("soft", "bound", "advise")
 DEFAULT_FLOOR_S = 300               # [policy] min_time_limit_s
 DEFAULT_SITE_CAP_S = 366 * 86400    # no limit we set is ever longer than this
 
@@ -41,7 +64,8 @@ DEFAULT_SITE_CAP_S = 366 * 86400    # no limit we set is ever longer than this
 class LimitChange:
     time_limit_s: int | None        # the new --time, or None: keep what the job has
     time_min_s: int | None          # the new --time-min, or None: keep what the job has
-    reason: str                     # why: time_min, time_limit, or why nothing changed
+    reason: str                     # why: what was set (time_min, time_limit, soft_time_min) or why nothing was
+    mode: str = "bound"             # the mode that decided
 
 
 def ceil_minute(seconds: float) -> int:
@@ -49,23 +73,35 @@ def ceil_minute(seconds: float) -> int:
     return int(math.ceil(max(seconds, 1.0) / 60.0)) * 60
 
 
-def plan_limits(*, bound_s: float, requested_s: float = 0, user_time_min_s: float = 0,
-                max_time_s: float | None = None, floor_s: float = DEFAULT_FLOOR_S,
-                site_cap_s: float = DEFAULT_SITE_CAP_S, fallback: bool = False,
-                set_time_min: bool = True, set_time_limit: bool = True) -> LimitChange:
-    """The limits to set for a job whose runtime bound at the site's risk is ``bound_s``.
+def _sane(seconds: float, site_cap_s: float) -> bool:
+    return isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 < seconds <= site_cap_s
 
-    ``requested_s``: the user's ``--time`` (0 = none); ``user_time_min_s``: the user's
-    ``--time-min`` (0 = none); ``max_time_s``: the smallest of the partition's ``MaxTime``
-    and the QOS's ``MaxWall`` (None = unlimited).
+
+def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, requested_s: float = 0,
+                user_time_min_s: float = 0, max_time_s: float | None = None, floor_s: float = DEFAULT_FLOOR_S,
+                site_cap_s: float = DEFAULT_SITE_CAP_S, fallback: bool = False,
+                soft_max_ratio: float = 0.0, set_time_min: bool = True, set_time_limit: bool = True) -> LimitChange:
+    """The limits to set for a job estimated to run ``runtime_s``, ``bound_s`` at the site's risk.
+
+    ``requested_s``: the user's ``--time`` (0 = none; in ``soft`` mode the caller may pass the
+    partition's ``DefaultTime`` instead: the limit the job will run with); ``user_time_min_s``:
+    the user's ``--time-min`` (0 = none); ``max_time_s``: the smallest of the partition's
+    ``MaxTime`` and the QOS's ``MaxWall`` (None = unlimited). ``soft_max_ratio``: 0 = no guard.
     """
-    if not (isinstance(bound_s, (int, float)) and math.isfinite(bound_s)) or bound_s <= 0 or bound_s > site_cap_s:
-        return LimitChange(None, None, "insane_estimate")
+    if mode not in MODES:
+        raise ValueError(f"unknown policy mode {mode!r}: one of {', '.join(MODES)}")
+    if mode == "advise":
+        return LimitChange(None, None, "advise_only", mode)
+    estimate_s = runtime_s if mode == "soft" else bound_s
+    if not _sane(estimate_s, site_cap_s):
+        return LimitChange(None, None, "insane_estimate", mode)
     if fallback:
-        return LimitChange(None, None, "fallback")
+        return LimitChange(None, None, "fallback", mode)
     if user_time_min_s > 0:
-        return LimitChange(None, None, "user_time_min")
+        return LimitChange(None, None, "user_time_min", mode)
     cap = site_cap_s if max_time_s is None or max_time_s <= 0 else min(site_cap_s, max_time_s)
+    if mode == "soft":
+        return _plan_soft(runtime_s, requested_s, max_time_s, cap, soft_max_ratio, set_time_min)
     if requested_s > 0:
         time_min = max(ceil_minute(bound_s), ceil_minute(floor_s))
         if time_min >= requested_s:
@@ -82,3 +118,71 @@ def plan_limits(*, bound_s: float, requested_s: float = 0, user_time_min_s: floa
     if limit < 60:
         return LimitChange(None, None, "cap_below_one_minute")
     return LimitChange(limit, None, "time_limit")
+
+
+def _plan_soft(runtime_s: float, requested_s: float, max_time_s: float | None, cap: float,
+               soft_max_ratio: float, set_time_min: bool) -> LimitChange:
+    # No floor: a soft time_min cannot kill, so the point estimate itself is the best plan.
+    known = [s for s in (requested_s, max_time_s) if s is not None and 0 < s]
+    if not known:
+        return LimitChange(None, None, "job_limit_unknown", "soft")
+    job_limit = min(known[0], cap)
+    time_min = ceil_minute(runtime_s)
+    if time_min >= job_limit:
+        return LimitChange(None, None, "estimate_not_below_limit", "soft")
+    if soft_max_ratio > 0 and job_limit > soft_max_ratio * runtime_s:
+        # --time − time_min is how far a waiting job's reservation can slip behind this one.
+        return LimitChange(None, None, "limit_above_soft_max_ratio", "soft")
+    if not set_time_min:
+        return LimitChange(None, None, "time_min_off", "soft")
+    return LimitChange(None, time_min, "soft_time_min", "soft")
+
+
+def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high_s: float = 0.0,
+              coverage: float = 0.0, bound_s: float, risk: float = 0.0, requested_s: float = 0,
+              job_limit_s: float = 0, fallback: bool = False, floor_s: float = DEFAULT_FLOOR_S) -> str:
+    """What the user reads at submission (sbatch's stderr), saying what the limits set will do.
+
+    ``requested_s``: the user's ``--time`` (0 = none, ``inf`` = UNLIMITED); ``job_limit_s``:
+    the limit a job without ``--time`` gets (the partition's, 0 = unknown).
+
+    >>> soft = plan_limits(mode="soft", runtime_s=2500, bound_s=4000, requested_s=14400)
+    >>> user_line(soft, runtime_s=2500, bound_s=4000, requested_s=14400)
+    'predicted runtime 41.7 min; set --time-min=00:42:00 as a soft limit: planned with 42 min, never stopped before your --time=04:00:00'
+    >>> advise = plan_limits(mode="advise", runtime_s=2500, bound_s=4000, requested_s=14400)
+    >>> user_line(advise, runtime_s=2500, bound_s=4000, requested_s=14400)
+    'predicted runtime 41.7 min; kept your --time=04:00:00, suggested --time=01:07:00 (advice only: hpcpredict changes no limit here)'
+    """
+    from .timefmt import human, slurm_time
+
+    said = f"predicted runtime {human(runtime_s)}"
+    if math.isfinite(high_s) and high_s > low_s > 0:
+        kind = f"{round(coverage * 100)}% interval" if coverage > 0 else "range of recent runs"
+        said += f" ({human(low_s)} - {human(high_s)}, {kind})"
+    at_risk = f" at {risk * 100:g}% risk" if math.isfinite(risk) and risk > 0 else ""
+    asked = 0 < requested_s < math.inf
+    if change.time_min_s and change.mode == "soft":
+        limit = (f"your --time={slurm_time(requested_s)}" if asked else "UNLIMITED" if requested_s else
+                 f"the partition's time limit {slurm_time(job_limit_s)}" if job_limit_s else "the partition's time limit")
+        planned = f"{change.time_min_s // 60} min" if change.time_min_s < 7200 else human(change.time_min_s)
+        said += (f"; set --time-min={slurm_time(change.time_min_s)} as a soft limit: planned with "
+                 f"{planned}, never stopped before {limit}")
+    elif change.time_min_s:
+        said += (f"; set --time-min={slurm_time(change.time_min_s)} (runtime bound{at_risk}): backfill may start the "
+                 f"job early with its limit lowered to no less than that")
+        if asked:
+            said += f", otherwise your --time={slurm_time(requested_s)} holds"
+    elif change.time_limit_s:
+        said += f"; no --time given, set --time={slurm_time(change.time_limit_s)}"
+        clamped = change.time_limit_s < max(ceil_minute(bound_s), ceil_minute(floor_s))
+        said += " (the partition/QOS maximum)" if clamped else f" (runtime bound{at_risk})"
+    elif change.mode == "advise":
+        said += (f"; kept your --time={slurm_time(requested_s)}, " if asked else "; ") + \
+            f"suggested --time={slurm_time(bound_s)} (advice only: hpcpredict changes no limit here)"
+    elif asked:
+        said += f"; kept your --time={slurm_time(requested_s)}"
+    else:
+        said += f"; suggested --time={slurm_time(bound_s)}"
+    if fallback:
+        said += " [no history yet]"
+    return said

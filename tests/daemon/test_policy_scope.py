@@ -14,7 +14,7 @@ def service(world_dir):
     config = load_config(None, environ={
         "HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_HOOK_SOCKET": "",
         "HOME": str(world_dir), "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_POLICY_PARTITIONS": "batch,long",
-        "HPCPREDICT_POLICY_ACCOUNTS": "phys", "HPCPREDICT_POLICY_OPT_OUT_USERS": "carl"})
+        "HPCPREDICT_POLICY_MODE": "bound", "HPCPREDICT_POLICY_ACCOUNTS": "phys", "HPCPREDICT_POLICY_OPT_OUT_USERS": "carl"})
     daemon = create_daemon(config)
     daemon.service.reload()
     yield daemon.service
@@ -43,5 +43,6 @@ def test_limits_change_only_inside_the_scope(service, user, partition, account, 
     assert not inside.fallback and inside.suggested_time_min_s > 0, inside
     outside = service.call("Predict", request(user, partition, account), 0)
     assert not outside.fallback and outside.runtime_s > 0
-    assert outside.suggested_time_min_s == 0
+    assert outside.suggested_time_min_s == 0 and outside.apply_time_min_s == 0 and outside.apply_time_limit_s == 0
+    assert outside.policy_mode == "advise"
     assert f"limits left as submitted: {reason}" in outside.explanation
