@@ -7,9 +7,9 @@ reservation at the running job's limit), and four 2-node jobs arrive behind it, 
 the order in which Slurm starts the jobs, the limit each job ran under and which job Slurm
 kills at its lowered limit. On 22.05 a job backfill starts on its ``--time-min`` runs under
 the ``--time-min`` itself (``comp_time_limit = time_min`` in backfill.c), even one whose full
-``--time`` would have fitted before the reservation (job E): the replay's default
-``time_min_limit``. Every job gives ``--time-min`` (equal to ``--time`` where it has none) so
-the hook leaves all of them alone. Takes about 3 minutes: limits are whole minutes.
+``--time`` would have fitted before the reservation (job E): the replay's ``slurm="22.05"``.
+Every job gives ``--time-min`` (equal to ``--time`` where it has none) so the hook leaves all
+of them alone. Takes about 3 minutes: limits are whole minutes.
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_replay_predicts_slurm_backfill_order_lowered_limits_and_kills(cluster):
     jobs = [SimJob(seq, name, _epoch(slurm[name]["SubmitTime"]), nodes, float(sleep), limit * 60.0,
                    limit * 60.0, time_min * 60.0)
             for seq, (name, nodes, limit, time_min, sleep) in enumerate(JOBS)]
-    predicted = {o.job.job_id: o for o in simulate(jobs, procs=NODES)}
+    predicted = {o.job.job_id: o for o in simulate(jobs, procs=NODES, slurm="22.05")}
 
     slurm_order = sorted(ids, key=lambda n: (_epoch(slurm[n]["StartTime"]), int(ids[n])))
     predicted_order = sorted(ids, key=lambda n: (predicted[n].start_s, predicted[n].job.seq))
