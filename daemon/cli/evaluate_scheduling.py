@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..scheduling.easy import SLURM_RELEASES, SOFT_LIMIT_SINCE
+from ..scheduling.easy import SLURM_RELEASES, SOFT_LIMIT_SINCE, semantics
 from .evaluate_walltime import _check_risk, add_trace_arguments
 
 
@@ -94,7 +94,9 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(scores))
     else:
-        _print_table(args.trace, args.risk, procs, scores)
+        soft = semantics(args.slurm, options["soft_limit"]) == "soft"
+        _print_table(args.trace, args.risk, procs, scores,
+                     f"Slurm {args.slurm}" + (" with time_min_as_soft_limit" if soft else ""))
     return 0
 
 
@@ -111,22 +113,25 @@ def _with_progress(jobs, procs, risk, policies, options):
                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
 
 
-def _print_table(trace: str, risk: float, procs: int, scores: dict) -> None:
+def _print_table(trace: str, risk: float, procs: int, scores: dict, semantics: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
     first = next(iter(scores.values()))
-    table = Table(title=f"EASY backfilling replay, {procs} processors, bound risk {risk:g}",
+    table = Table(title=f"EASY backfilling replay, {procs} processors, {semantics}, bound risk {risk:g}",
                   caption=f"{trace}: {first['n']} jobs replayed, {first['dropped']} dropped. bsld = mean "
-                          "bounded slowdown (tau 10 s); shortened = limits the policy set below the "
-                          "request; lowered = limits backfill cut to a time_min"
+                          f"bounded slowdown (tau 10 s); p99 h = 99th percentile of the wait, hours; wide = the "
+                          f"{first['wide_n']} jobs of >= {first['wide_procs']:g} processors; shortened = limits "
+                          "or time_min the policy set below the request; lowered = limits backfill cut"
                           + ("; killed jobs resubmitted with their request, scored to their final end"
                              if "resubmitted" in first else ""))
     table.add_column("policy", no_wrap=True)
-    for column in ("wait min", "bsld", "util", "shortened", "lowered", "killed", "killed proc-h"):
+    for column in ("wait min", "p99 h", "wide p99 h", "bsld", "util", "shortened", "lowered", "killed",
+                   "killed proc-h"):
         table.add_column(column, justify="right")
     for name, s in scores.items():
-        table.add_row(name, f"{s['mean_wait_s'] / 60:.0f}", f"{s['mean_bounded_slowdown']:.2f}",
+        table.add_row(name, f"{s['mean_wait_s'] / 60:.0f}", f"{s['p99_wait_s'] / 3600:.1f}",
+                      f"{s['wide_p99_wait_s'] / 3600:.1f}", f"{s['mean_bounded_slowdown']:.2f}",
                       f"{100 * s['utilization']:.1f}%", str(s["shortened"]), str(s["lowered"]),
                       str(s["killed"]), f"{s['killed_node_hours']:.0f}")
     console = Console()
