@@ -108,6 +108,19 @@ class PolicyConfig:
     history_window: int = 20                      # recent runs kept per (user, application)
     set_time_limit_when_absent: bool = True       # job_submit: no --time -> time_limit = bound
     set_time_min_when_given: bool = True          # job_submit: --time given -> time_min = point
+    # What the daemon does to a job's limits (walltime_policy.plan_limits): "soft" = the point
+    # estimate as --time-min, only where slurmctld runs with time_min_as_soft_limit (it then never
+    # kills); "bound" = the runtime bound at `risk` as a kill-limit --time-min / --time (opt-in: a
+    # site that accepts that risk); "advise" = no limit changes; "auto" = soft where the
+    # controller has the option, else advise.
+    mode: str = "auto"
+    # soft only: set the soft --time-min only when the job's limit is at most this many times the
+    # estimate (--time - time_min is how far a waiting job's reservation can slip); 0 = no guard.
+    soft_max_ratio: float = 0.0
+    # How the daemon reads the controller's live configuration (SchedulerParameters), and how
+    # often (seconds; off the request path). A controller it cannot read gets no soft limit.
+    controller_config_command: str = "scontrol show config"
+    controller_check_s: float = 300.0
     advice_policy: str = "least-node-hours"       # node-count advice: least-node-hours | meets-request
     advice_tolerance: float = 0.10
 
@@ -297,6 +310,10 @@ def load_config(path: str | os.PathLike | None = None, environ: Mapping[str, str
 def _validate(config: Config) -> None:
     if not 0.0 < config.policy.risk < 1.0:
         raise ConfigError(f"[policy] risk must be in (0, 1), got {config.policy.risk}")
+    if config.policy.mode not in ("auto", "soft", "bound", "advise"):
+        raise ConfigError(f"[policy] mode must be auto|soft|bound|advise, got {config.policy.mode!r}")
+    if config.policy.soft_max_ratio < 0 or config.policy.controller_check_s <= 0:
+        raise ConfigError("[policy] soft_max_ratio must be >= 0 and controller_check_s > 0")
     if config.store.backend not in ("sqlite", "postgres"):
         raise ConfigError(f"[store] backend must be sqlite|postgres, got {config.store.backend!r}")
     if config.store.backend == "postgres" and not config.store.dsn:

@@ -32,7 +32,8 @@ from .registry import Artifact, ModelRegistry
 from .scaling.advice import ScalingModel, node_advice
 from .sources import SOURCES
 from .timefmt import human
-from .walltime_policy import ceil_minute, plan_limits
+from .policy_mode import PolicyMode
+from .walltime_policy import LimitChange, ceil_minute, plan_limits, user_line
 from ..topology.hostlist import expand as expand_nodes
 from ..topology.placement import Placement
 
@@ -85,6 +86,8 @@ class Answer:
     feature_class: str = ""
     comm_model: str = ""
     node_advice: tuple = ()              # hpcpredict.daemon.scaling.advice.NodeAdviceRow
+    limits: LimitChange = LimitChange(None, None, "not_decided", "advise")   # what the hook applies
+    user_message: str = ""               # the line the user reads at submission
 
 
 class PredictionEngine:
@@ -95,6 +98,7 @@ class PredictionEngine:
         self.models = ModelSet()
         self.recent = RecentHistoryModel(config.policy.history_window, config.policy.default_runtime_s)
         self.faults = faults if faults is not None else FaultBoard()
+        self.policy_mode = PolicyMode(config.policy)   # the daemon starts its controller check
         self._history_lock = threading.Lock()
         self._reload_lock = threading.Lock()
         self._pending: list[JobRecord] | None = None
@@ -217,7 +221,7 @@ class PredictionEngine:
             return name, version
         return f"{name} [{artifact.kind}/{artifact.key}]", artifact.version
 
-    def estimate(self, spec: JobSpec, *, at_allocation: bool = False) -> Answer:
+    def estimate(self, spec: JobSpec, *, at_allocation: bool = False, decide_limits: bool = True) -> Answer:
         models = self.models
         policy = self.config.policy
         risk = spec.risk or policy.risk
@@ -254,19 +258,40 @@ class PredictionEngine:
 
         bound = max(bound, point)
         time_limit = max(policy.min_time_limit_s, ceil_minute(bound))
-        # time_min is a kill limit on Slurm 22.05: the risk-bounded value or nothing (walltime_policy).
-        time_min = plan_limits(bound_s=bound, requested_s=requested or 0, floor_s=policy.min_time_limit_s,
-                               fallback=fallback).time_min_s or 0
+        # Limits are set at submission only: later answers (allocation, runtime features) refine.
+        limits, message = LimitChange(None, None, "not_at_submission", "advise"), ""
+        if decide_limits and not at_allocation:
+            limits, message = self._limits(spec, point, low, high, coverage, bound, risk, fallback)
         if requested:
             if bound > requested:
                 explanation.append(f"your request of {human(requested)} may be too short "
                                    f"(bound at {risk:.0%} risk: {human(bound)})")
         explanation.extend(spec.warnings[:3])
         return Answer(runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
-                      time_limit_s=time_limit, time_min_s=time_min, model_name=name, model_version=str(version),
+                      time_limit_s=time_limit, time_min_s=limits.time_min_s or 0, model_name=name, model_version=str(version),
                       fallback=fallback, application=spec.application, risk=risk,
                       explanation=tuple(explanation), comm_time_s=comm_time, feature_class=feature_class,
-                      comm_model=comm_model, node_advice=advice)
+                      comm_model=comm_model, node_advice=advice, limits=limits, user_message=message)
+
+    def _limits(self, spec: JobSpec, point: float, low: float, high: float, coverage: float, bound: float,
+                risk: float, fallback: bool) -> tuple[LimitChange, str]:
+        """The limits the submission hook applies, decided here once (walltime_policy), and the
+        line telling the user what they do."""
+        policy = self.config.policy
+        mode, _ = self.policy_mode.current()
+        given = math.inf if spec.time_limit_unlimited else 0 if spec.time_limit_is_default else spec.time_limit_s
+        # soft: the job's limit is its --time, else the partition's DefaultTime (else MaxTime)
+        requested = given or (spec.default_time_s if mode == "soft" else 0)
+        limits = plan_limits(mode=mode, runtime_s=point, bound_s=bound, requested_s=requested,
+                             user_time_min_s=spec.time_min_s, max_time_s=spec.max_time_s or None,
+                             floor_s=policy.min_time_limit_s, site_cap_s=self.config.limits.max_time_s,
+                             fallback=fallback, soft_max_ratio=policy.soft_max_ratio,
+                             set_time_min=policy.set_time_min_when_given,
+                             set_time_limit=policy.set_time_limit_when_absent)
+        message = user_line(limits, runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
+                            risk=risk, requested_s=given, job_limit_s=spec.default_time_s or spec.max_time_s,
+                            fallback=fallback, floor_s=policy.min_time_limit_s)
+        return limits, message
 
     def _comm(self, spec: JobSpec, models: ModelSet, at_allocation: bool):
         if not models.comm:

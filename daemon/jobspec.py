@@ -96,6 +96,10 @@ class JobSpec:
     mem_mb: int = 0
     time_limit_s: int = 0
     time_limit_is_default: bool = False
+    time_limit_unlimited: bool = False   # --time=UNLIMITED
+    time_min_s: int = 0                  # the user's --time-min (0 = none)
+    max_time_s: int = 0                  # partition MaxTime / QOS MaxWall the hook sees (0 = unlimited or unknown)
+    default_time_s: int = 0              # partition DefaultTime (0 = none or unknown)
     risk: float = 0.0
     submit_time: float = 0.0
     job_id: str = ""
@@ -275,6 +279,8 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
         tasks_per_node=_text(tasks_per_node, "resources.tasks_per_node", limits),
         gpus=_count(res.gpus, "resources.gpus", 1 << 16), mem_mb=int(res.mem_mb),
         time_limit_s=int(request.time_limit_s), time_limit_is_default=bool(request.time_limit_is_default),
+        time_limit_unlimited=bool(request.time_limit_unlimited), time_min_s=int(request.time_min_s),
+        max_time_s=int(request.max_time_s), default_time_s=int(request.default_time_s),
         risk=risk, submit_time=float(request.submit_time or time.time()),
         job_id=_text(job_id or request.job_id, "job_id", limits), node_list=node_list,
         comm=_comm_spec(request.comm, ntasks, limits) or _comm_from_inputs(inputs, ntasks, limits),

@@ -147,12 +147,14 @@ class JournalFile:
 # ---------------------------------------------------------------------- row codec
 # A prediction row: 7 texts, 7 floats (comm_time_s may be None → NaN), a flag, the request bytes,
 # then the cluster name and its length (records written before clusters end at the request and
-# decode with cluster '').
+# decode with cluster ''), then the limits decided (two u32, mode NUL reason) and their length
+# (records written before end at the cluster and decode with no limits, mode and reason '').
 _TEXTS = (0, 1, 2, 3, 4, 12, 13)            # prediction_id, job_id, stage, user, application, model name/version
 _FLOATS = (5, 6, 7, 8, 9, 10, 11)           # created, runtime, low, high, bound, requested, comm
 _FIXED = struct.Struct("<7dB7I I")          # floats, fallback, text lengths, request length
-_ROW_LENGTH = 17
+_ROW_LENGTH = 21
 _CLUSTER_LENGTH = struct.Struct("<I")
+_LIMITS = struct.Struct("<II")              # applied time limit, applied time min (0 = none)
 
 
 def encode_row(row: tuple) -> bytes:
@@ -161,10 +163,11 @@ def encode_row(row: tuple) -> bytes:
     request = row[15] or b""
     cluster = row[16].encode()
     comm = row[11]
+    limits = _LIMITS.pack(row[17] or 0, row[18] or 0) + f"{row[19]}\0{row[20]}".encode()
     return b"".join((_FIXED.pack(row[5], row[6], row[7], row[8], row[9], row[10],
                                  math.nan if comm is None else comm, 1 if row[14] else 0,
                                  *map(len, texts), len(request)), *texts, request, cluster,
-                         _CLUSTER_LENGTH.pack(len(cluster))))
+                         _CLUSTER_LENGTH.pack(len(cluster)), limits, _CLUSTER_LENGTH.pack(len(limits))))
 
 
 def decode_row(data: bytes) -> tuple:
@@ -188,6 +191,17 @@ def decode_row(data: bytes) -> tuple:
     row[14] = int(fallback)
     row[15] = data[offset:offset + lengths[-1]]
     rest = data[offset + lengths[-1]:]
+    row[17:21] = None, None, "", ""
+    if len(rest) >= _CLUSTER_LENGTH.size:
+        size = _CLUSTER_LENGTH.unpack_from(rest, len(rest) - _CLUSTER_LENGTH.size)[0]
+        if size != len(rest) - _CLUSTER_LENGTH.size:   # a limits block after the cluster
+            if size < _LIMITS.size or size + 2 * _CLUSTER_LENGTH.size > len(rest):
+                raise ValueError("journal record length does not match its fields")
+            block = rest[len(rest) - _CLUSTER_LENGTH.size - size:-_CLUSTER_LENGTH.size]
+            limit, time_min = _LIMITS.unpack_from(block, 0)
+            mode, _, reason = block[_LIMITS.size:].decode().partition("\0")
+            row[17:21] = limit or None, time_min or None, mode, reason
+            rest = rest[:len(rest) - _CLUSTER_LENGTH.size - size]
     if rest and (len(rest) < _CLUSTER_LENGTH.size or
                  _CLUSTER_LENGTH.unpack_from(rest, len(rest) - _CLUSTER_LENGTH.size)[0] != len(rest) - _CLUSTER_LENGTH.size):
         raise ValueError("journal record length does not match its fields")

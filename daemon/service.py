@@ -134,6 +134,8 @@ def estimate_message(answer, prediction_id: str) -> pb.Estimate:
         explanation=answer.explanation, model_name=answer.model_name, model_version=answer.model_version,
         fallback=answer.fallback, feature_class=answer.feature_class, risk=answer.risk,
         application=answer.application, comm_model=answer.comm_model,
+        apply_time_limit_s=answer.limits.time_limit_s or 0, apply_time_min_s=answer.limits.time_min_s or 0,
+        policy_mode=answer.limits.mode, policy_reason=answer.limits.reason, user_message=answer.user_message,
         node_advice=[pb.NodeAdvice(nodes=r.nodes, runtime_s=r.runtime_s, node_hours=r.node_hours,
                                    efficiency=r.efficiency, recommended=r.recommended) for r in answer.node_advice])
     if answer.comm_time_s is not None:
@@ -271,7 +273,7 @@ class PredictionService:
 
     def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest) -> pb.Estimate:
         spec = self._served(spec)
-        answer = self.engine.estimate(spec, at_allocation=at_allocation)
+        answer = self.engine.estimate(spec, at_allocation=at_allocation, decide_limits=stage == "submit")
         prediction_id = self._new_prediction_id()
         if answer.fallback:
             self.metrics.fallbacks.inc()
@@ -283,7 +285,9 @@ class PredictionService:
                 low_s=answer.low_s, high_s=answer.high_s, bound_s=answer.bound_s,
                 requested_time_s=float(spec.time_limit_s), comm_time_s=answer.comm_time_s,
                 model_name=answer.model_name, model_version=answer.model_version, fallback=answer.fallback,
-                request=stored_request(request, spec, self.limits), cluster=spec.cluster))
+                request=stored_request(request, spec, self.limits), cluster=spec.cluster,
+                applied_time_limit_s=answer.limits.time_limit_s, applied_time_min_s=answer.limits.time_min_s,
+                policy_mode=answer.limits.mode, policy_reason=answer.limits.reason))
         except StoreError as error:
             # The estimate is still right; only its record is missing. Answer, flag the fault.
             self.faults.set("store", "record prediction", str(error))

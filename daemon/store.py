@@ -142,6 +142,14 @@ MIGRATIONS: tuple[str, ...] = (
     DROP INDEX predictions_job;
     CREATE INDEX predictions_job ON predictions (job_id, cluster);
     """,
+    # 4: the limits the daemon decided for the submission hook (walltime_policy), so that
+    # `hpcpredict explain` reads what was applied instead of recomputing it
+    """
+    ALTER TABLE predictions ADD COLUMN applied_time_limit_s INTEGER;
+    ALTER TABLE predictions ADD COLUMN applied_time_min_s INTEGER;
+    ALTER TABLE predictions ADD COLUMN policy_mode TEXT NOT NULL DEFAULT '';
+    ALTER TABLE predictions ADD COLUMN policy_reason TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 #: Rows fetched per step by streaming reads (memory stays bounded whatever the history).
@@ -177,15 +185,20 @@ class PredictionRow:
     fallback: bool
     request: bytes = b""
     cluster: str = ""
+    applied_time_limit_s: int | None = None  # the --time the daemon told the hook to set (None: kept)
+    applied_time_min_s: int | None = None    # the --time-min it told the hook to set (None: kept)
+    policy_mode: str = ""                    # soft | bound | advise ("" = before modes, or not a submission)
+    policy_reason: str = ""                  # walltime_policy's reason
 
 
 _INSERT_PREDICTION = (
     "INSERT OR REPLACE INTO predictions (prediction_id, job_id, stage, user, application, created, runtime_s, "
-    "low_s, high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    "low_s, high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster, "
+    "applied_time_limit_s, applied_time_min_s, policy_mode, policy_reason) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _PREDICTION_SELECT = ("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, high_s, "
-                      "bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster "
-                      "FROM predictions")
+                      "bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster, "
+                      "applied_time_limit_s, applied_time_min_s, policy_mode, policy_reason FROM predictions")
 
 
 def private_file(path: str, *, create: bool = True) -> None:
@@ -337,7 +350,8 @@ def _prediction_values(row: PredictionRow) -> tuple:
     """The ``predictions`` row (the INSERT's parameters; also what the journal stores)."""
     return (row.prediction_id, row.job_id, row.stage, row.user, row.application, row.created, row.runtime_s,
             row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
-            row.model_version, int(row.fallback), row.request, row.cluster)
+            row.model_version, int(row.fallback), row.request, row.cluster, row.applied_time_limit_s,
+            row.applied_time_min_s, row.policy_mode, row.policy_reason)
 
 
 def _prediction_from_values(values) -> PredictionRow:

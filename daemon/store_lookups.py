@@ -16,7 +16,8 @@ JOB_ROW_COLUMNS = ("cluster", "source", "job_id", "user", "grp", "account", "par
                    "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time", "start_time",
                    "end_time", "runtime_s", "state", "exit_code", "inputs", "prediction_id", "node_list")
 _PREDICTION_COLUMNS = ('prediction_id, job_id, stage, "user", application, created, runtime_s, low_s, high_s, bound_s, '
-                       'requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster')
+                       'requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster, '
+                       'applied_time_limit_s, applied_time_min_s, policy_mode, policy_reason')
 #: Columns of :meth:`StoreLookups.outcome_rows` (one row per ended job, its prediction if any).
 OUTCOME_COLUMNS = ("cluster", "job_id", "source", "user", "account", "partition", "state", "procs", "requested_time_s",
                    "runtime_s", "submit_time", "end_time", "predicted_s", "bound_s", "fallback", "model_version")

@@ -97,12 +97,20 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX predictions_job ON predictions (job_id, cluster);
     """,
+    # 2: the SQLite store's level 4 (the limits decided for the submission hook)
+    """
+    ALTER TABLE predictions ADD COLUMN applied_time_limit_s INTEGER;
+    ALTER TABLE predictions ADD COLUMN applied_time_min_s INTEGER;
+    ALTER TABLE predictions ADD COLUMN policy_mode TEXT NOT NULL DEFAULT '';
+    ALTER TABLE predictions ADD COLUMN policy_reason TEXT NOT NULL DEFAULT '';
+    """,
 )
 _MIGRATION_LOCK = 0x68706370   # pg_advisory_xact_lock key: "hpcp"
 
 _COLUMNS = ", ".join(f'"{c}"' if c == "user" else c for c in _JOB_COLUMNS)
 _PREDICTION_COLUMNS = ('prediction_id, job_id, stage, "user", application, created, runtime_s, low_s, high_s, '
-                       'bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster')
+                       'bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster, '
+                       'applied_time_limit_s, applied_time_min_s, policy_mode, policy_reason')
 
 
 def _sql(text: str) -> str:
@@ -300,7 +308,7 @@ class PostgresStore(StoreLookups, Store):
 
     # -- predictions
     def record_prediction(self, row: PredictionRow) -> None:
-        sql = (f"INSERT INTO predictions ({_PREDICTION_COLUMNS}) VALUES ({', '.join(['%s'] * 17)}) "
+        sql = (f"INSERT INTO predictions ({_PREDICTION_COLUMNS}) VALUES ({', '.join(['%s'] * 21)}) "
                "ON CONFLICT (prediction_id) DO NOTHING")
         with self._using() as db, db.transaction():
             db.execute("SET LOCAL synchronous_commit = off")   # see the module doc

@@ -136,3 +136,53 @@ def _plan_soft(runtime_s: float, requested_s: float, max_time_s: float | None, c
     if not set_time_min:
         return LimitChange(None, None, "time_min_off", "soft")
     return LimitChange(None, time_min, "soft_time_min", "soft")
+
+
+def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high_s: float = 0.0,
+              coverage: float = 0.0, bound_s: float, risk: float = 0.0, requested_s: float = 0,
+              job_limit_s: float = 0, fallback: bool = False, floor_s: float = DEFAULT_FLOOR_S) -> str:
+    """What the user reads at submission (sbatch's stderr), saying what the limits set will do.
+
+    ``requested_s``: the user's ``--time`` (0 = none, ``inf`` = UNLIMITED); ``job_limit_s``:
+    the limit a job without ``--time`` gets (the partition's, 0 = unknown).
+
+    >>> soft = plan_limits(mode="soft", runtime_s=2500, bound_s=4000, requested_s=14400)
+    >>> user_line(soft, runtime_s=2500, bound_s=4000, requested_s=14400)
+    'predicted runtime 41.7 min; set --time-min=00:42:00 as a soft limit: planned with 42 min, never stopped before your --time=04:00:00'
+    >>> advise = plan_limits(mode="advise", runtime_s=2500, bound_s=4000, requested_s=14400)
+    >>> user_line(advise, runtime_s=2500, bound_s=4000, requested_s=14400)
+    'predicted runtime 41.7 min; kept your --time=04:00:00, suggested --time=01:07:00 (advice only: hpcpredict changes no limit here)'
+    """
+    from .timefmt import human, slurm_time
+
+    said = f"predicted runtime {human(runtime_s)}"
+    if math.isfinite(high_s) and high_s > low_s > 0:
+        kind = f"{round(coverage * 100)}% interval" if coverage > 0 else "range of recent runs"
+        said += f" ({human(low_s)} - {human(high_s)}, {kind})"
+    at_risk = f" at {risk * 100:g}% risk" if math.isfinite(risk) and risk > 0 else ""
+    asked = 0 < requested_s < math.inf
+    if change.time_min_s and change.mode == "soft":
+        limit = (f"your --time={slurm_time(requested_s)}" if asked else "UNLIMITED" if requested_s else
+                 f"the partition's time limit {slurm_time(job_limit_s)}" if job_limit_s else "the partition's time limit")
+        planned = f"{change.time_min_s // 60} min" if change.time_min_s < 7200 else human(change.time_min_s)
+        said += (f"; set --time-min={slurm_time(change.time_min_s)} as a soft limit: planned with "
+                 f"{planned}, never stopped before {limit}")
+    elif change.time_min_s:
+        said += (f"; set --time-min={slurm_time(change.time_min_s)} (runtime bound{at_risk}): backfill may start the "
+                 f"job early with its limit lowered to no less than that")
+        if asked:
+            said += f", otherwise your --time={slurm_time(requested_s)} holds"
+    elif change.time_limit_s:
+        said += f"; no --time given, set --time={slurm_time(change.time_limit_s)}"
+        clamped = change.time_limit_s < max(ceil_minute(bound_s), ceil_minute(floor_s))
+        said += " (the partition/QOS maximum)" if clamped else f" (runtime bound{at_risk})"
+    elif change.mode == "advise":
+        said += (f"; kept your --time={slurm_time(requested_s)}, " if asked else "; ") + \
+            f"suggested --time={slurm_time(bound_s)} (advice only: hpcpredict changes no limit here)"
+    elif asked:
+        said += f"; kept your --time={slurm_time(requested_s)}"
+    else:
+        said += f"; suggested --time={slurm_time(bound_s)}"
+    if fallback:
+        said += " [no history yet]"
+    return said

@@ -1,23 +1,24 @@
 -- job_submit.lua: hpcpredict's submission hook for Slurm (JobSubmitPlugins=lua, Lua 5.1).
 --
 -- Installed next to slurm.conf. For every batch job it sends the job description (the start of
--- the script, argv, resources, time limit, identity) to hpcpredictd's hook socket as one JSON
--- line, reads one JSON line back (an Estimate) and applies the site policy, which is
--- daemon/walltime_policy.py's plan_limits (plan_limits below is its port; a test runs both on
--- one table of cases):
---   * the user gave --time: keep it; set --time-min to the runtime bound at the site's risk
---     target (rounded up to a minute, at least the site floor) when that is below --time.
---     On Slurm 22.05 --time-min is a kill limit: backfill may start the job early with its
---     limit lowered to --time-min and enforces it, so a job whose limit was lowered is killed
---     with probability about the risk target (ADMIN.md);
---   * no --time: set --time to that bound, clamped to the partition's MaxTime, the QOS's
---     MaxWall (from this file's settings: the Lua API of 22.05 does not expose QOS limits) and
---     the site cap;
---   * an estimate that is not sane (not finite, <= 0, above the site cap) or a fallback
---     (no history) changes nothing, and the controller log says why;
---   * one line to the user (slurm.log_user -> sbatch's stderr); our tagged field
---     "{hpcpredict=<id>...}" inside AdminComment (what others put there is kept) and the id in
---     the job environment (HPCPREDICT_PREDICTION_ID).
+-- the script, argv, resources, time limit and --time-min, the partition's MaxTime and
+-- DefaultTime, identity) to hpcpredictd's hook socket as one JSON line, reads one JSON line back
+-- (an Estimate) and applies the limits the daemon decided (daemon/walltime_policy.py, in the
+-- daemon's [policy] mode: soft, bound or advise). This file decides nothing; it only guards:
+--   * a limit is set only when it is finite, a whole number of minutes, not above the site cap,
+--     the partition's MaxTime or the QOS's MaxWall, a --time-min only below the job's --time
+--     and never over the user's own --time-min, a --time only when the user gave none;
+--   * in `bound` mode (--time-min is a kill limit: backfill may lower --time to it and enforces
+--     it) never below the site floor;
+--   * in `soft` mode only when this slurm.conf's SchedulerParameters contain
+--     time_min_as_soft_limit (read when the script is loaded): without it a --time-min set to
+--     the point estimate would kill about every other backfilled job, so the hook refuses and
+--     says why in the controller log, whatever the daemon says;
+--   * an estimate that is not sane (not finite, <= 0, above the site cap) changes nothing, and
+--     the controller log says why;
+--   * one line to the user (slurm.log_user -> sbatch's stderr, the daemon's text); our tagged
+--     field "{hpcpredict=<id>...}" inside AdminComment (what others put there is kept) and the
+--     id in the job environment (HPCPREDICT_PREDICTION_ID).
 -- It FAILS OPEN: no daemon, a slow or hung daemon, garbage, missing fields -> the job is
 -- accepted exactly as submitted. Its cost is bounded because slurmctld holds its job write lock
 -- while this runs: the budget clock starts when slurm_job_submit is entered, at most
@@ -33,15 +34,14 @@ local CONFIG = {
   hook_socket = "/run/hpcpredict/hook.sock",  -- the daemon's [daemon] hook_socket
   budget_s = 0.3,               -- hard limit from entering slurm_job_submit to the answer, seconds
   risk = 0,                     -- 0 = the daemon's site risk target; else e.g. 0.05
-  set_time_min = true,          -- policy when the user gave --time
-  set_time_limit = true,        -- policy when the user gave no --time
-  min_time_limit_s = 300,       -- the floor of every limit we set (= the daemon's [policy] min_time_limit_s)
+  min_time_limit_s = 300,       -- bound mode: the floor of every limit we set (= the daemon's [policy] min_time_limit_s)
   max_time_limit_s = 31622400,  -- site cap (366 days): no limit above it; estimates above it are ignored
   qos_max_wall_s = "",          -- "normal=172800,long=604800": QOS MaxWall in seconds (not visible from Lua)
   max_script_bytes = 65536,     -- the script is cut to this many bytes (the request says the full size)
   breaker_failures = 3,         -- consecutive failures that open the circuit breaker (0 = never)
   breaker_cooldown_s = 30,      -- how long the open breaker skips the daemon
   env_vars = "OMP_NUM_THREADS,HPCPREDICT_APP,HPCPREDICT_INPUTS",  -- job env sent along
+  slurm_conf = "",              -- the slurm.conf whose SchedulerParameters decide soft mode ("" = the one next to this file)
   enabled = true,
 }
 
@@ -72,6 +72,29 @@ end
 -- next to this file, or in the hpcpredict/ folder beside it (where the prolog scripts live)
 load_config(this_dir() .. "hpcpredict/hpcpredict-hooks.conf")
 load_config(this_dir() .. "hpcpredict-hooks.conf")
+
+-- Whether slurmctld treats --time-min as a soft limit: SchedulerParameters in slurm.conf
+-- (keys are case-insensitive; the last line wins, as in Slurm). Returns ok, why-not.
+local function soft_limit_option(path)
+  local f = io.open(path, "r")
+  if f == nil then return false, "cannot read " .. path end
+  local value
+  for line in f:lines() do
+    local key, rest = line:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
+    if key ~= nil and key:lower() == "schedulerparameters" then value = rest:gsub("%s*#.*$", "") end
+  end
+  f:close()
+  if value ~= nil then
+    for item in value:gmatch("[^,%s]+") do
+      if item == "time_min_as_soft_limit" then return true, "" end
+    end
+  end
+  return false, path .. " has no SchedulerParameters=time_min_as_soft_limit: --time-min would be a kill limit"
+end
+local SOFT_OK, SOFT_WHY = soft_limit_option(CONFIG.slurm_conf ~= "" and CONFIG.slurm_conf or this_dir() .. "slurm.conf")
+if not SOFT_OK and slurm ~= nil and slurm.log_info ~= nil then
+  slurm.log_info("hpcpredict: soft --time-min refused: %s", SOFT_WHY)
+end
 
 -- ------------------------------------------------------------------ libraries
 local socket_ok, socket = pcall(require, "socket")
@@ -140,47 +163,8 @@ local function slurm_time(seconds)
   return text
 end
 
--- ------------------------------------------------------------------ the policy (walltime_policy.py)
+-- ------------------------------------------------------------------ numbers
 local function finite(v) return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge end
-
-local function ceil_minute(seconds)
-  return math.ceil(math.max(seconds, 1.0) / 60.0) * 60
-end
-
--- Python's float floor division (a // b), which is not always math.floor(a / b).
-local function floordiv(a, b)
-  local mod = math.fmod(a, b)
-  local div = (a - mod) / b
-  if mod ~= 0 and ((b < 0) ~= (mod < 0)) then div = div - 1 end
-  local whole = math.floor(div)
-  if div - whole > 0.5 then whole = whole + 1 end
-  return whole
-end
-
--- Port of plan_limits: returns {time_limit_s = n|nil, time_min_s = n|nil, reason = "..."}.
-local function plan_limits(a)
-  local bound, cap_site = a.bound_s, a.site_cap_s or 31622400
-  local floor_s = a.floor_s or 300
-  local requested, user_time_min = a.requested_s or 0, a.user_time_min_s or 0
-  local function nothing(reason) return { reason = reason } end
-  if not finite(bound) or bound <= 0 or bound > cap_site then return nothing("insane_estimate") end
-  if a.fallback then return nothing("fallback") end
-  if user_time_min > 0 then return nothing("user_time_min") end
-  local cap = cap_site
-  if a.max_time_s ~= nil and a.max_time_s > 0 then cap = math.min(cap_site, a.max_time_s) end
-  if requested > 0 then
-    local time_min = math.max(ceil_minute(bound), ceil_minute(floor_s))
-    if time_min >= requested then return nothing("bound_not_below_request") end
-    if time_min > cap then return nothing("bound_above_max_time") end
-    if a.set_time_min == false then return nothing("time_min_off") end
-    return { time_min_s = time_min, reason = "time_min" }
-  end
-  if a.set_time_limit == false then return nothing("time_limit_off") end
-  local limit = math.max(ceil_minute(bound), ceil_minute(floor_s))
-  limit = math.min(limit, floordiv(cap, 60) * 60)
-  if limit < 60 then return nothing("cap_below_one_minute") end
-  return { time_limit_s = limit, reason = "time_limit" }
-end
 
 -- ------------------------------------------------------------------ job description -> request
 local function isset(v)
@@ -196,7 +180,9 @@ end
 
 local function text(v) return utf8_clean(tostring(v or "")) end
 
-local function build_request(job_desc)
+-- `extra`: what the hook knows about the job's limits ({max_time_s, default_time_s,
+-- user_time_min_s, unlimited}), for the daemon's decision.
+local function build_request(job_desc, extra)
   local argv = {}
   if job_desc.argv ~= nil then
     local i = 1                                    -- argv[0] is the script path
@@ -237,6 +223,12 @@ local function build_request(job_desc)
   if next(environment) ~= nil then request.environment = environment end
   if full > #script then request.script_bytes = full end
   if CONFIG.risk > 0 then request.risk = CONFIG.risk end
+  extra = extra or {}
+  local function seconds(v) if finite(v) and v > 0 and v < 4294967295 then return math.floor(v) end end
+  request.max_time_s = seconds(extra.max_time_s)
+  request.default_time_s = seconds(extra.default_time_s)
+  request.time_min_s = seconds(extra.user_time_min_s)
+  if extra.unlimited then request.time_limit_unlimited = true end
   return request
 end
 
@@ -259,6 +251,24 @@ local function partition_max_s(job_desc, part_list)
     end
   end
   return smallest
+end
+
+-- The DefaultTime (seconds) of the partition the job runs in when it names one (or the
+-- default partition), nil = none; with several partitions nil (which one is not known yet).
+local function partition_default_s(job_desc, part_list)
+  if type(part_list) ~= "table" then return nil end
+  local wanted, count = {}, 0
+  for name in tostring(job_desc.partition or ""):gmatch("[^,%s]+") do wanted[name] = true; count = count + 1 end
+  if count > 1 then return nil end
+  for key, part in pairs(part_list) do
+    local name = part.name or key
+    if (count == 1 and wanted[name]) or (count == 0 and tonumber(part.flag_default) == 1) then
+      local default_time = tonumber(part.default_time)
+      if default_time ~= nil and isset(default_time) and default_time > 0 then return default_time * 60 end
+      return nil
+    end
+  end
+  return nil
 end
 
 local function qos_table()
@@ -359,9 +369,44 @@ end
 -- ------------------------------------------------------------------ estimate -> changes
 local function number(v) if type(v) == "number" then return v end return nil end
 
+local MODES = { soft = true, bound = true, advise = true }
+
+-- The hook's own checks of the limits the daemon decided. Returns nil when they pass, else why.
+-- `job` = {requested_s, user_time_min_s, max_time_s}; limits in seconds (0 = keep).
+local function refused(mode, limit_s, min_s, job)
+  if limit_s == 0 and min_s == 0 then return nil end
+  local cap = CONFIG.max_time_limit_s
+  if job.max_time_s ~= nil and job.max_time_s > 0 then cap = math.min(cap, job.max_time_s) end
+  for _, v in ipairs({ limit_s, min_s }) do
+    if not finite(v) or v < 0 or v % 60 ~= 0 then return "not a whole number of minutes: " .. tostring(v) end
+    if v > cap then return string.format("%s above the partition/QOS/site maximum %s", slurm_time(v), slurm_time(cap)) end
+  end
+  if mode == "advise" then return "advise mode sets no limit" end
+  local requested = job.requested_s or 0
+  if min_s > 0 then
+    if (job.user_time_min_s or 0) > 0 then return "the user gave --time-min" end
+    if requested > 0 and min_s >= requested then return "--time-min not below --time" end
+    if mode == "bound" and min_s < CONFIG.min_time_limit_s then return "kill-limit --time-min below the site floor" end
+    if mode == "soft" and not SOFT_OK then return "soft --time-min refused: " .. SOFT_WHY end
+  end
+  if limit_s > 0 then
+    if mode ~= "bound" then return mode .. " mode never sets --time" end
+    if requested > 0 then return "the user gave --time" end
+    if limit_s < 60 or (limit_s < CONFIG.min_time_limit_s and limit_s ~= math.floor(cap / 60) * 60) then
+      return "--time below the site floor"
+    end
+  end
+  return nil
+end
+
+local function one_line(v, limit)
+  if type(v) ~= "string" then return "" end
+  return utf8_clean(v:sub(1, limit)):gsub("[%c]", " ")
+end
+
 -- The changes to make for `estimate`: {time_min = minutes|nil, time_limit = minutes|nil,
--- id, message, reason}; nil and the reason when the estimate changes nothing and says nothing.
--- `job` = {requested_s, user_time_min_s, max_time_s}.
+-- soft = bool, id, message, mode, reason}; nil and the reason when the estimate changes
+-- nothing and says nothing. `job` = {requested_s, user_time_min_s, max_time_s}.
 local function plan(estimate, job)
   local runtime = number(estimate.runtime_s)
   local bound = number(estimate.suggested_time_limit_s)
@@ -372,47 +417,23 @@ local function plan(estimate, job)
   if not finite(bound) or bound <= 0 or bound > cap then
     return nil, "insane estimate: suggested_time_limit_s=" .. tostring(estimate.suggested_time_limit_s)
   end
-  local change = plan_limits({
-    bound_s = bound, requested_s = job.requested_s or 0, user_time_min_s = job.user_time_min_s or 0,
-    max_time_s = job.max_time_s, floor_s = CONFIG.min_time_limit_s, site_cap_s = cap,
-    fallback = estimate.fallback == true, set_time_min = CONFIG.set_time_min, set_time_limit = CONFIG.set_time_limit,
-  })
   local id = estimate.prediction_id
   if type(id) ~= "string" and type(id) ~= "number" then id = "" end
   id = tostring(id):gsub("[^%w%-_.:]", "")
-  local interval_t = type(estimate.interval) == "table" and estimate.interval or {}
-  local low, high = number(interval_t.low_s) or 0, number(interval_t.high_s) or 0
-  local interval = ""
-  if finite(low) and finite(high) and high > low and low > 0 then
-    local coverage = number(interval_t.coverage) or 0
-    interval = string.format(" (%s - %s, %s)", human(low), human(high),
-      coverage > 0 and string.format("%d%% interval", math.floor(coverage * 100 + 0.5)) or "range of recent runs")
+  -- a daemon that names no mode (older than the modes) decided nothing: advise
+  local mode = MODES[estimate.policy_mode] and estimate.policy_mode or "advise"
+  local limit_s, min_s = number(estimate.apply_time_limit_s) or 0, number(estimate.apply_time_min_s) or 0
+  local reason = one_line(estimate.policy_reason, 64)
+  local said = one_line(estimate.user_message, 600)
+  if said == "" then said = "predicted runtime " .. human(runtime) end
+  local why = refused(mode, limit_s, min_s, job)
+  if why ~= nil then
+    limit_s, min_s, reason = 0, 0, "refused: " .. why
+    said = "predicted runtime " .. human(runtime) .. "; no limit changed (" .. why .. ")"
   end
-  local risk = number(estimate.risk) or 0
-  local at_risk = (finite(risk) and risk > 0) and string.format(" at %g%% risk", risk * 100) or ""
-  local said = "predicted runtime " .. human(runtime) .. interval
-  local asked = job.requested_s and job.requested_s > 0 and job.requested_s < math.huge
-  local reason = change.reason
-  local changes = { id = id, reason = reason }
-  if reason == "time_min" then
-    changes.time_min = change.time_min_s / 60
-    said = said .. string.format("; set --time-min=%s (runtime bound%s): backfill may start the job early "
-      .. "with its limit lowered to no less than that%s", slurm_time(change.time_min_s), at_risk,
-      asked and string.format(", otherwise your --time=%s holds", slurm_time(job.requested_s)) or "")
-  elseif reason == "time_limit" then
-    changes.time_limit = change.time_limit_s / 60
-    said = said .. string.format("; no --time given, set --time=%s", slurm_time(change.time_limit_s))
-    if change.time_limit_s < math.max(ceil_minute(bound), ceil_minute(CONFIG.min_time_limit_s)) then
-      said = said .. " (the partition/QOS maximum)"
-    else
-      said = said .. string.format(" (runtime bound%s)", at_risk)
-    end
-  elseif asked then
-    said = said .. string.format("; kept your --time=%s", slurm_time(job.requested_s))
-  else
-    said = said .. string.format("; suggested --time=%s", slurm_time(bound))
-  end
-  if estimate.fallback == true then said = said .. " [no history yet]" end
+  local changes = { id = id, mode = mode, reason = reason, soft = mode == "soft" and min_s > 0 }
+  if min_s > 0 then changes.time_min = min_s / 60 end
+  if limit_s > 0 then changes.time_limit = limit_s / 60 end
   changes.message = "hpcpredict: " .. said .. (id ~= "" and (" [" .. id .. "]") or "")
   return changes
 end
@@ -432,7 +453,12 @@ local function submit(job_desc, part_list, started)
   if requested_min == INFINITE then requested_s = math.huge       -- --time=UNLIMITED: a request
   elseif isset(requested_min) then requested_s = requested_min * 60 end
   local user_time_min_s = (isset(job_desc.time_min) and job_desc.time_min > 0) and job_desc.time_min * 60 or 0
-  local ok, request = pcall(build_request, job_desc)
+  local max_time_s = partition_max_s(job_desc, part_list)
+  local qos_s = qos_max_s(job_desc, part_list)
+  if qos_s ~= nil then max_time_s = math.min(max_time_s or math.huge, qos_s) end
+  local ok, request = pcall(build_request, job_desc, {
+    max_time_s = max_time_s, default_time_s = partition_default_s(job_desc, part_list),
+    user_time_min_s = user_time_min_s, unlimited = requested_s == math.huge })
   if not ok then
     slurm.log_error("hpcpredict: fail-open, job of %s accepted unchanged: cannot build request: %s", user, tostring(request))
     return
@@ -452,9 +478,6 @@ local function submit(job_desc, part_list, started)
     return
   end
   breaker.failures = 0
-  local max_time_s = partition_max_s(job_desc, part_list)
-  local qos_s = qos_max_s(job_desc, part_list)
-  if qos_s ~= nil then max_time_s = math.min(max_time_s or math.huge, qos_s) end
   local changes
   changes, why = plan(estimate, { requested_s = requested_s, user_time_min_s = user_time_min_s, max_time_s = max_time_s })
   if changes == nil then
@@ -465,13 +488,15 @@ local function submit(job_desc, part_list, started)
   if changes.time_min then job_desc.time_min = changes.time_min end
   if changes.time_limit then job_desc.time_limit = changes.time_limit end
   if changes.id ~= "" then
-    -- ";limit=auto" / ";time_min=auto" tell the prolog scripts which limit is ours, not the user's
+    -- ";limit=auto" / ";time_min=auto" (a kill limit) / ";time_min=soft" tell the prolog
+    -- scripts which limit is ours, not the user's, and what it does
     job_desc.admin_comment = with_our_field(job_desc.admin_comment, "hpcpredict=" .. changes.id ..
-      (changes.time_limit and ";limit=auto" or "") .. (changes.time_min and ";time_min=auto" or ""))
+      (changes.time_limit and ";limit=auto" or "") ..
+      (changes.time_min and (changes.soft and ";time_min=soft" or ";time_min=auto") or ""))
     if job_desc.environment ~= nil then job_desc.environment.HPCPREDICT_PREDICTION_ID = changes.id end
   end
   slurm.log_user("%s", changes.message)
-  slurm.log_info("%s (user %s, %s, %.0f ms)", changes.message, user, changes.reason, took_ms)
+  slurm.log_info("%s (user %s, %s: %s, %.0f ms)", changes.message, user, changes.mode, changes.reason, took_ms)
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
@@ -488,7 +513,8 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
 end
 
 -- For tests (lua5.1 outside slurmctld): expose the pure parts.
-HPCPREDICT = { cjson = cjson, base64 = base64, utf8_clean = utf8_clean, plan = plan, plan_limits = plan_limits,
+HPCPREDICT = { cjson = cjson, base64 = base64, utf8_clean = utf8_clean, plan = plan, refused = refused,
+               soft_limit_option = soft_limit_option, soft_ok = SOFT_OK, partition_default_s = partition_default_s,
                human = human, slurm_time = slurm_time, with_our_field = with_our_field,
                partition_max_s = partition_max_s, qos_max_s = qos_max_s, build_request = build_request,
                call = call, config = CONFIG, breaker = breaker }

@@ -35,7 +35,8 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
     comment = job.get("AdminComment", "")
     field = slurmjob.our_field(comment)
     automatic = ";limit=auto" in field
-    time_min_ours = ";time_min=auto" in field
+    time_min_ours = ";time_min=auto" in field     # a kill limit (bound mode)
+    time_min_soft = ";time_min=soft" in field     # time_min_as_soft_limit: planned with, never enforced
     request = slurmjob.job_request(job, script)
     requested_s = 0 if automatic else request["time_limit_s"]
     if automatic:
@@ -50,7 +51,13 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
         return f"{insane}: job and AdminComment unchanged, nothing printed"
     time_min_s = slurmjob.slurm_duration_s(job.get("TimeMin", "")) if time_min_ours else 0
     lines = slurmjob.suggestion_lines(estimate, requested_s, node_list, time_min_s=time_min_s)
-    flags = (";limit=auto" if automatic else "") + (";time_min=auto" if time_min_ours else "")
+    soft_min_s = slurmjob.slurm_duration_s(job.get("TimeMin", "")) if time_min_soft else 0
+    if soft_min_s and requested_s:
+        lines.insert(1, f"hpcpredict set --time-min={slurmjob.slurm_minutes(soft_min_s)} as a soft limit: the "
+                        f"scheduler planned with it; the job is never stopped before its --time="
+                        f"{slurmjob.slurm_minutes(requested_s)}")
+    flags = (";limit=auto" if automatic else "") + (";time_min=auto" if time_min_ours else "") + \
+        (";time_min=soft" if time_min_soft else "")
     new_field = slurmjob.admin_field(submit_id, str(estimate.get("prediction_id", "")), lines, flags=flags)
     update = ["scontrol", "update", f"jobid={job_id}", f"AdminComment={slurmjob.with_our_field(comment, new_field)}"]
     bound = int(float(estimate["suggested_time_limit_s"]))

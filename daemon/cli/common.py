@@ -62,8 +62,9 @@ def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
     lines.append(f"Suggested --time:  {slurm_time(estimate.suggested_time_limit_s)}"
                  f"   (P(run longer) about {estimate.risk:.0%})")
     if estimate.suggested_time_min_s:
-        lines.append(f"Suggested --time-min: {slurm_time(estimate.suggested_time_min_s)}"
-                     "   (backfill may lower --time to this)")
+        effect = ("a soft limit: planned with, never stopped before --time" if estimate.policy_mode == "soft"
+                  else "backfill may lower --time to this")
+        lines.append(f"Suggested --time-min: {slurm_time(estimate.suggested_time_min_s)}   ({effect})")
     if estimate.HasField("comm_time_s"):
         lines.append(f"Communication time: {human(estimate.comm_time_s)} (class {estimate.feature_class} features)")
     if estimate.node_advice:

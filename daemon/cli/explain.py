@@ -50,10 +50,10 @@ def _request_summary(request: bytes) -> dict:
     return data
 
 
-def explain_job(store, job_id: str, *, floor_s: float, history: int = 5, cluster: str | None = None) -> Explanation:
-    """Everything the store knows about ``job_id`` (plain data, JSON-ready)."""
+def explain_job(store, job_id: str, *, history: int = 5, cluster: str | None = None) -> Explanation:
+    """Everything the store knows about ``job_id`` (plain data, JSON-ready). The limits shown
+    are the ones the daemon decided for the submission hook, as stored with the prediction."""
     from ..errors import HpcPredictError
-    from ..walltime_policy import plan_limits
 
     rows = store.job_rows(job_id, cluster=cluster)
     predictions = store.job_predictions(job_id, [row["prediction_id"] for row in rows], cluster=cluster)
@@ -63,14 +63,12 @@ def explain_job(store, job_id: str, *, floor_s: float, history: int = 5, cluster
     ended = next((row for row in rows if row["source"] == "outcome"), rows[0] if rows else None)
     result = Explanation(job_id=str(job_id), job=ended)
     for row in predictions:
-        limits = plan_limits(bound_s=row.bound_s, requested_s=row.requested_time_s, floor_s=floor_s,
-                             fallback=row.fallback)
         entry = {"prediction_id": row.prediction_id, "stage": row.stage, "created": row.created,
                  "model": row.model_name, "model_version": row.model_version, "fallback": row.fallback,
                  "runtime_s": row.runtime_s, "low_s": row.low_s, "high_s": row.high_s, "bound_s": row.bound_s,
                  "requested_time_s": row.requested_time_s, "comm_time_s": row.comm_time_s,
-                 "set_time_limit_s": limits.time_limit_s, "set_time_min_s": limits.time_min_s,
-                 "policy": limits.reason, "inputs": _request_summary(row.request)}
+                 "set_time_limit_s": row.applied_time_limit_s, "set_time_min_s": row.applied_time_min_s,
+                 "policy_mode": row.policy_mode, "policy": row.policy_reason, "inputs": _request_summary(row.request)}
         if ended is not None and ended["runtime_s"] > 0 and row.runtime_s > 0:
             actual = ended["runtime_s"]
             entry["error"] = {"predicted_over_actual": row.runtime_s / actual,
@@ -120,12 +118,16 @@ def explanation_lines(result: Explanation) -> list[str]:
         shown = {k: inputs[k] for k in ("inputs", "resources", "time_limit_s", "comm", "node_list") if k in inputs}
         if shown:
             lines.append(f"  inputs: {shown}")
+        mode = f" [{entry['policy_mode']} mode]" if entry["policy_mode"] else ""
         if entry["set_time_limit_s"]:
-            lines.append(f"  set: --time {slurm_time(entry['set_time_limit_s'])}")
+            lines.append(f"  set: --time {slurm_time(entry['set_time_limit_s'])}{mode}")
         elif entry["set_time_min_s"]:
-            lines.append(f"  set: --time-min {slurm_time(entry['set_time_min_s'])}")
-        else:
-            lines.append(f"  set: nothing ({entry['policy'].replace('_', ' ')})")
+            soft = " (soft: planned with it, never stopped before --time)" if entry["policy_mode"] == "soft" else ""
+            lines.append(f"  set: --time-min {slurm_time(entry['set_time_min_s'])}{soft}{mode}")
+        elif entry["policy"]:
+            lines.append(f"  set: nothing ({entry['policy'].replace('_', ' ')}){mode}")
+        elif entry["stage"] == "submit":
+            lines.append("  set: not recorded (a prediction stored before the daemon decided the limits)")
         error = entry.get("error")
         if error:
             lines.append(f"  error: predicted/actual {error['predicted_over_actual']:.2f}, accuracy "
@@ -148,8 +150,7 @@ def _explain(args) -> int:
     config = config_of(args)
     store = open_store(config)
     try:
-        result = explain_job(store, args.job_id, floor_s=config.policy.min_time_limit_s, history=args.history,
-                             cluster=args.cluster)
+        result = explain_job(store, args.job_id, history=args.history, cluster=args.cluster)
     finally:
         store.close()
     if args.json:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$hpcpredict/proto/v1/hpcpredict.proto\x12\rhpcpredict.v1\"A\n\x05Value\x12\x10\n\x06number\x18\x01 \x01(\x01H\x00\x12\x0e\n\x04text\x18\x02 \x01(\tH\x00\x12\x0e\n\x04\x66lag\x18\x03 \x01(\x08H\x00\x42\x06\n\x04kind\"\x93\x01\n\x0bJobIdentity\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\t\x12\x10\n\x08job_name\x18\x04 \x01(\t\x12\x13\n\x0b\x61pplication\x18\x05 \x01(\t\x12\r\n\x05group\x18\x06 \x01(\t\x12\x0b\n\x03qos\x18\x07 \x01(\t\x12\x0f\n\x07\x63luster\x18\x08 \x01(\t\"\xa6\x01\n\tResources\x12\r\n\x05nodes\x18\x01 \x01(\r\x12\x0e\n\x06ntasks\x18\x02 \x01(\r\x12\x17\n\x0fntasks_per_node\x18\x03 \x01(\r\x12\x15\n\rcpus_per_task\x18\x04 \x01(\r\x12\x14\n\x0c\x64istribution\x18\x05 \x01(\t\x12\x16\n\x0etasks_per_node\x18\x06 \x01(\t\x12\x0c\n\x04gpus\x18\x07 \x01(\r\x12\x0e\n\x06mem_mb\x18\x08 \x01(\x04\"6\n\x0bRankMessage\x12\x0b\n\x03src\x18\x01 \x01(\r\x12\x0b\n\x03\x64st\x18\x02 \x01(\r\x12\r\n\x05\x62ytes\x18\x03 \x01(\x04\"\x9b\x01\n\x0b\x43ommPattern\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rmessage_bytes\x18\x02 \x01(\x04\x12\x0c\n\x04grid\x18\x03 \x03(\r\x12\r\n\x05peers\x18\x04 \x01(\r\x12,\n\x08messages\x18\x05 \x03(\x0b\x32\x1a.hpcpredict.v1.RankMessage\x12\x0c\n\x04seed\x18\x06 \x01(\r\x12\x0e\n\x06phases\x18\x07 \x01(\r\"\xac\x04\n\nJobRequest\x12\'\n\x03job\x18\x01 \x01(\x0b\x32\x1a.hpcpredict.v1.JobIdentity\x12\x35\n\x06inputs\x18\x02 \x03(\x0b\x32%.hpcpredict.v1.JobRequest.InputsEntry\x12+\n\tresources\x18\x03 \x01(\x0b\x32\x18.hpcpredict.v1.Resources\x12\x14\n\x0ctime_limit_s\x18\x04 \x01(\r\x12(\n\x04\x63omm\x18\x05 \x01(\x0b\x32\x1a.hpcpredict.v1.CommPattern\x12\x11\n\tnode_list\x18\x06 \x01(\t\x12\x0c\n\x04risk\x18\x07 \x01(\x01\x12\x0e\n\x06script\x18\x08 \x01(\x0c\x12\x0c\n\x04\x61rgv\x18\t \x03(\t\x12?\n\x0b\x65nvironment\x18\n \x03(\x0b\x32*.hpcpredict.v1.JobRequest.EnvironmentEntry\x12\x13\n\x0bsubmit_time\x18\x0b \x01(\x03\x12\x0e\n\x06job_id\x18\x0c \x01(\t\x12\x1d\n\x15time_limit_is_default\x18\r \x01(\x08\x12\x14\n\x0cscript_bytes\x18\x0e \x01(\x04\x1a\x43\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.hpcpredict.v1.Value:\x02\x38\x01\x1a\x32\n\x10\x45nvironmentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x91\x01\n\x11\x41llocationRequest\x12*\n\x07request\x18\x01 \x01(\x0b\x32\x19.hpcpredict.v1.JobRequest\x12\x11\n\tnode_list\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\x12\x16\n\x0etasks_per_node\x18\x04 \x01(\t\x12\x15\n\rprediction_id\x18\x05 \x01(\t\";\n\x08Interval\x12\r\n\x05low_s\x18\x01 \x01(\x01\x12\x0e\n\x06high_s\x18\x02 \x01(\x01\x12\x10\n\x08\x63overage\x18\x03 \x01(\x01\"k\n\nNodeAdvice\x12\r\n\x05nodes\x18\x01 \x01(\r\x12\x11\n\truntime_s\x18\x02 \x01(\x01\x12\x12\n\nnode_hours\x18\x03 \x01(\x01\x12\x12\n\nefficiency\x18\x04 \x01(\x01\x12\x13\n\x0brecommended\x18\x05 \x01(\x08\"\x97\x03\n\x08\x45stimate\x12\x15\n\rprediction_id\x18\x01 \x01(\t\x12\x11\n\truntime_s\x18\x02 \x01(\x01\x12)\n\x08interval\x18\x03 \x01(\x0b\x32\x17.hpcpredict.v1.Interval\x12\x18\n\x0b\x63omm_time_s\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x16suggested_time_limit_s\x18\x05 \x01(\r\x12\x1c\n\x14suggested_time_min_s\x18\x06 \x01(\r\x12.\n\x0bnode_advice\x18\x07 \x03(\x0b\x32\x19.hpcpredict.v1.NodeAdvice\x12\x13\n\x0b\x65xplanation\x18\x08 \x03(\t\x12\x12\n\nmodel_name\x18\t \x01(\t\x12\x15\n\rmodel_version\x18\n \x01(\t\x12\x10\n\x08\x66\x61llback\x18\x0b \x01(\x08\x12\x15\n\rfeature_class\x18\x0c \x01(\t\x12\x0c\n\x04risk\x18\r \x01(\x01\x12\x13\n\x0b\x61pplication\x18\x0e \x01(\t\x12\x12\n\ncomm_model\x18\x0f \x01(\tB\x0e\n\x0c_comm_time_s\"\xdf\x01\n\x07Outcome\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x15\n\rprediction_id\x18\x02 \x01(\t\x12\x13\n\x0bsubmit_time\x18\x03 \x01(\x03\x12\x12\n\nstart_time\x18\x04 \x01(\x03\x12\x10\n\x08\x65nd_time\x18\x05 \x01(\x03\x12\x11\n\telapsed_s\x18\x06 \x01(\x01\x12\r\n\x05state\x18\x07 \x01(\t\x12\x11\n\texit_code\x18\x08 \x01(\x05\x12*\n\x07request\x18\t \x01(\x0b\x32\x19.hpcpredict.v1.JobRequest\x12\x11\n\tnode_list\x18\n \x01(\t\"?\n\nOutcomeAck\x12\x0e\n\x06stored\x18\x01 \x01(\x08\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"Q\n\x0fReportedFeature\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.hpcpredict.v1.Value\x12\x0c\n\x04\x61t_s\x18\x03 \x01(\x01\"x\n\x0fRuntimeFeatures\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x15\n\rprediction_id\x18\x02 \x01(\t\x12\x30\n\x08\x66\x65\x61tures\x18\x03 \x03(\x0b\x32\x1e.hpcpredict.v1.ReportedFeature\x12\x0c\n\x04text\x18\x04 \x01(\t\"\x0f\n\rReloadRequest\"\xd2\x01\n\tModelInfo\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x0f\n\x07\x63reated\x18\x04 \x01(\t\x12\x0c\n\x04path\x18\x05 \x01(\t\x12\x38\n\x08metadata\x18\x06 \x03(\x0b\x32&.hpcpredict.v1.ModelInfo.MetadataEntry\x12\x0f\n\x07serving\x18\x07 \x01(\x08\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"G\n\x0bReloadReply\x12(\n\x06models\x18\x01 \x03(\x0b\x32\x18.hpcpredict.v1.ModelInfo\x12\x0e\n\x06\x65rrors\x18\x02 \x03(\t\"\x13\n\x11ListModelsRequest\"5\n\tModelList\x12(\n\x06models\x18\x01 \x03(\x0b\x32\x18.hpcpredict.v1.ModelInfo\"\x0f\n\rStatusRequest\"\xc9\x02\n\x06Status\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x10\n\x08uptime_s\x18\x02 \x01(\x01\x12(\n\x06models\x18\x03 \x03(\x0b\x32\x18.hpcpredict.v1.ModelInfo\x12\x0c\n\x04jobs\x18\x04 \x01(\x04\x12\x10\n\x08outcomes\x18\x05 \x01(\x04\x12\x13\n\x0bpredictions\x18\x06 \x01(\x04\x12\x0e\n\x06\x66\x61ults\x18\x07 \x03(\t\x12\x42\n\x0frecent_accuracy\x18\x08 \x03(\x0b\x32).hpcpredict.v1.Status.RecentAccuracyEntry\x12\r\n\x05store\x18\t \x01(\t\x12\x10\n\x08requests\x18\n \x01(\x04\x12\x11\n\tfallbacks\x18\x0b \x01(\x04\x1a\x35\n\x13RecentAccuracyEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x32\x88\x04\n\tPredictor\x12=\n\x07Predict\x12\x19.hpcpredict.v1.JobRequest\x1a\x17.hpcpredict.v1.Estimate\x12P\n\x13PredictAtAllocation\x12 .hpcpredict.v1.AllocationRequest\x1a\x17.hpcpredict.v1.Estimate\x12\x42\n\rReportOutcome\x12\x16.hpcpredict.v1.Outcome\x1a\x19.hpcpredict.v1.OutcomeAck\x12P\n\x15ReportRuntimeFeatures\x12\x1e.hpcpredict.v1.RuntimeFeatures\x1a\x17.hpcpredict.v1.Estimate\x12H\n\x0cReloadModels\x12\x1c.hpcpredict.v1.ReloadRequest\x1a\x1a.hpcpredict.v1.ReloadReply\x12H\n\nListModels\x12 .hpcpredict.v1.ListModelsRequest\x1a\x18.hpcpredict.v1.ModelList\x12@\n\tGetStatus\x12\x1c.hpcpredict.v1.StatusRequest\x1a\x15.hpcpredict.v1.Statusb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$hpcpredict/proto/v1/hpcpredict.proto\x12\rhpcpredict.v1\"A\n\x05Value\x12\x10\n\x06number\x18\x01 \x01(\x01H\x00\x12\x0e\n\x04text\x18\x02 \x01(\tH\x00\x12\x0e\n\x04\x66lag\x18\x03 \x01(\x08H\x00\x42\x06\n\x04kind\"\x93\x01\n\x0bJobIdentity\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\t\x12\x10\n\x08job_name\x18\x04 \x01(\t\x12\x13\n\x0b\x61pplication\x18\x05 \x01(\t\x12\r\n\x05group\x18\x06 \x01(\t\x12\x0b\n\x03qos\x18\x07 \x01(\t\x12\x0f\n\x07\x63luster\x18\x08 \x01(\t\"\xa6\x01\n\tResources\x12\r\n\x05nodes\x18\x01 \x01(\r\x12\x0e\n\x06ntasks\x18\x02 \x01(\r\x12\x17\n\x0fntasks_per_node\x18\x03 \x01(\r\x12\x15\n\rcpus_per_task\x18\x04 \x01(\r\x12\x14\n\x0c\x64istribution\x18\x05 \x01(\t\x12\x16\n\x0etasks_per_node\x18\x06 \x01(\t\x12\x0c\n\x04gpus\x18\x07 \x01(\r\x12\x0e\n\x06mem_mb\x18\x08 \x01(\x04\"6\n\x0bRankMessage\x12\x0b\n\x03src\x18\x01 \x01(\r\x12\x0b\n\x03\x64st\x18\x02 \x01(\r\x12\r\n\x05\x62ytes\x18\x03 \x01(\x04\"\x9b\x01\n\x0b\x43ommPattern\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rmessage_bytes\x18\x02 \x01(\x04\x12\x0c\n\x04grid\x18\x03 \x03(\r\x12\r\n\x05peers\x18\x04 \x01(\r\x12,\n\x08messages\x18\x05 \x03(\x0b\x32\x1a.hpcpredict.v1.RankMessage\x12\x0c\n\x04seed\x18\x06 \x01(\r\x12\x0e\n\x06phases\x18\x07 \x01(\r\"\x8a\x05\n\nJobRequest\x12\'\n\x03job\x18\x01 \x01(\x0b\x32\x1a.hpcpredict.v1.JobIdentity\x12\x35\n\x06inputs\x18\x02 \x03(\x0b\x32%.hpcpredict.v1.JobRequest.InputsEntry\x12+\n\tresources\x18\x03 \x01(\x0b\x32\x18.hpcpredict.v1.Resources\x12\x14\n\x0ctime_limit_s\x18\x04 \x01(\r\x12(\n\x04\x63omm\x18\x05 \x01(\x0b\x32\x1a.hpcpredict.v1.CommPattern\x12\x11\n\tnode_list\x18\x06 \x01(\t\x12\x0c\n\x04risk\x18\x07 \x01(\x01\x12\x0e\n\x06script\x18\x08 \x01(\x0c\x12\x0c\n\x04\x61rgv\x18\t \x03(\t\x12?\n\x0b\x65nvironment\x18\n \x03(\x0b\x32*.hpcpredict.v1.JobRequest.EnvironmentEntry\x12\x13\n\x0bsubmit_time\x18\x0b \x01(\x03\x12\x0e\n\x06job_id\x18\x0c \x01(\t\x12\x1d\n\x15time_limit_is_default\x18\r \x01(\x08\x12\x14\n\x0cscript_bytes\x18\x0e \x01(\x04\x12\x12\n\nmax_time_s\x18\x0f \x01(\r\x12\x16\n\x0e\x64\x65\x66\x61ult_time_s\x18\x10 \x01(\r\x12\x12\n\ntime_min_s\x18\x11 \x01(\r\x12\x1c\n\x14time_limit_unlimited\x18\x12 \x01(\x08\x1a\x43\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.hpcpredict.v1.Value:\x02\x38\x01\x1a\x32\n\x10\x45nvironmentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x91\x01\n\x11\x41llocationRequest\x12*\n\x07request\x18\x01 \x01(\x0b\x32\x19.hpcpredict.v1.JobRequest\x12\x11\n\tnode_list\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\x12\x16\n\x0etasks_per_node\x18\x04 \x01(\t\x12\x15\n\rprediction_id\x18\x05 \x01(\t\";\n\x08Interval\x12\r\n\x05low_s\x18\x01 \x01(\x01\x12\x0e\n\x06high_s\x18\x02 \x01(\x01\x12\x10\n\x08\x63overage\x18\x03 \x01(\x01\"k\n\nNodeAdvice\x12\r\n\x05nodes\x18\x01 \x01(\r\x12\x11\n\truntime_s\x18\x02 \x01(\x01\x12\x12\n\nnode_hours\x18\x03 \x01(\x01\x12\x12\n\nefficiency\x18\x04 \x01(\x01\x12\x13\n\x0brecommended\x18\x05 \x01(\x08\"\x8f\x04\n\x08\x45stimate\x12\x15\n\rprediction_id\x18\x01 \x01(\t\x12\x11\n\truntime_s\x18\x02 \x01(\x01\x12)\n\x08interval\x18\x03 \x01(\x0b\x32\x17.hpcpredict.v1.Interval\x12\x18\n\x0b\x63omm_time_s\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x16suggested_time_limit_s\x18\x05 \x01(\r\x12\x1c\n\x14suggested_time_min_s\x18\x06 \x01(\r\x12.\n\x0bnode_advice\x18\x07 \x03(\x0b\x32\x19.hpcpredict.v1.NodeAdvice\x12\x13\n\x0b\x65xplanation\x18\x08 \x03(\t\x12\x12\n\nmodel_name\x18\t \x01(\t\x12\x15\n\rmodel_version\x18\n \x01(\t\x12\x10\n\x08\x66\x61llback\x18\x0b \x01(\x08\x12\x15\n\rfeature_class\x18\x0c \x01(\t\x12\x0c\n\x04risk\x18\r \x01(\x01\x12\x13\n\x0b\x61pplication\x18\x0e \x01(\t\x12\x12\n\ncomm_model\x18\x0f \x01(\t\x12\x1a\n\x12\x61pply_time_limit_s\x18\x10 \x01(\r\x12\x18\n\x10\x61pply_time_min_s\x18\x11 \x01(\r\x12\x13\n\x0bpolicy_mode\x18\x12 \x01(\t\x12\x15\n\rpolicy_reason\x18\x13 \x01(\t\x12\x14\n\x0cuser_message\x18\x14 \x01(\tB\x0e\n\x0c_comm_time_s\"\xdf\x01\n\x07Outcome\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x15\n\rprediction_id\x18\x02 \x01(\t\x12\x13\n\x0bsubmit_time\x18\x03 \x01(\x03\x12\x12\n\nstart_time\x18\x04 \x01(\x03\x12\x10\n\x08\x65nd_time\x18\x05 \x01(\x03\x12\x11\n\telapsed_s\x18\x06 \x01(\x01\x12\r\n\x05state\x18\x07 \x01(\t\x12\x11\n\texit_code\x18\x08 \x01(\x05\x12*\n\x07request\x18\t \x01(\x0b\x32\x19.hpcpredict.v1.JobRequest\x12\x11\n\tnode_list\x18\n \x01(\t\"?\n\nOutcomeAck\x12\x0e\n\x06stored\x18\x01 \x01(\x08\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"Q\n\x0fReportedFeature\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.hpcpredict.v1.Value\x12\x0c\n\x04\x61t_s\x18\x03 \x01(\x01\"x\n\x0fRuntimeFeatures\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x15\n\rprediction_id\x18\x02 \x01(\t\x12\x30\n\x08\x66\x65\x61tures\x18\x03 \x03(\x0b\x32\x1e.hpcpredict.v1.ReportedFeature\x12\x0c\n\x04text\x18\x04 \x01(\t\"\x0f\n\rReloadRequest\"\xd2\x01\n\tModelInfo\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x0f\n\x07\x63reated\x18\x04 \x01(\t\x12\x0c\n\x04path\x18\x05 \x01(\t\x12\x38\n\x08metadata\x18\x06 \x03(\x0b\x32&.hpcpredict.v1.ModelInfo.MetadataEntry\x12\x0f\n\x07serving\x18\x07 \x01(\x08\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"G\n\x0bReloadReply\x12(\n\x06models\x18\x01 \x03(\x0b\x32\x18.hpcpredict.v1.ModelInfo\x12\x0e\n\x06\x65rrors\x18\x02 \x03(\t\"\x13\n\x11ListModelsRequest\"5\n\tModelList\x12(\n\x06models\x18\x01 \x03(\x0b\x32\x18.hpcpredict.v1.ModelInfo\"\x0f\n\rStatusRequest\"\xc9\x02\n\x06Status\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x10\n\x08uptime_s\x18\x02 \x01(\x01\x12(\n\x06models\x18\x03 \x03(\x0b\x32\x18.hpcpredict.v1.ModelInfo\x12\x0c\n\x04jobs\x18\x04 \x01(\x04\x12\x10\n\x08outcomes\x18\x05 \x01(\x04\x12\x13\n\x0bpredictions\x18\x06 \x01(\x04\x12\x0e\n\x06\x66\x61ults\x18\x07 \x03(\t\x12\x42\n\x0frecent_accuracy\x18\x08 \x03(\x0b\x32).hpcpredict.v1.Status.RecentAccuracyEntry\x12\r\n\x05store\x18\t \x01(\t\x12\x10\n\x08requests\x18\n \x01(\x04\x12\x11\n\tfallbacks\x18\x0b \x01(\x04\x1a\x35\n\x13RecentAccuracyEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x32\x88\x04\n\tPredictor\x12=\n\x07Predict\x12\x19.hpcpredict.v1.JobRequest\x1a\x17.hpcpredict.v1.Estimate\x12P\n\x13PredictAtAllocation\x12 .hpcpredict.v1.AllocationRequest\x1a\x17.hpcpredict.v1.Estimate\x12\x42\n\rReportOutcome\x12\x16.hpcpredict.v1.Outcome\x1a\x19.hpcpredict.v1.OutcomeAck\x12P\n\x15ReportRuntimeFeatures\x12\x1e.hpcpredict.v1.RuntimeFeatures\x1a\x17.hpcpredict.v1.Estimate\x12H\n\x0cReloadModels\x12\x1c.hpcpredict.v1.ReloadRequest\x1a\x1a.hpcpredict.v1.ReloadReply\x12H\n\nListModels\x12 .hpcpredict.v1.ListModelsRequest\x1a\x18.hpcpredict.v1.ModelList\x12@\n\tGetStatus\x12\x1c.hpcpredict.v1.StatusRequest\x1a\x15.hpcpredict.v1.Statusb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -50,45 +50,45 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_COMMPATTERN']._serialized_start=498
   _globals['_COMMPATTERN']._serialized_end=653
   _globals['_JOBREQUEST']._serialized_start=656
-  _globals['_JOBREQUEST']._serialized_end=1212
-  _globals['_JOBREQUEST_INPUTSENTRY']._serialized_start=1093
-  _globals['_JOBREQUEST_INPUTSENTRY']._serialized_end=1160
-  _globals['_JOBREQUEST_ENVIRONMENTENTRY']._serialized_start=1162
-  _globals['_JOBREQUEST_ENVIRONMENTENTRY']._serialized_end=1212
-  _globals['_ALLOCATIONREQUEST']._serialized_start=1215
-  _globals['_ALLOCATIONREQUEST']._serialized_end=1360
-  _globals['_INTERVAL']._serialized_start=1362
-  _globals['_INTERVAL']._serialized_end=1421
-  _globals['_NODEADVICE']._serialized_start=1423
-  _globals['_NODEADVICE']._serialized_end=1530
-  _globals['_ESTIMATE']._serialized_start=1533
-  _globals['_ESTIMATE']._serialized_end=1940
-  _globals['_OUTCOME']._serialized_start=1943
-  _globals['_OUTCOME']._serialized_end=2166
-  _globals['_OUTCOMEACK']._serialized_start=2168
-  _globals['_OUTCOMEACK']._serialized_end=2231
-  _globals['_REPORTEDFEATURE']._serialized_start=2233
-  _globals['_REPORTEDFEATURE']._serialized_end=2314
-  _globals['_RUNTIMEFEATURES']._serialized_start=2316
-  _globals['_RUNTIMEFEATURES']._serialized_end=2436
-  _globals['_RELOADREQUEST']._serialized_start=2438
-  _globals['_RELOADREQUEST']._serialized_end=2453
-  _globals['_MODELINFO']._serialized_start=2456
-  _globals['_MODELINFO']._serialized_end=2666
-  _globals['_MODELINFO_METADATAENTRY']._serialized_start=2619
-  _globals['_MODELINFO_METADATAENTRY']._serialized_end=2666
-  _globals['_RELOADREPLY']._serialized_start=2668
-  _globals['_RELOADREPLY']._serialized_end=2739
-  _globals['_LISTMODELSREQUEST']._serialized_start=2741
-  _globals['_LISTMODELSREQUEST']._serialized_end=2760
-  _globals['_MODELLIST']._serialized_start=2762
-  _globals['_MODELLIST']._serialized_end=2815
-  _globals['_STATUSREQUEST']._serialized_start=2817
-  _globals['_STATUSREQUEST']._serialized_end=2832
-  _globals['_STATUS']._serialized_start=2835
-  _globals['_STATUS']._serialized_end=3164
-  _globals['_STATUS_RECENTACCURACYENTRY']._serialized_start=3111
-  _globals['_STATUS_RECENTACCURACYENTRY']._serialized_end=3164
-  _globals['_PREDICTOR']._serialized_start=3167
-  _globals['_PREDICTOR']._serialized_end=3687
+  _globals['_JOBREQUEST']._serialized_end=1306
+  _globals['_JOBREQUEST_INPUTSENTRY']._serialized_start=1187
+  _globals['_JOBREQUEST_INPUTSENTRY']._serialized_end=1254
+  _globals['_JOBREQUEST_ENVIRONMENTENTRY']._serialized_start=1256
+  _globals['_JOBREQUEST_ENVIRONMENTENTRY']._serialized_end=1306
+  _globals['_ALLOCATIONREQUEST']._serialized_start=1309
+  _globals['_ALLOCATIONREQUEST']._serialized_end=1454
+  _globals['_INTERVAL']._serialized_start=1456
+  _globals['_INTERVAL']._serialized_end=1515
+  _globals['_NODEADVICE']._serialized_start=1517
+  _globals['_NODEADVICE']._serialized_end=1624
+  _globals['_ESTIMATE']._serialized_start=1627
+  _globals['_ESTIMATE']._serialized_end=2154
+  _globals['_OUTCOME']._serialized_start=2157
+  _globals['_OUTCOME']._serialized_end=2380
+  _globals['_OUTCOMEACK']._serialized_start=2382
+  _globals['_OUTCOMEACK']._serialized_end=2445
+  _globals['_REPORTEDFEATURE']._serialized_start=2447
+  _globals['_REPORTEDFEATURE']._serialized_end=2528
+  _globals['_RUNTIMEFEATURES']._serialized_start=2530
+  _globals['_RUNTIMEFEATURES']._serialized_end=2650
+  _globals['_RELOADREQUEST']._serialized_start=2652
+  _globals['_RELOADREQUEST']._serialized_end=2667
+  _globals['_MODELINFO']._serialized_start=2670
+  _globals['_MODELINFO']._serialized_end=2880
+  _globals['_MODELINFO_METADATAENTRY']._serialized_start=2833
+  _globals['_MODELINFO_METADATAENTRY']._serialized_end=2880
+  _globals['_RELOADREPLY']._serialized_start=2882
+  _globals['_RELOADREPLY']._serialized_end=2953
+  _globals['_LISTMODELSREQUEST']._serialized_start=2955
+  _globals['_LISTMODELSREQUEST']._serialized_end=2974
+  _globals['_MODELLIST']._serialized_start=2976
+  _globals['_MODELLIST']._serialized_end=3029
+  _globals['_STATUSREQUEST']._serialized_start=3031
+  _globals['_STATUSREQUEST']._serialized_end=3046
+  _globals['_STATUS']._serialized_start=3049
+  _globals['_STATUS']._serialized_end=3378
+  _globals['_STATUS_RECENTACCURACYENTRY']._serialized_start=3325
+  _globals['_STATUS_RECENTACCURACYENTRY']._serialized_end=3378
+  _globals['_PREDICTOR']._serialized_start=3381
+  _globals['_PREDICTOR']._serialized_end=3901
 # @@protoc_insertion_point(module_scope)

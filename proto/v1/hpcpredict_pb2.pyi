@@ -85,7 +85,7 @@ class CommPattern(_message.Message):
     def __init__(self, name: _Optional[str] = ..., message_bytes: _Optional[int] = ..., grid: _Optional[_Iterable[int]] = ..., peers: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[RankMessage, _Mapping]]] = ..., seed: _Optional[int] = ..., phases: _Optional[int] = ...) -> None: ...
 
 class JobRequest(_message.Message):
-    __slots__ = ("job", "inputs", "resources", "time_limit_s", "comm", "node_list", "risk", "script", "argv", "environment", "submit_time", "job_id", "time_limit_is_default", "script_bytes")
+    __slots__ = ("job", "inputs", "resources", "time_limit_s", "comm", "node_list", "risk", "script", "argv", "environment", "submit_time", "job_id", "time_limit_is_default", "script_bytes", "max_time_s", "default_time_s", "time_min_s", "time_limit_unlimited")
     class InputsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +114,10 @@ class JobRequest(_message.Message):
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
     SCRIPT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TIME_MIN_S_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_UNLIMITED_FIELD_NUMBER: _ClassVar[int]
     job: JobIdentity
     inputs: _containers.MessageMap[str, Value]
     resources: Resources
@@ -128,7 +132,11 @@ class JobRequest(_message.Message):
     job_id: str
     time_limit_is_default: bool
     script_bytes: int
-    def __init__(self, job: _Optional[_Union[JobIdentity, _Mapping]] = ..., inputs: _Optional[_Mapping[str, Value]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., time_limit_s: _Optional[int] = ..., comm: _Optional[_Union[CommPattern, _Mapping]] = ..., node_list: _Optional[str] = ..., risk: _Optional[float] = ..., script: _Optional[bytes] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[_Mapping[str, str]] = ..., submit_time: _Optional[int] = ..., job_id: _Optional[str] = ..., time_limit_is_default: bool = ..., script_bytes: _Optional[int] = ...) -> None: ...
+    max_time_s: int
+    default_time_s: int
+    time_min_s: int
+    time_limit_unlimited: bool
+    def __init__(self, job: _Optional[_Union[JobIdentity, _Mapping]] = ..., inputs: _Optional[_Mapping[str, Value]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., time_limit_s: _Optional[int] = ..., comm: _Optional[_Union[CommPattern, _Mapping]] = ..., node_list: _Optional[str] = ..., risk: _Optional[float] = ..., script: _Optional[bytes] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[_Mapping[str, str]] = ..., submit_time: _Optional[int] = ..., job_id: _Optional[str] = ..., time_limit_is_default: bool = ..., script_bytes: _Optional[int] = ..., max_time_s: _Optional[int] = ..., default_time_s: _Optional[int] = ..., time_min_s: _Optional[int] = ..., time_limit_unlimited: bool = ...) -> None: ...
 
 class AllocationRequest(_message.Message):
     __slots__ = ("request", "node_list", "job_id", "tasks_per_node", "prediction_id")
@@ -169,7 +177,7 @@ class NodeAdvice(_message.Message):
     def __init__(self, nodes: _Optional[int] = ..., runtime_s: _Optional[float] = ..., node_hours: _Optional[float] = ..., efficiency: _Optional[float] = ..., recommended: bool = ...) -> None: ...
 
 class Estimate(_message.Message):
-    __slots__ = ("prediction_id", "runtime_s", "interval", "comm_time_s", "suggested_time_limit_s", "suggested_time_min_s", "node_advice", "explanation", "model_name", "model_version", "fallback", "feature_class", "risk", "application", "comm_model")
+    __slots__ = ("prediction_id", "runtime_s", "interval", "comm_time_s", "suggested_time_limit_s", "suggested_time_min_s", "node_advice", "explanation", "model_name", "model_version", "fallback", "feature_class", "risk", "application", "comm_model", "apply_time_limit_s", "apply_time_min_s", "policy_mode", "policy_reason", "user_message")
     PREDICTION_ID_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_S_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_FIELD_NUMBER: _ClassVar[int]
@@ -185,6 +193,11 @@ class Estimate(_message.Message):
     RISK_FIELD_NUMBER: _ClassVar[int]
     APPLICATION_FIELD_NUMBER: _ClassVar[int]
     COMM_MODEL_FIELD_NUMBER: _ClassVar[int]
+    APPLY_TIME_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
+    APPLY_TIME_MIN_S_FIELD_NUMBER: _ClassVar[int]
+    POLICY_MODE_FIELD_NUMBER: _ClassVar[int]
+    POLICY_REASON_FIELD_NUMBER: _ClassVar[int]
+    USER_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     prediction_id: str
     runtime_s: float
     interval: Interval
@@ -200,7 +213,12 @@ class Estimate(_message.Message):
     risk: float
     application: str
     comm_model: str
-    def __init__(self, prediction_id: _Optional[str] = ..., runtime_s: _Optional[float] = ..., interval: _Optional[_Union[Interval, _Mapping]] = ..., comm_time_s: _Optional[float] = ..., suggested_time_limit_s: _Optional[int] = ..., suggested_time_min_s: _Optional[int] = ..., node_advice: _Optional[_Iterable[_Union[NodeAdvice, _Mapping]]] = ..., explanation: _Optional[_Iterable[str]] = ..., model_name: _Optional[str] = ..., model_version: _Optional[str] = ..., fallback: bool = ..., feature_class: _Optional[str] = ..., risk: _Optional[float] = ..., application: _Optional[str] = ..., comm_model: _Optional[str] = ...) -> None: ...
+    apply_time_limit_s: int
+    apply_time_min_s: int
+    policy_mode: str
+    policy_reason: str
+    user_message: str
+    def __init__(self, prediction_id: _Optional[str] = ..., runtime_s: _Optional[float] = ..., interval: _Optional[_Union[Interval, _Mapping]] = ..., comm_time_s: _Optional[float] = ..., suggested_time_limit_s: _Optional[int] = ..., suggested_time_min_s: _Optional[int] = ..., node_advice: _Optional[_Iterable[_Union[NodeAdvice, _Mapping]]] = ..., explanation: _Optional[_Iterable[str]] = ..., model_name: _Optional[str] = ..., model_version: _Optional[str] = ..., fallback: bool = ..., feature_class: _Optional[str] = ..., risk: _Optional[float] = ..., application: _Optional[str] = ..., comm_model: _Optional[str] = ..., apply_time_limit_s: _Optional[int] = ..., apply_time_min_s: _Optional[int] = ..., policy_mode: _Optional[str] = ..., policy_reason: _Optional[str] = ..., user_message: _Optional[str] = ...) -> None: ...
 
 class Outcome(_message.Message):
     __slots__ = ("job_id", "prediction_id", "submit_time", "start_time", "end_time", "elapsed_s", "state", "exit_code", "request", "node_list")

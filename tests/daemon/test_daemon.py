@@ -49,8 +49,11 @@ def test_predict_then_outcome_uses_history(stub):
     assert not again.fallback
     assert again.runtime_s == pytest.approx((2400.0 + 3000.0) / 2)  # Tsafrir: mean of the last two
     assert any("last 3 runs of lmp" in line for line in again.explanation)
-    assert again.suggested_time_min_s >= again.runtime_s
-    assert again.suggested_time_limit_s >= again.suggested_time_min_s
+    assert again.suggested_time_limit_s >= again.runtime_s
+    # [policy] mode = auto (the default) without a controller running time_min_as_soft_limit:
+    # advice only, and the line says so
+    assert (again.policy_mode, again.apply_time_min_s, again.apply_time_limit_s) == ("advise", 0, 0)
+    assert "advice only" in again.user_message and again.user_message.startswith("predicted runtime")
     other_user = stub.Predict(job(user="bob"), timeout=5)
     assert other_user.fallback
 

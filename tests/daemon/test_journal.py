@@ -13,7 +13,7 @@ import pytest
 
 from hpcpredict.daemon.errors import StoreError
 from hpcpredict.daemon.journal import JournalFile, decode_row, encode_row
-from hpcpredict.daemon.store import PredictionRow, SQLiteStore
+from hpcpredict.daemon.store import PredictionRow, SQLiteStore, _prediction_values
 
 
 def _row(number: int, **changes) -> PredictionRow:
@@ -26,16 +26,24 @@ def _row(number: int, **changes) -> PredictionRow:
 
 
 def _params(row: PredictionRow) -> tuple:
-    return (row.prediction_id, row.job_id, row.stage, row.user, row.application, row.created, row.runtime_s,
-            row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
-            row.model_version, int(row.fallback), row.request, row.cluster)
+    return _prediction_values(row)
 
 
 @pytest.mark.parametrize("changes", [{}, {"comm_time_s": 3.25}, {"request": b""}, {"request": b"x" * 100_000},
-                                     {"user": "", "job_id": "", "model_version": "µ-1"}, {"cluster": "tetralith"}])
+                                     {"user": "", "job_id": "", "model_version": "µ-1"}, {"cluster": "tetralith"},
+                                     {"applied_time_min_s": 2520, "policy_mode": "soft", "policy_reason": "soft_time_min"},
+                                     {"applied_time_limit_s": 600, "policy_mode": "bound", "policy_reason": "time_limit",
+                                      "cluster": "x"}])
 def test_row_codec_round_trip(changes):
     params = _params(_row(3, **changes))
     assert decode_row(encode_row(params)) == params
+
+
+def test_records_journaled_before_the_limits_decode_without_them():
+    params = _params(_row(2, cluster="tetralith", applied_time_min_s=600, policy_mode="bound", policy_reason="x"))
+    data = encode_row(params)
+    older = data[:data.index(b"tetralith") + len("tetralith") + 4]   # up to the cluster's length
+    assert decode_row(older) == params[:17] + (None, None, "", "")
 
 
 def test_row_codec_refuses_bytes_that_are_not_a_row():
@@ -184,7 +192,8 @@ def test_a_record_journaled_before_clusters_decodes_with_no_cluster():
     """Journals left by a daemon from before the cluster column (records end at the request)
     are still committed at the next start, on cluster ''."""
     params = _params(_row(4))
-    older = encode_row(params)[:-4]   # the same record without the cluster trailer
+    # the same record without the cluster trailer (4) and the limits block (8 + "" NUL "", its length 4)
+    older = encode_row(params)[:-(4 + 9 + 4)]
     assert decode_row(older) == params
     with pytest.raises(ValueError):
         decode_row(older + b"\x01")

@@ -90,7 +90,10 @@ def test_explain_shows_prediction_inputs_limits_outcome_error_and_history(daemon
     assert (submit["prediction_id"], submit["model"], submit["model_version"]) == \
         (alice.prediction_id, alice.model_name, alice.model_version)
     assert submit["inputs"]["resources"]["ntasks"] == 8 and submit["inputs"]["time_limit_s"] == 7200
-    assert submit["set_time_min_s"] == alice.suggested_time_min_s   # what the hook set, from the same policy
+    # what the daemon told the hook, as stored: never recomputed
+    assert (submit["set_time_min_s"] or 0, submit["set_time_limit_s"] or 0, submit["policy_mode"], submit["policy"]) == \
+        (alice.apply_time_min_s, alice.apply_time_limit_s, alice.policy_mode, alice.policy_reason)
+    assert alice.policy_mode == "advise"   # the default (auto) where no controller runs time_min_as_soft_limit
     assert submit["error"]["accuracy"] == pytest.approx(min(alice.runtime_s, 3600) / max(alice.runtime_s, 3600))
     assert [past["job_id"] for past in result["history"]] == ["400", "401", "402"]
     text = cli(daemon.data_dir, "explain", "501").stdout

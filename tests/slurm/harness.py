@@ -58,8 +58,10 @@ class Daemon:
         self.hook_socket = str(data_dir / "hook.sock")
         self.socket = str(data_dir / "hpcpredictd.sock")
         self.process: subprocess.Popen | None = None
+        # The 22.05 test cluster has no time_min_as_soft_limit: its tests run the opt-in kill-limit
+        # mode, today's policy (the default, auto, would only advise there).
         self.env = dict(os.environ, HPCPREDICT_DATA_DIR=str(data_dir), HPCPREDICT_DAEMON_METRICS="",
-                        HPCPREDICT_MODELS_BUNDLED="false")
+                        HPCPREDICT_MODELS_BUNDLED="false", HPCPREDICT_POLICY_MODE="bound")
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""job_submit.lua outside slurmctld: its encoding, policy, budget and circuit breaker, run by
+"""job_submit.lua outside slurmctld: its encoding, guards, budget and circuit breaker, run by
 the real Lua 5.1 interpreter (the one slurmctld links) with lua-socket and lua-cjson. Only the
 ``slurm`` table (log functions, NO_VAL constants), which slurmctld provides from C, is defined
 by the test.
@@ -8,9 +8,11 @@ from __future__ import annotations
 import base64
 import json
 import math
+import shutil
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -18,18 +20,35 @@ from hypothesis import strategies as st
 
 from .harness import PLUGIN, FakeHookServer
 
-PRELUDE = """
+def prelude(plugin: Path) -> str:
+    return """
 slurm = {NO_VAL = 4294967294, NO_VAL16 = 65534, SUCCESS = 0,
   log_info = function(...) io.stderr:write("INFO ", string.format(...), "\\n") end,
   log_error = function(...) io.stderr:write("ERROR ", string.format(...), "\\n") end,
   log_user = function(...) io.stderr:write("USER ", string.format(...), "\\n") end}
 dofile(%r)
 H = HPCPREDICT
-""" % str(PLUGIN / "job_submit.lua")
+""" % str(plugin)
 
 
-def lua(body: str, stdin: bytes = b"", timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run(["lua5.1", "-e", PRELUDE + body], input=stdin, capture_output=True, timeout=timeout)
+PRELUDE = prelude(PLUGIN / "job_submit.lua")
+
+
+def installed(directory: Path, scheduler_parameters: str | None) -> Path:
+    """job_submit.lua installed as a site installs it: next to a slurm.conf (with or without a
+    SchedulerParameters line); the hook reads that file when it is loaded."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copy(PLUGIN / "job_submit.lua", directory / "job_submit.lua")
+    conf = "ClusterName=test\nSchedulerType=sched/backfill\n"
+    if scheduler_parameters is not None:
+        conf += f"SchedulerParameters={scheduler_parameters}\n"
+    (directory / "slurm.conf").write_text(conf)
+    return directory / "job_submit.lua"
+
+
+def lua(body: str, stdin: bytes = b"", timeout: float = 30, plugin: Path | None = None) -> subprocess.CompletedProcess:
+    head = PRELUDE if plugin is None else prelude(plugin)
+    return subprocess.run(["lua5.1", "-e", head + body], input=stdin, capture_output=True, timeout=timeout)
 
 
 @settings(max_examples=60, deadline=None)
@@ -83,8 +102,9 @@ io.write(string.format("took=%%.3f limit=%%s min=%%s comment=%%s", require("sock
 """
 
 
-def submit(socket_path: str, user: str, time_limit: str, admin_comment: str = "nil") -> subprocess.CompletedProcess:
-    return lua(SUBMIT % (socket_path, user, time_limit, admin_comment))
+def submit(socket_path: str, user: str, time_limit: str, admin_comment: str = "nil",
+           plugin: Path | None = None) -> subprocess.CompletedProcess:
+    return lua(SUBMIT % (socket_path, user, time_limit, admin_comment), plugin=plugin)
 
 
 def test_policy_without_history(daemon):
@@ -206,16 +226,20 @@ def test_absurd_replies_change_nothing(tmp_path, field, value, time_limit):
     assert b"insane estimate: " + field.encode() in done.stderr and b"USER" not in done.stderr
 
 
-@pytest.mark.parametrize("part_list, partition, qos, expected", [
-    ({"debug": {"name": "debug", "max_time": 4294967295, "flag_default": 1}}, "nil", "", "limit=16"),
-    ({"short": {"name": "short", "max_time": 3}, "debug": {"name": "debug", "max_time": 4294967295, "flag_default": 1}},
-     '"short"', "", "limit=3"),
-    ({"short": {"name": "short", "max_time": 3, "flag_default": 1}}, "nil", "", "limit=3"),
-    ({"a": {"name": "a", "max_time": 10}, "b": {"name": "b", "max_time": 5}}, '"a,b"', "", "limit=5"),
-    ({"debug": {"name": "debug", "max_time": 4294967295, "flag_default": 1}}, "nil", "normal=420", "limit=7"),
+@pytest.mark.parametrize("part_list, partition, qos, sent", [
+    ({"debug": {"name": "debug", "max_time": 4294967295, "flag_default": 1}}, "nil", "", {}),
+    ({"short": {"name": "short", "max_time": 3, "default_time": 2},
+      "debug": {"name": "debug", "max_time": 4294967295, "flag_default": 1}}, '"short"', "",
+     {"max_time_s": 180, "default_time_s": 120}),
+    ({"short": {"name": "short", "max_time": 3, "flag_default": 1, "default_time": 4294967294}}, "nil", "",
+     {"max_time_s": 180}),
+    ({"a": {"name": "a", "max_time": 10}, "b": {"name": "b", "max_time": 5}}, '"a,b"', "", {"max_time_s": 300}),
+    ({"debug": {"name": "debug", "max_time": 4294967295, "flag_default": 1}}, "nil", "normal=420", {"max_time_s": 420}),
 ])
-def test_limits_are_clamped_to_partition_and_qos(tmp_path, part_list, partition, qos, expected):
-    fake = FakeHookServer(str(tmp_path / "reply.sock"), "reply", estimate_reply())
+def test_partition_and_qos_limits_go_to_the_daemon_and_bound_what_is_applied(tmp_path, part_list, partition, qos, sent):
+    """The hook tells the daemon the limits only it sees, and refuses a --time above them."""
+    fake = FakeHookServer(str(tmp_path / "reply.sock"), "reply",
+                          estimate_reply(policy_mode="bound", apply_time_limit_s=960, policy_reason="time_limit"))
     parts = "{" + ", ".join(f"[{name!r}] = {{" + ", ".join(f"{k} = {v!r}" for k, v in part.items()) + "}"
                             for name, part in part_list.items()) + "}"
     try:
@@ -226,28 +250,80 @@ local jd = {user_name = "alice", name = "x", min_nodes = 1, time_limit = 4294967
             default_qos = "normal", script = "#!/bin/sh\\n", environment = {}}
 slurm_job_submit(jd, %s, 1001)
 io.write("limit=" .. tostring(jd.time_limit))""" % (fake.path, qos, partition, parts))
+        request = json.loads(fake.received[0])["request"]
     finally:
         fake.close()
-    assert done.stdout.decode() == expected, done.stderr
+    assert {k: request[k] for k in ("max_time_s", "default_time_s") if k in request} == sent
+    fits = sent.get("max_time_s", math.inf) >= 960
+    assert done.stdout.decode() == ("limit=16" if fits else "limit=4294967294"), done.stderr
+    if not fits:
+        assert b"above the partition/QOS/site maximum" in done.stderr
 
 
-@pytest.mark.parametrize("estimate, job, expected", [
-    ({"runtime_s": 600, "suggested_time_limit_s": 960}, "{requested_s = 1800}", "min=16 limit=nil time_min"),
-    ({"runtime_s": 600, "suggested_time_limit_s": 960}, "{}", "min=nil limit=16 time_limit"),
-    ({"runtime_s": 5000, "suggested_time_limit_s": 6000}, "{requested_s = 1800}",
-     "min=nil limit=nil bound_not_below_request"),
-    ({"runtime_s": 600, "suggested_time_limit_s": 960, "fallback": True}, "{requested_s = 1800}",
-     "min=nil limit=nil fallback"),
-    ({"runtime_s": 600, "suggested_time_limit_s": 960}, "{requested_s = 1800, user_time_min_s = 60}",
-     "min=nil limit=nil user_time_min"),
-    ({"runtime_s": 600, "suggested_time_limit_s": 960}, "{requested_s = 1800, max_time_s = 600}",
-     "min=nil limit=nil bound_above_max_time"),
-    ({"runtime_s": 600, "suggested_time_limit_s": 960}, "{requested_s = math.huge}", "min=16 limit=nil time_min"),
-    ({"runtime_s": "abc", "suggested_time_limit_s": 960}, "{}", "nil"),
-    ({"runtime_s": 600}, "{}", "nil"),
-    ({}, "{}", "nil"),
+JOB = "{requested_s = 1800}"
+NO_TIME = "{}"
+
+
+@pytest.mark.parametrize("decision, job, expected", [
+    # what the daemon decides in each mode passes
+    (dict(policy_mode="bound", apply_time_min_s=960), JOB, "min=16 limit=nil bound"),
+    (dict(policy_mode="bound", apply_time_limit_s=960), NO_TIME, "min=nil limit=16 bound"),
+    (dict(policy_mode="bound", apply_time_limit_s=180), "{max_time_s = 180}", "min=nil limit=3 bound"),
+    (dict(policy_mode="bound", apply_time_min_s=960), "{requested_s = math.huge}", "min=16 limit=nil bound"),
+    (dict(policy_mode="advise"), JOB, "min=nil limit=nil advise"),
+    (dict(), JOB, "min=nil limit=nil advise"),                         # a daemon from before the modes
+    # the guards
+    (dict(policy_mode="bound", apply_time_min_s=1800), JOB, "refused: --time-min not below --time"),
+    (dict(policy_mode="bound", apply_time_min_s=960), "{requested_s = 1800, user_time_min_s = 60}",
+     "refused: the user gave --time-min"),
+    (dict(policy_mode="bound", apply_time_min_s=960), "{requested_s = 1800, max_time_s = 600}",
+     "refused: 00:16:00 above the partition/QOS/site maximum 00:10:00"),
+    (dict(policy_mode="bound", apply_time_min_s=961), JOB, "refused: not a whole number of minutes: 961"),
+    (dict(policy_mode="bound", apply_time_min_s=120), JOB, "refused: kill-limit --time-min below the site floor"),
+    (dict(policy_mode="bound", apply_time_limit_s=120), NO_TIME, "refused: --time below the site floor"),
+    (dict(policy_mode="bound", apply_time_limit_s=960), JOB, "refused: the user gave --time"),
+    (dict(policy_mode="bound", apply_time_limit_s=60 * 600000), NO_TIME, "above the partition/QOS/site maximum"),
+    (dict(policy_mode="bound", apply_time_min_s=-60), JOB, "refused: not a whole number of minutes: -60"),
+    (dict(policy_mode="advise", apply_time_min_s=960), JOB, "refused: advise mode sets no limit"),
+    (dict(policy_mode="soft", apply_time_limit_s=960), NO_TIME, "refused: soft mode never sets --time"),
+    (dict(policy_mode="soft", apply_time_min_s=120), JOB, "refused: soft --time-min refused: "),
 ])
-def test_plan(estimate, job, expected):
-    done = lua("local c = H.plan(H.cjson.decode(%r), %s); io.write(c and string.format('min=%%s limit=%%s %%s', "
-               "tostring(c.time_min), tostring(c.time_limit), c.reason) or 'nil')" % (json.dumps(estimate), job))
-    assert done.stdout.decode() == expected, done.stderr
+def test_guards(decision, job, expected):
+    estimate = {"runtime_s": 600, "suggested_time_limit_s": 960, **decision}
+    done = lua("local c = H.plan(H.cjson.decode(%r), %s); io.write(string.format('min=%%s limit=%%s %%s', "
+               "tostring(c.time_min), tostring(c.time_limit), c.reason:sub(1, 8) == 'refused:' and c.reason or c.mode))"
+               % (json.dumps(estimate), job))
+    assert done.stdout.decode().startswith(expected) or expected in done.stdout.decode(), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("reply, job", [({"runtime_s": "abc", "suggested_time_limit_s": 960}, "{}"),
+                                        ({"runtime_s": 600}, "{}"), ({}, "{}")])
+def test_plan_of_a_broken_estimate_is_nothing(reply, job):
+    done = lua("local c = H.plan(H.cjson.decode(%r), %s); io.write(c and 'changes' or 'nil')" % (json.dumps(reply), job))
+    assert done.stdout.decode() == "nil", done.stderr
+
+
+@pytest.mark.parametrize("parameters, soft", [("time_min_as_soft_limit", True),
+                                              ("bf_interval=2,time_min_as_soft_limit,bf_resolution=10", True),
+                                              ("bf_interval=2", False), (None, False),
+                                              ("time_min_as_soft_limit_not", False)])
+def test_soft_time_min_only_where_the_slurm_conf_next_to_the_hook_has_the_option(tmp_path, parameters, soft):
+    """The daemon says soft (as a daemon forced to `mode = "soft"` would); the hook sets the soft
+    --time-min only when its own slurm.conf makes --time-min soft, else refuses and logs why."""
+    plugin = installed(tmp_path / "etc", parameters)
+    reply = estimate_reply(policy_mode="soft", apply_time_min_s=660, policy_reason="soft_time_min",
+                           user_message="predicted runtime 10.0 min; set --time-min=00:11:00 as a soft limit: "
+                                        "planned with 11 min, never stopped before your --time=00:45:00")
+    fake = FakeHookServer(str(tmp_path / "soft.sock"), "reply", reply)
+    try:
+        done = submit(fake.path, "alice", "45", plugin=plugin)
+    finally:
+        fake.close()
+    out = done.stdout.decode()
+    if soft:
+        assert "limit=45 min=11 comment={hpcpredict=p1;time_min=soft}" in out, out + done.stderr.decode()
+        assert b"USER hpcpredict: predicted runtime 10.0 min; set --time-min=00:11:00 as a soft limit" in done.stderr
+    else:
+        assert "limit=45 min=nil" in out, out + done.stderr.decode()
+        assert b"has no SchedulerParameters=time_min_as_soft_limit: --time-min would be a kill limit" in done.stderr
+        assert b"no limit changed (soft --time-min refused" in done.stderr

@@ -1,25 +1,27 @@
-"""job_submit.lua's copies against their Python statements, on one table of cases each:
-``plan_limits`` (hpcpredict.daemon.walltime_policy, the one statement of the walltime policy),
-``human``/``slurm_time`` (hpcpredict.daemon.timefmt; the prolog's copy in slurmjob too) and the
-AdminComment field (slurmjob.with_our_field). One real Lua 5.1 process runs all cases of a table.
+"""job_submit.lua against the Python it must agree with, on one table of cases each: its guards
+accept every limit ``plan_limits`` (hpcpredict.daemon.walltime_policy, where the daemon decides)
+can decide, in every mode, and nothing else gets through; ``human``/``slurm_time``
+(hpcpredict.daemon.timefmt; the prolog's copy in slurmjob too) and the AdminComment field
+(slurmjob.with_our_field). One real Lua 5.1 process runs all cases of a table.
 """
 from __future__ import annotations
 
 import json
+import math
 import random
 import subprocess
 
 from hpcpredict.daemon import timefmt
-from hpcpredict.daemon.walltime_policy import plan_limits
+from hpcpredict.daemon.walltime_policy import MODES, plan_limits
 from hpcpredict.slurm_plugin import slurmjob
 
-from .test_lua_hook import PRELUDE
+from .test_lua_hook import PRELUDE, installed, prelude
 
 HUGE = 1e308 * 10   # inf, spelled so json.dumps writes Infinity (cjson reads it)
 
 
-def run_lua(body: str, cases: list) -> list:
-    done = subprocess.run(["lua5.1", "-e", PRELUDE + body], input=json.dumps(cases).encode(), capture_output=True,
+def run_lua(body: str, cases: list, head: str = PRELUDE) -> list:
+    done = subprocess.run(["lua5.1", "-e", head + body], input=json.dumps(cases).encode(), capture_output=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     return json.loads(done.stdout)
@@ -65,33 +67,65 @@ def policy_cases() -> list[dict]:
     return edge
 
 
-PLAN_ALL = """
+GUARD_ALL = """
 local cases = H.cjson.decode(io.read('*a'))
 local out = {}
-for i, case in ipairs(cases) do
-  local c = H.plan_limits(case)
-  out[i] = {c.time_limit_s or false, c.time_min_s or false, c.reason}
+for i, c in ipairs(cases) do
+  H.config.min_time_limit_s = c.floor_s
+  H.config.max_time_limit_s = c.site_cap_s
+  out[i] = H.refused(c.mode, c.limit_s, c.min_s, c.job) or false
 end
 io.write(H.cjson.encode(out))
 """
 
 
-def test_lua_plan_limits_equals_python_on_every_case():
-    cases = policy_cases()
-    lua_results = run_lua(PLAN_ALL, cases)
-    assert len(lua_results) == len(cases)
-    mismatches = []
-    for case, (limit, time_min, reason) in zip(cases, lua_results):
-        expected = plan_limits(**case)
-        got = (limit or None, time_min or None, reason)
-        if got != (expected.time_limit_s, expected.time_min_s, expected.reason):
-            mismatches.append((case, got, expected))
-    assert not mismatches, mismatches[:5]
-    # the table reaches every rule
-    reasons = {plan_limits(**case).reason for case in cases}
-    assert reasons >= {"insane_estimate", "fallback", "user_time_min", "bound_not_below_request",
-                       "bound_above_max_time", "time_min_off", "time_min", "time_limit_off", "time_limit",
-                       "cap_below_one_minute"}
+def decided(case: dict, mode: str) -> dict:
+    """What the daemon decides for ``case`` in ``mode`` (as engine._limits calls plan_limits: in
+    soft mode a job without --time is measured against the partition's DefaultTime), and the job
+    as the hook sees it."""
+    given, default = case.get("requested_s", 0), case.pop("default_time_s", 0)
+    requested = given or (default if mode == "soft" else 0)
+    runtime = case.pop("runtime_s", case["bound_s"] / 2)
+    change = plan_limits(mode=mode, runtime_s=runtime, **dict(case, requested_s=requested))
+    max_time = case.get("max_time_s")
+    return {"mode": mode, "limit_s": change.time_limit_s or 0, "min_s": change.time_min_s or 0,
+            "floor_s": case.get("floor_s", 300), "site_cap_s": case.get("site_cap_s", 31622400),
+            "job": {"requested_s": given, "user_time_min_s": case.get("user_time_min_s", 0),
+                    **({"max_time_s": max_time} if max_time and max_time > 0 else {})}}
+
+
+def test_the_guards_pass_every_limit_the_daemon_decides_in_every_mode(tmp_path):
+    cases = [dict(case, default_time_s=default) for case in policy_cases()
+             for default in (0, 3600)]
+    rows = [decided(dict(case), mode) for case in cases for mode in MODES]
+    assert sum(1 for row in rows if row["min_s"] or row["limit_s"]) > 400   # the table reaches set limits
+    assert {row["mode"] for row in rows if row["min_s"]} == {"soft", "bound"}
+    head = prelude(installed(tmp_path / "etc", "time_min_as_soft_limit"))
+    refusals = run_lua(GUARD_ALL, rows, head)
+    wrong = [(row, why) for row, why in zip(rows, refusals) if why]
+    assert not wrong, wrong[:5]
+
+
+def test_the_guards_refuse_a_decision_the_daemon_would_not_make(tmp_path):
+    """Each decision broken one way: soft --time-min below --time by its own slurm.conf's lack of
+    the option, --time-min at/over --time, a --time over the user's, off-minute values."""
+    rows = []
+    for case in policy_cases()[:200]:
+        for mode in ("soft", "bound"):
+            row = decided(dict(case), mode)
+            job = row["job"]
+            if row["min_s"] and job["requested_s"] and job["requested_s"] < math.inf:
+                rows.append(dict(row, min_s=math.ceil(job["requested_s"] / 60) * 60))   # not below --time
+                rows.append(dict(row, min_s=row["min_s"] + 1))                         # not whole minutes
+            if row["limit_s"]:
+                rows.append(dict(row, job=dict(job, requested_s=row["limit_s"] * 2)))   # the user gave --time
+                rows.append(dict(row, mode="advise"))
+    assert len(rows) > 100
+    head = prelude(installed(tmp_path / "etc", "time_min_as_soft_limit"))
+    assert all(run_lua(GUARD_ALL, rows, head))
+    soft = [row for row in (decided(dict(case), "soft") for case in policy_cases()) if row["min_s"]]
+    without_option = prelude(installed(tmp_path / "plain", "bf_interval=30"))
+    assert soft and all("time_min_as_soft_limit" in why for why in run_lua(GUARD_ALL, soft, without_option))
 
 
 def duration_values() -> list[float]:

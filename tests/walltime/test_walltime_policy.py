@@ -85,3 +85,22 @@ def test_unknown_mode_is_an_error_and_every_mode_is_reported():
     with pytest.raises(ValueError, match="unknown policy mode"):
         plan_limits(mode="hard", runtime_s=600, bound_s=900)
     assert {plan_limits(mode=m, runtime_s=600, bound_s=900, requested_s=HOUR).mode for m in MODES} == set(MODES)
+
+
+# ------------------------------------------------------------------------------------ the user's line
+
+def test_the_line_says_what_each_mode_did():
+    from hpcpredict.daemon.walltime_policy import user_line
+
+    def line(**kwargs):
+        change = plan_limits(**kwargs)
+        return user_line(change, runtime_s=kwargs.get("runtime_s", 50.0), bound_s=kwargs["bound_s"], risk=0.03,
+                         requested_s=kwargs.get("requested_s", 0), job_limit_s=kwargs.get("max_time_s") or 0)
+    assert line(bound_s=100, max_time_s=180).endswith("set --time=00:03:00 (the partition/QOS maximum)")
+    assert line(bound_s=100).endswith("set --time=00:05:00 (runtime bound at 3% risk)")        # the floor
+    assert "otherwise your --time=01:00:00 holds" in line(bound_s=1000, requested_s=HOUR)
+    assert line(mode="soft", runtime_s=50.0, bound_s=100, max_time_s=HOUR).endswith(
+        "set --time-min=00:01:00 as a soft limit: planned with 1 min, never stopped before the partition's time limit 01:00:00")
+    assert line(mode="soft", runtime_s=3590.0, bound_s=4000, requested_s=HOUR).endswith("kept your --time=01:00:00")
+    assert line(mode="advise", runtime_s=50.0, bound_s=100).endswith(
+        "suggested --time=00:02:00 (advice only: hpcpredict changes no limit here)")

@@ -1,0 +1,166 @@
+"""[policy] mode: soft only while the controller's live configuration has
+time_min_as_soft_limit, advise whenever that cannot be told; the decision travels in the answer
+and is stored with the prediction."""
+from __future__ import annotations
+
+import pytest
+
+from hpcpredict.daemon.config import ConfigError, load_config
+from hpcpredict.daemon.errors import CommandError
+from hpcpredict.daemon.policy_mode import PolicyMode
+from hpcpredict.daemon.server import create_daemon
+from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+SHOW_CONFIG = """Configuration data as of 2026-11-27T05:53:40
+AccountingStorageBackupHost = (null)
+SchedulerParameters     = {}
+SchedulerTimeSlice      = 30 sec
+"""
+
+
+def policy(**values):
+    environ = {f"HPCPREDICT_POLICY_{k.upper()}": str(v) for k, v in values.items()}
+    return load_config(None, environ={"HPCPREDICT_DATA_DIR": "/nonexistent", **environ}).policy
+
+
+def answering(text: str):
+    calls = []
+
+    def run(command, timeout):
+        calls.append(command)
+        if isinstance(text, Exception):
+            raise text
+        return text
+    return run, calls
+
+
+@pytest.mark.parametrize("mode", ["bound", "advise"])
+def test_bound_and_advise_are_taken_as_configured_without_asking_the_controller(mode):
+    run, calls = answering(SHOW_CONFIG.format("time_min_as_soft_limit"))
+    resolved = PolicyMode(policy(mode=mode), run=run)
+    resolved.refresh()
+    assert resolved.current()[0] == mode and not resolved.needs_controller
+
+
+@pytest.mark.parametrize("mode", ["auto", "soft"])
+@pytest.mark.parametrize("parameters, expected", [
+    ("bf_interval=2,time_min_as_soft_limit,bf_resolution=10", "soft"), ("time_min_as_soft_limit", "soft"),
+    ("bf_interval=2", "advise"), ("(null)", "advise"), ("time_min_as_soft_limit_x", "advise")])
+def test_soft_only_while_the_controller_has_the_option(mode, parameters, expected):
+    run, calls = answering(SHOW_CONFIG.format(parameters))
+    resolved = PolicyMode(policy(mode=mode, controller_config_command="scontrol -M c show config"), run=run)
+    assert resolved.current()[0] == "advise"            # not read yet: advise
+    resolved.refresh()
+    assert resolved.current()[0] == expected and calls == [["scontrol", "-M", "c", "show", "config"]]
+
+
+@pytest.mark.parametrize("failure", [CommandError(["scontrol"], 1, stderr="slurm_load_ctl_conf error: Unable to contact"),
+                                     OSError("no such file"), "no such line\n"])
+def test_a_controller_that_cannot_be_read_gets_advice_only(failure):
+    run, _ = answering(SHOW_CONFIG.format("time_min_as_soft_limit"))
+    resolved = PolicyMode(policy(mode="soft"), run=run)
+    resolved.refresh()
+    assert resolved.current()[0] == "soft"
+    resolved._run = answering(failure)[0]                # the controller's configuration becomes unreadable
+    resolved.refresh()
+    mode, why = resolved.current()
+    assert mode == "advise" and why
+
+
+def test_a_check_that_stopped_refreshing_falls_back_to_advise(monkeypatch):
+    run, _ = answering(SHOW_CONFIG.format("time_min_as_soft_limit"))
+    resolved = PolicyMode(policy(mode="auto", controller_check_s=10), run=run)
+    resolved.refresh()
+    resolved._checked -= 31                              # three intervals without a refresh
+    assert resolved.current() == ("advise", "controller configuration not re-read for too long")
+
+
+@pytest.mark.parametrize("key, value", [("mode", "hard"), ("soft_max_ratio", "-1"), ("controller_check_s", "0")])
+def test_bad_policy_settings_are_refused(key, value):
+    with pytest.raises(ConfigError, match=r"\[policy\]"):
+        policy(**{key: value})
+
+
+def _service(world_dir, **policy_values):
+    environ = {"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
+               "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir),
+               **{f"HPCPREDICT_POLICY_{k.upper()}": str(v) for k, v in policy_values.items()}}
+    daemon = create_daemon(load_config(None, environ=environ))
+    daemon.service.reload()
+    return daemon
+
+
+def _with_history(service, user="ann"):
+    request = pb.JobRequest(job=pb.JobIdentity(user=user, application="lmp"), resources=pb.Resources(nodes=1, ntasks=4))
+    for number, elapsed in enumerate((2400.0, 2500.0, 2600.0)):
+        service.call("ReportOutcome", pb.Outcome(job_id=f"{user}{number}", elapsed_s=elapsed, state="COMPLETED",
+                                                 end_time=1_700_000_000 + number, request=request), 0)
+    return request
+
+
+def test_soft_answer_carries_the_point_estimate_the_line_and_is_stored(world_dir):
+    # a real command prints the controller's line (as `scontrol show config` would)
+    daemon = _service(world_dir, mode="soft",
+                      controller_config_command="echo SchedulerParameters = bf_interval=2,time_min_as_soft_limit")
+    try:
+        daemon.engine.policy_mode.refresh()
+        service = daemon.service
+        request = _with_history(service)
+        request.time_limit_s = 4 * 3600
+        estimate = service.call("Predict", request, 0)
+        assert (estimate.policy_mode, estimate.policy_reason, estimate.apply_time_limit_s) == ("soft", "soft_time_min", 0)
+        assert estimate.apply_time_min_s == -(-int(estimate.runtime_s) // 60) * 60 < estimate.suggested_time_limit_s
+        assert "as a soft limit" in estimate.user_message and "never stopped before your --time=04:00:00" in estimate.user_message
+        daemon.store.flush()
+        row = daemon.store.prediction(estimate.prediction_id)
+        assert (row.applied_time_min_s, row.applied_time_limit_s, row.policy_mode, row.policy_reason) == \
+            (estimate.apply_time_min_s, None, "soft", "soft_time_min")
+        # no --time: measured against the partition's DefaultTime the hook reports; none known: nothing
+        request.time_limit_s = 0
+        request.default_time_s = 8 * 3600
+        assert service.call("Predict", request, 0).apply_time_min_s == estimate.apply_time_min_s
+        request.default_time_s = 0
+        assert service.call("Predict", request, 0).policy_reason == "job_limit_unknown"
+        request.time_limit_s, request.time_min_s = 4 * 3600, 600   # the user's own --time-min
+        assert service.call("Predict", request, 0).policy_reason == "user_time_min"
+    finally:
+        daemon.store.close()
+
+
+def test_soft_refused_by_the_daemon_when_the_controller_lacks_the_option(world_dir):
+    daemon = _service(world_dir, mode="soft", controller_config_command="echo SchedulerParameters = bf_interval=2")
+    try:
+        daemon.engine.policy_mode.refresh()
+        request = _with_history(daemon.service)
+        request.time_limit_s = 4 * 3600
+        estimate = daemon.service.call("Predict", request, 0)
+        assert (estimate.policy_mode, estimate.apply_time_min_s, estimate.apply_time_limit_s) == ("advise", 0, 0)
+        assert "advice only" in estimate.user_message
+    finally:
+        daemon.store.close()
+
+
+def test_bound_answer_and_allocation_answers_decide_nothing(world_dir):
+    daemon = _service(world_dir, mode="bound")
+    try:
+        request = _with_history(daemon.service)
+        request.time_limit_s = 4 * 3600
+        estimate = daemon.service.call("Predict", request, 0)
+        assert estimate.policy_mode == "bound" and estimate.apply_time_min_s >= estimate.suggested_time_limit_s - 60
+        assert estimate.apply_time_min_s == estimate.suggested_time_min_s and "runtime bound at 3% risk" in estimate.user_message
+        request.time_limit_s, request.time_limit_unlimited = 0, True     # --time=UNLIMITED is a --time
+        assert daemon.service.call("Predict", request, 0).policy_reason == "time_min"
+        allocation = daemon.service.call("PredictAtAllocation", pb.AllocationRequest(
+            request=request, node_list="n1", job_id="9"), 0)
+        assert (allocation.policy_reason, allocation.apply_time_min_s, allocation.user_message) == \
+            ("not_at_submission", 0, "")
+    finally:
+        daemon.store.close()
+
+
+def test_docstring_examples():
+    import doctest
+
+    from hpcpredict.daemon import policy_mode
+    failures, tried = doctest.testmod(policy_mode)
+    assert tried > 0 and failures == 0
