@@ -42,7 +42,7 @@ import heapq
 from collections import defaultdict, deque
 from typing import Callable
 
-from ..config import PolicyConfig
+from ..config import LimitsConfig, PolicyConfig
 from ..estimates import RuntimeEstimate
 from ..history.evaluate import end_time, scorable
 from ..records import JobRecord
@@ -50,9 +50,9 @@ from ..walltime_policy import LimitChange, plan_limits
 from .workload import SimJob
 
 Policy = Callable[[SimJob, "RuntimeEstimate | None", bool], SimJob]
-# The guard the product applies in soft mode: [policy] soft_max_ratio where the configuration
-# has it, otherwise plan_limits' own default (no guard).
-SOFT_MAX_RATIO = float(getattr(PolicyConfig(), "soft_max_ratio", 0.0))
+# What the daemon passes plan_limits by default (engine.py): the configuration's defaults.
+_POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
+SOFT_MAX_RATIO = _POLICY.soft_max_ratio
 
 
 def _apply(job: SimJob, change: LimitChange) -> SimJob:
@@ -77,7 +77,18 @@ def user(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
 
 def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, soft: bool,
                soft_max_ratio: float = SOFT_MAX_RATIO) -> SimJob:
-    return _plan(job, prediction, "soft" if soft else "advise", soft_max_ratio)
+    """``[policy] mode = "auto"`` (the default): soft where the controller has the option,
+    otherwise advise; every other argument as the daemon passes it with the default configuration."""
+    if prediction is None:
+        return job
+    return _apply(job, plan_limits(mode="soft" if soft else "advise", runtime_s=prediction.runtime_s,
+                                   bound_s=prediction.bound_s, requested_s=job.request_s,
+                                   # a job without --time runs under the partition's limit
+                                   max_time_s=None if job.request_s > 0 else job.limit_s,
+                                   floor_s=_POLICY.min_time_limit_s, site_cap_s=_LIMITS.max_time_s,
+                                   fallback=prediction.fallback, soft_max_ratio=soft_max_ratio,
+                                   set_time_min=_POLICY.set_time_min_when_given,
+                                   set_time_limit=_POLICY.set_time_limit_when_absent))
 
 
 def oracle(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:

@@ -32,9 +32,11 @@ def test_hpcpredict_sets_what_plan_limits_decides_for_the_cluster(bound, request
     """The replay's default policy is the hook's: soft mode where --time-min is soft, advise
     (nothing changed) where it would kill."""
     estimate = prediction(bound, fallback)
-    change = plan_limits(mode=mode, runtime_s=estimate.runtime_s, bound_s=bound, requested_s=requested,
-                         fallback=fallback, soft_max_ratio=ratio)
     before = job(requested)
+    # a job without --time runs under the partition's limit: the daemon passes its MaxTime
+    change = plan_limits(mode=mode, runtime_s=estimate.runtime_s, bound_s=bound, requested_s=requested,
+                         max_time_s=None if requested else before.limit_s, fallback=fallback,
+                         soft_max_ratio=ratio)
     after = policies.hpcpredict(before, estimate, soft, soft_max_ratio=ratio)
     assert after.time_min_s == (change.time_min_s or 0.0)
     assert after.limit_s == (change.time_limit_s or before.limit_s)
