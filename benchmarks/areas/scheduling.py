@@ -1,7 +1,7 @@
 """What the walltime policies do to the queue of real traces, per Slurm release, and which soft value.
 
     python -m benchmarks run scheduling [--traces kth,hpc2n] [--shakes 20] [--ratios 0,4,16]
-                                        [--values point,bound@0.25,bound@0.3,bound@0.35,bound@0.5,low]
+                                        [--values point,bound@0.25,bound@0.3,bound@0.35,bound@0.5,answer@0.3,low]
 
 For KTH-SP2 (28,481 jobs, 100 processors) and the HPC2N subset (3,170 jobs, 240 processors)
 in tests/data/traces, EASY backfilling (daemon/scheduling/easy.py, bf_resolution 60 s):
@@ -12,7 +12,9 @@ in tests/data/traces, EASY backfilling (daemon/scheduling/easy.py, bf_resolution
    main path), 24.11 without it, 25.05 (>= 25.05.3) without it.
 2. ``soft``: the soft ``--time-min`` (Slurm 24.11 with the option) fed each candidate *value*
    (``point``: our point estimate, what the hook sets; ``bound@r``: our bound at risk r from
-   its own online pass, an upper quantile; ``low``: the low end of our 80 % interval) under each
+   its own online pass, an upper quantile; ``answer@r``: the same bound as the risk-0.03 model
+   answers it, i.e. what a daemon configured with ``risk = 0.03`` would give if asked for that
+   quantile; ``low``: the low end of our 80 % interval) under each
    ``soft_max_ratio`` k (0 = no guard), through :func:`plan_limits` exactly as the hook calls
    it; EASY++ beside them. A single replay of a trace is chaotic (one job starting a second
    earlier reshuffles the queue behind it), so every figure is the mean over the trace and
@@ -89,6 +91,28 @@ def _summary(per_copy: list[dict], users: list[dict], oracles: list[dict], easy:
     return out
 
 
+def _extra_answers(records, risk: float, extra: list[float]) -> dict:
+    """As ``online_predictions(records, risk)``, plus at every submission the same model's
+    read-only answer at each of the ``extra`` risks: what a daemon configured with ``risk``
+    would answer if asked for another quantile (its adaptive risk offset follows ``risk``)."""
+    import heapq
+
+    from hpcpredict.daemon.history.evaluate import end_time, scorable
+    from hpcpredict.daemon.history.model import HpcPredictModel
+
+    model, ordered = HpcPredictModel(), scorable(records)
+    out: dict = {r: {} for r in extra}
+    running: list = []
+    for index, record in enumerate(ordered):
+        while running and running[0][0] <= record.submit_time:
+            model.observe(ordered[heapq.heappop(running)[1]])
+        for r in extra:
+            out[r][id(record)] = model.answer(record, r, explain=False)
+        model.submit(record, risk, explain=False)
+        heapq.heappush(running, (end_time(record), index))
+    return out
+
+
 def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]) -> dict:
     from hpcpredict.daemon.history.traces import read_trace
     from hpcpredict.daemon.scheduling import policies
@@ -108,6 +132,10 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
 
     slurm, soft = CLUSTERS[SOFT_CLUSTER]
     fed = {"point": (ours, "runtime_s"), "low": (ours, "low_s")}
+    extra = [float(value.split("@")[1]) for value in values if value.startswith("answer@")]
+    if extra:
+        for risk, answers in _extra_answers(records, 0.03, extra).items():
+            fed[f"answer@{risk:g}"] = (answers, "bound_s")
     for value in values:
         if value.startswith("bound@"):
             fed[value] = (online_predictions(records, float(value.split("@")[1])), "bound_s")
@@ -159,8 +187,8 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--traces", default="kth,hpc2n", help=f"from {', '.join(TRACE_FILES)}")
     parser.add_argument("--shakes", type=int, default=20, help="shaken copies of each trace (besides the trace)")
     parser.add_argument("--ratios", default="0,4,16", help="soft_max_ratio values, comma-separated")
-    parser.add_argument("--values", default="point,bound@0.25,bound@0.3,bound@0.35,bound@0.5,low",
-                        help="soft --time-min values: point, low, bound@RISK")
+    parser.add_argument("--values", default="point,bound@0.25,bound@0.3,bound@0.35,bound@0.5,answer@0.3,low",
+                        help="soft --time-min values: point, low, bound@RISK, answer@RISK")
     options = parser.parse_args(args)
     ratios = [float(r) for r in options.ratios.split(",")]
     values = options.values.split(",")
