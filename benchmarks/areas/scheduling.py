@@ -1,109 +1,204 @@
-"""Scheduling impact of the walltime policies on real traces (EASY backfilling replay).
+"""What the walltime policies do to the queue of real traces, per Slurm release, and which soft value.
 
-    python -m benchmarks run scheduling [--risks 0.01,0.03,0.1,0.2,0.3] [--traces kth,hpc2n]
+    python -m benchmarks run scheduling [--traces kth,hpc2n] [--shakes 20] [--ratios 0,4,16]
+                                        [--values point,bound@0.25,bound@0.3,bound@0.35,bound@0.5,answer@0.3,low]
 
 For KTH-SP2 (28,481 jobs, 100 processors) and the HPC2N subset (3,170 jobs, 240 processors)
-in tests/data/traces: every policy of daemon/scheduling/policies.py at each risk target
-(predictions made online once per risk, shared by the policies), with per policy the issue's
-metrics, the share of the oracle's improvement in mean bounded slowdown it captures,
-``killed`` against the risk target x the jobs whose limit it shortened (and their ratio,
-``kill_rate_shortened``), and whether the
-goal holds (at least half of the oracle's improvement, no more kills than the risk allows).
-``hpcpredict/jobs-as-units`` is the policy with the bound calibrated as before batches were
-units (``batch_window_s`` = 0: every job its own calibration unit), for comparison; ``batches``
-measures how batchy the calibration residuals are, at the first risk and under that per-job
-calibration (benchmarks/scheduling/batches.py).
-Deterministic: no timing is measured, so the machine's load does not change the numbers.
+in tests/data/traces, EASY backfilling (daemon/scheduling/easy.py, bf_resolution 60 s):
+
+1. ``releases``: the default policies (``user``, ``hpcpredict`` = the product's default mode for
+   the cluster, ``oracle``, ``easy++``) and ``hpcpredict-bound`` (the opt-in kill-limit bound at
+   risk 0.03) on each cluster: Slurm 22.05, 24.11 with ``time_min_as_soft_limit`` (the product's
+   main path), 24.11 without it, 25.05 (>= 25.05.3) without it.
+2. ``soft``: the soft ``--time-min`` (Slurm 24.11 with the option) fed each candidate *value*
+   (``point``: our point estimate, what the hook sets; ``bound@r``: our bound at risk r from
+   its own online pass, an upper quantile; ``answer@r``: the same bound as the risk-0.03 model
+   answers it, i.e. what a daemon configured with ``risk = 0.03`` would give if asked for that
+   quantile; ``low``: the low end of our 80 % interval) under each
+   ``soft_max_ratio`` k (0 = no guard), through :func:`plan_limits` exactly as the hook calls
+   it; EASY++ beside them. A single replay of a trace is chaotic (one job starting a second
+   earlier reshuffles the queue behind it), so every figure is the mean over the trace and
+   ``--shakes`` copies whose submit times are shifted by uniform noise of +-30 s (input shaking:
+   Tsafrir, Ouaknine and Feitelson, 2007), with its standard error and the min and max across
+   copies; the share of the oracle's gain, the wide jobs' p99 wait against the users' own and
+   the difference to EASY++ are taken per copy (paired). Predictions are made once, online on
+   the trace as recorded.
+
+``goal``: at least 60 % of the oracle's gain in mean bounded slowdown with 0 kills, and the
+p99 wait of the widest 5 % (processor count at or above the 95th percentile) at most 5 % above
+the users' own limits, both on the shaken mean; ``best_meeting_goal``: our variant with the
+largest share that meets it. Deterministic (seeded): no timing is measured,
+so the machine's load does not change the numbers.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import random
 from pathlib import Path
 
-DESCRIPTION = "EASY backfilling replay of KTH-SP2 and HPC2N under each walltime policy (bsld, wait, kills)"
+import numpy as np
+
+DESCRIPTION = ("EASY backfilling replay of KTH-SP2 and HPC2N per Slurm release; the soft --time-min's "
+               "value and soft_max_ratio chosen on the shaken queue (bsld, kills, wait tail)")
 
 TRACES = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
 TRACE_FILES = {"kth": "KTH-SP2.swf", "hpc2n": "hpc2n-subset.swf"}
-BASELINES = ("user", "oracle")
-# Policies with a time_min depend on what Slurm gives a job backfilled on it (easy.py):
-# 22.05 (our test cluster) the time_min itself; later Slurm the room before the reservation;
-# 22.05 at worst (its backfill thread starts every job) the time_min for every job.
-MODES = {"": "time_min", "/reservation": "reservation", "/any-start": "any-start"}
-PREDICTED_BY_MODE = ("hpcpredict",)
-PREDICTED = ("hpcpredict-time", "hpcpredict-soft", "hpcpredict-soft-point")
-UNBATCHED = "hpcpredict/jobs-as-units"   # the bound calibrated with every job its own unit
-
-
-def _captured(scores: dict, name: str) -> float | None:
-    room = scores["user"]["mean_bounded_slowdown"] - scores["oracle"]["mean_bounded_slowdown"]
-    gain = scores["user"]["mean_bounded_slowdown"] - scores[name]["mean_bounded_slowdown"]
-    return round(gain / room, 3) if room > 0 else None
+# cluster name -> (release, time_min_as_soft_limit)
+CLUSTERS = {"22.05": ("22.05", False), "24.11": ("24.11", True), "24.11-no-soft": ("24.11", False),
+            "25.05-no-soft": ("25.05", False)}
+RELEASE_POLICIES = ("user", "hpcpredict", "oracle", "easy++", "hpcpredict-bound")
+SOFT_CLUSTER = "24.11"
+SHAKE_S = 30.0
+KEPT = ("mean_bounded_slowdown", "mean_wait_s", "p99_wait_s", "max_wait_s", "wide_mean_wait_s", "wide_p99_wait_s",
+        "wide_max_wait_s", "killed", "shortened", "backfilled")
+GOAL_SHARE, GOAL_WIDE_P99 = 0.6, 0.05
 
 
 def _rounded(scores: dict) -> dict:
     return {key: round(value, 4) if isinstance(value, float) else value for key, value in scores.items()}
 
 
-def replay_trace(path: Path, risks: list[float]) -> dict:
-    from benchmarks.scheduling.batches import measure
-    from hpcpredict.daemon.history.model import HpcPredictModel, ModelParams
+def _shaken(jobs: list, seed: int) -> list:
+    if seed == 0:
+        return jobs                            # copy 0: the trace as recorded
+    rng = random.Random(seed)
+    return [dataclasses.replace(job, submit_s=max(0.0, job.submit_s + rng.uniform(-SHAKE_S, SHAKE_S)))
+            for job in jobs]
+
+
+def _stats(values) -> dict:
+    values = np.asarray(values, float)
+    se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
+    return {"mean": round(float(values.mean()), 4), "se": round(se, 4), "min": round(float(values.min()), 4),
+            "max": round(float(values.max()), 4), "trace": round(float(values[0]), 4)}
+
+
+def _summary(per_copy: list[dict], users: list[dict], oracles: list[dict], easy: list[dict] | None = None) -> dict:
+    """Mean (its standard error) / min / max over the copies of each kept metric, the share of
+    the oracle's gain and the wide jobs' p99 wait against the users' own, taken per copy; and,
+    paired per copy, the difference to EASY++ in bsld and in the wide jobs' p99 wait."""
+    share = [(u["mean_bounded_slowdown"] - s["mean_bounded_slowdown"])
+             / (u["mean_bounded_slowdown"] - o["mean_bounded_slowdown"]) for s, u, o in zip(per_copy, users, oracles)]
+    wide = [s["wide_p99_wait_s"] / u["wide_p99_wait_s"] - 1.0 for s, u in zip(per_copy, users)]
+    out = {key: _stats(values) for key, values in
+           [("share", share), ("wide_p99_vs_user", wide)] + [(k, [s[k] for s in per_copy]) for k in KEPT]}
+    if easy is not None:
+        for key in ("mean_bounded_slowdown", "wide_p99_wait_s"):
+            out[f"{key}_minus_easy++"] = _stats([s[key] - e[key] for s, e in zip(per_copy, easy)])
+    out["goal_met"] = (out["share"]["mean"] >= GOAL_SHARE and out["killed"]["max"] == 0
+                       and out["wide_p99_vs_user"]["mean"] <= GOAL_WIDE_P99)
+    return out
+
+
+def _extra_answers(records, risk: float, extra: list[float]) -> dict:
+    """As ``online_predictions(records, risk)``, plus at every submission the same model's
+    read-only answer at each of the ``extra`` risks: what a daemon configured with ``risk``
+    would answer if asked for another quantile (its adaptive risk offset follows ``risk``)."""
+    import heapq
+
+    from hpcpredict.daemon.history.evaluate import end_time, scorable
+    from hpcpredict.daemon.history.model import HpcPredictModel
+
+    model, ordered = HpcPredictModel(), scorable(records)
+    out: dict = {r: {} for r in extra}
+    running: list = []
+    for index, record in enumerate(ordered):
+        while running and running[0][0] <= record.submit_time:
+            model.observe(ordered[heapq.heappop(running)[1]])
+        for r in extra:
+            out[r][id(record)] = model.answer(record, r, explain=False)
+        model.submit(record, risk, explain=False)
+        heapq.heappush(running, (end_time(record), index))
+    return out
+
+
+def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]) -> dict:
     from hpcpredict.daemon.history.traces import read_trace
-    from hpcpredict.daemon.scheduling.policies import online_predictions
-    from hpcpredict.daemon.scheduling.replay import replay_policies
-    from hpcpredict.daemon.scheduling.workload import sim_jobs, trace_machine_size
+    from hpcpredict.daemon.scheduling import policies
+    from hpcpredict.daemon.scheduling.policies import last_two_predictions, online_predictions
+    from hpcpredict.daemon.scheduling.replay import replay_jobs, replay_policies
+    from hpcpredict.daemon.scheduling.workload import Workload, sim_jobs, trace_machine_size
 
     records = read_trace(path)
     procs = trace_machine_size(path)
     workload = sim_jobs(records, procs)
-    baselines = replay_policies(workload, {}, BASELINES)
-    for suffix, mode in MODES.items():
-        baselines["oracle-time-min" + suffix] = replay_policies(workload, {}, ["oracle-time-min"],
-                                                                time_min_limit=mode)["oracle-time-min"]
+    ours = online_predictions(records, 0.03)
     out = {"trace": path.name, "procs": procs, "jobs": len(workload.jobs), "dropped": dict(workload.dropped),
-           "baselines": {name: _rounded(s) for name, s in baselines.items()},
-           "oracle_room_bsld": round(baselines["user"]["mean_bounded_slowdown"]
-                                     - baselines["oracle"]["mean_bounded_slowdown"], 3),
-           "oracle_time_min_captured": {name: _captured(baselines, name) for name in baselines
-                                        if name.startswith("oracle-time-min")},
-           # under the per-job calibration: how the jobs outliving its bound group into batches
-           "batches": measure(records, risks[0], model=HpcPredictModel(ModelParams(batch_window_s=0.0)))
-           if risks else None,
-           "by_risk": {}}
-    for risk in risks:
-        answers = online_predictions(records, risk)
-        scores = dict(baselines, **replay_policies(workload, answers, PREDICTED))
-        for suffix, mode in MODES.items():
-            for name, result in replay_policies(workload, answers, PREDICTED_BY_MODE, time_min_limit=mode).items():
-                scores[name + suffix] = result
-        unbatched = online_predictions(records, risk, model=HpcPredictModel(ModelParams(batch_window_s=0.0)))
-        scores[UNBATCHED] = replay_policies(workload, unbatched, ["hpcpredict"])["hpcpredict"]
-        per_policy = {}
-        for name in [n + suffix for n in PREDICTED_BY_MODE for suffix in MODES] + list(PREDICTED) + [UNBATCHED]:
-            s = scores[name]
-            captured = _captured(scores, name)
-            allowed = risk * s["shortened"]
-            per_policy[name] = dict(_rounded(s), captured=captured,
-                                    kills_allowed=round(allowed, 1), kills_within_risk=s["killed"] <= allowed,
-                                    # the bound is calibrated on the jobs it shortens; this is the
-                                    # share of the jobs it actually shortened that a limit killed
-                                    kill_rate_shortened=round(s["killed"] / s["shortened"], 4) if s["shortened"] else None,
-                                    wait_vs_user=round(s["mean_wait_s"] / scores["user"]["mean_wait_s"], 4),
-                                    goal_met=(captured is not None and captured >= 0.5 and s["killed"] <= allowed))
-        out["by_risk"][str(risk)] = per_policy
+           "releases": {}, "soft": {}}
+    for name, (slurm, soft) in CLUSTERS.items():
+        out["releases"][name] = {policy: _rounded(s) for policy, s in replay_policies(
+            workload, ours, RELEASE_POLICIES, slurm=slurm, soft_limit=soft).items()}
+
+    slurm, soft = CLUSTERS[SOFT_CLUSTER]
+    fed = {"point": (ours, "runtime_s"), "low": (ours, "low_s")}
+    extra = [float(value.split("@")[1]) for value in values if value.startswith("answer@")]
+    if extra:
+        for risk, answers in _extra_answers(records, 0.03, extra).items():
+            fed[f"answer@{risk:g}"] = (answers, "bound_s")
+    for value in values:
+        if value.startswith("bound@"):
+            fed[value] = (online_predictions(records, float(value.split("@")[1])), "bound_s")
+    last_two = last_two_predictions(records)
+    copies = [Workload(_shaken(workload.jobs, seed), workload.records, workload.dropped, procs)
+              for seed in range(shakes + 1)]
+
+    def replay_all(policy, answers) -> list[dict]:
+        return [replay_jobs(copy, [policy(job, answers.get(id(record)), soft)
+                                   for job, record in zip(copy.jobs, copy.records)], slurm=slurm, soft_limit=soft)
+                for copy in copies]
+
+    users = replay_all(policies.user, {})
+    oracles = replay_all(policies.oracle, {})
+    out["soft"]["user"] = _summary(users, users, oracles)
+    out["soft"]["oracle"] = _summary(oracles, users, oracles)
+    easy = replay_all(policies.easy_plus_plus, last_two)
+    out["soft"]["easy++"] = _summary(easy, users, oracles)
+    out["soft"]["oracle-time-min"] = _summary(replay_all(policies.oracle_time_min, {}), users, oracles)
+    ours_named = []
+    for value in values:
+        answers, field = fed[value]
+        valued = {key: dataclasses.replace(estimate, runtime_s=getattr(estimate, field))
+                  for key, estimate in answers.items()}
+        for ratio in ratios:
+            def policy(job, estimate, soft_flag, ratio=ratio):
+                return policies.hpcpredict(job, estimate, soft_flag, soft_max_ratio=ratio)
+            out["soft"][f"{value} k={ratio:g}"] = _summary(replay_all(policy, valued), users, oracles, easy)
+            ours_named.append(f"{value} k={ratio:g}")
+    met = [name for name in ours_named if out["soft"][name]["goal_met"]]
+    out["best_meeting_goal"] = max(met, key=lambda name: out["soft"][name]["share"]["mean"], default=None)
     return out
+
+
+def _headline(traces: dict) -> dict:
+    head = {}
+    for key, trace in traces.items():
+        soft = trace["soft"]
+        head[key] = {name: {"share": s["share"]["mean"], "wide_p99_vs_user": s["wide_p99_vs_user"]["mean"],
+                            "bsld": s["mean_bounded_slowdown"]["mean"], "killed": s["killed"]["max"],
+                            "goal_met": s["goal_met"]}
+                     for name, s in soft.items() if name in ("easy++", "point k=0", trace["best_meeting_goal"])}
+        head[key]["best_meeting_goal"] = trace["best_meeting_goal"]
+    return head
 
 
 def run(args: list[str]) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks run scheduling")
-    parser.add_argument("--risks", default="0.01,0.03,0.1,0.2,0.3", help="risk targets, comma-separated")
     parser.add_argument("--traces", default="kth,hpc2n", help=f"from {', '.join(TRACE_FILES)}")
+    parser.add_argument("--shakes", type=int, default=20, help="shaken copies of each trace (besides the trace)")
+    parser.add_argument("--ratios", default="0,4,16", help="soft_max_ratio values, comma-separated")
+    parser.add_argument("--values", default="point,bound@0.25,bound@0.3,bound@0.35,bound@0.5,answer@0.3,low",
+                        help="soft --time-min values: point, low, bound@RISK, answer@RISK")
     options = parser.parse_args(args)
-    risks = [float(r) for r in options.risks.split(",")]
-    return {"method": "EASY backfilling with Slurm's time_min semantics (daemon/scheduling/easy.py), "
-                      "bf_resolution 60 s; policy names without a suffix: Slurm 22.05 (a job backfilled "
-                      "on its time_min runs under it), '/reservation': later Slurm (limit lowered only to "
-                      "the room before the reservation), '/any-start': 22.05 when its backfill thread "
-                      "starts every job (every time_min job runs under it); online predictions as in evaluate walltime; "
-                      "killed = jobs a policy-set limit stopped before their work (work = trace runtime "
-                      "cut at the request)",
-            "traces": {key: replay_trace(TRACES / TRACE_FILES[key], risks) for key in options.traces.split(",")}}
+    ratios = [float(r) for r in options.ratios.split(",")]
+    values = options.values.split(",")
+    traces = {key: replay_trace(TRACES / TRACE_FILES[key], options.shakes, ratios, values)
+              for key in options.traces.split(",")}
+    return {"method": "EASY backfilling (daemon/scheduling/easy.py), bf_resolution 60 s; releases: Slurm 22.05 "
+                      "(a backfill start runs under its time_min), 24.11 with time_min_as_soft_limit (started on "
+                      "the time_min, planned at the hard end once running), 24.11 without it (every start runs "
+                      "under its time_min), 25.05.3 without it (lowered to the room before the reservation); "
+                      "soft: 24.11 with the option, each figure the mean over the trace and --shakes copies "
+                      f"with submit times shifted by U(-{SHAKE_S:g}, {SHAKE_S:g}) s; online predictions as in "
+                      "evaluate walltime; wide = processor count >= the 95th percentile",
+            "shakes": options.shakes, "headline": _headline(traces), "traces": traces}

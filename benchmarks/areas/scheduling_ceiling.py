@@ -9,7 +9,7 @@ semantics, bf_resolution 60 s) on KTH-SP2 and the HPC2N subset, two questions:
    its user's resubmission are free, so kills shorten the queue). With resubmission
    (``simulate(..., resubmit_killed=True)``) a job killed below its request is submitted again
    at its kill with the user's own request and no ``time_min``, and scored from its first
-   submission to its final end. ``ours``: our policy (``hpcpredict``, online predictions as in
+   submission to its final end. ``ours``: our bound policy (``hpcpredict-bound``, online predictions as in
    ``evaluate walltime``) at each risk under both accountings, the share of the oracle's gain
    in mean bounded slowdown, the kills against risk x shortened, the lowest risk where the
    goal (>= half the gain, kills within the risk) holds, and how much of the change in mean
@@ -34,6 +34,7 @@ from benchmarks.areas.scheduling import TRACE_FILES, TRACES
 DESCRIPTION = ("walltime policy vs oracle when killed jobs are resubmitted, and a hindsight "
                "group-quantile bound as the ceiling of any bound (KTH-SP2, HPC2N)")
 
+SLURM = "22.05"     # where --time-min kills: the bound's own path (mode "bound")
 ACCOUNTINGS = {"served": False, "resubmitted": True}   # a killed job: done at its kill / resubmitted
 KEPT = ("mean_bounded_slowdown", "mean_wait_s", "utilization", "killed", "killed_node_hours",
         "shortened", "lowered", "resubmitted")
@@ -83,15 +84,15 @@ def replay_trace(path: Path, risks: list[float]) -> dict:
     from benchmarks.scheduling.hindsight import GROUPINGS, METHODS, group_ids, hindsight_jobs
     from hpcpredict.daemon.history.traces import read_trace
     from hpcpredict.daemon.scheduling.easy import simulate
-    from hpcpredict.daemon.scheduling.policies import hpcpredict, online_predictions
+    from hpcpredict.daemon.scheduling.policies import hpcpredict_bound, online_predictions
     from hpcpredict.daemon.scheduling.replay import replay_jobs, replay_policies
     from hpcpredict.daemon.scheduling.workload import sim_jobs, trace_machine_size
 
     records = read_trace(path)
     procs = trace_machine_size(path)
     workload = sim_jobs(records, procs)
-    base = replay_policies(workload, {}, ["user", "oracle", "oracle-time-min"])
-    again = replay_policies(workload, {}, ["user", "oracle", "oracle-time-min"], resubmit_killed=True)
+    base = replay_policies(workload, {}, ["user", "oracle", "oracle-time-min"], slurm=SLURM)
+    again = replay_policies(workload, {}, ["user", "oracle", "oracle-time-min"], slurm=SLURM, resubmit_killed=True)
     for name in base:      # no kill: resubmission changes nothing (checked, not assumed)
         assert again[name]["killed"] == 0 and again[name]["mean_bounded_slowdown"] == base[name]["mean_bounded_slowdown"]
     user = base["user"]
@@ -102,19 +103,20 @@ def replay_trace(path: Path, risks: list[float]) -> dict:
            "oracle_time_min": _scores(base["oracle-time-min"], user, room, 0.0),
            "group_sizes": {grouping: _group_sizes(group_ids(workload, grouping)) for grouping in GROUPINGS},
            "ours": {}, "hindsight": {}}
-    user_outcomes = simulate(workload.jobs, procs)
+    user_outcomes = simulate(workload.jobs, procs, slurm=SLURM)
     for risk in risks:
         answers = online_predictions(records, risk)
-        jobs = [hpcpredict(job, answers.get(id(record))) for job, record in zip(workload.jobs, workload.records)]
+        jobs = [hpcpredict_bound(job, answers.get(id(record)), False)
+                for job, record in zip(workload.jobs, workload.records)]
         out["ours"][str(risk)] = {
-            accounting: dict(_scores(replay_jobs(workload, jobs, resubmit_killed=resubmit), user, room, risk),
-                             **_killed_split(user_outcomes, simulate(jobs, procs, resubmit_killed=resubmit)))
+            accounting: dict(_scores(replay_jobs(workload, jobs, slurm=SLURM, resubmit_killed=resubmit), user, room, risk),
+                             **_killed_split(user_outcomes, simulate(jobs, procs, slurm=SLURM, resubmit_killed=resubmit)))
             for accounting, resubmit in ACCOUNTINGS.items()}
         for grouping in GROUPINGS:
             for method in METHODS:
                 jobs = hindsight_jobs(workload, grouping, risk, method)
                 out["hindsight"].setdefault(f"{grouping}/{method}", {})[str(risk)] = {
-                    accounting: _scores(replay_jobs(workload, jobs, resubmit_killed=resubmit), user, room, risk)
+                    accounting: _scores(replay_jobs(workload, jobs, slurm=SLURM, resubmit_killed=resubmit), user, room, risk)
                     for accounting, resubmit in ACCOUNTINGS.items()}
     out["lowest_risk_goal_met"] = {
         accounting: next((risk for risk in risks if out["ours"][str(risk)][accounting]["goal_met"]), None)

@@ -92,10 +92,11 @@ def group_quantiles(values: np.ndarray, groups: np.ndarray, risk: float, method:
 
 
 def hindsight_jobs(workload, grouping: str, risk: float, method: str = "in-sample") -> list:
-    """The jobs of ``workload`` with the limits our policy (``policies.hpcpredict``, i.e.
-    :func:`plan_limits` as the hook applies it) sets when the hindsight bound is its bound."""
+    """The jobs of ``workload`` with the limits our bound policy (``policies.hpcpredict_bound``,
+    i.e. :func:`plan_limits` in mode ``bound`` as the hook applies it) sets when the hindsight
+    bound is its bound."""
     from hpcpredict.daemon.estimates import RuntimeEstimate
-    from hpcpredict.daemon.scheduling.policies import hpcpredict
+    from hpcpredict.daemon.scheduling.policies import hpcpredict_bound
 
     work = np.array([job.work_s for job in workload.jobs])
     bounds = group_quantiles(work, group_ids(workload, grouping), risk, method)
@@ -105,7 +106,7 @@ def hindsight_jobs(workload, grouping: str, risk: float, method: str = "in-sampl
             jobs.append(job)                 # nothing known of the group: the request stands
             continue
         bound = max(float(bound), 1.0)       # a job that ran 0 s: the shortest bound, not an insane one
-        jobs.append(hpcpredict(job, RuntimeEstimate(
+        jobs.append(hpcpredict_bound(job, RuntimeEstimate(
             runtime_s=bound, low_s=bound, high_s=bound, coverage=0.0, bound_s=bound, explanation=(),
-            model_name=f"hindsight-{grouping}")))
+            model_name=f"hindsight-{grouping}"), False))
     return jobs

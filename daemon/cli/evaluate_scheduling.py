@@ -1,12 +1,24 @@
 """`hpcpredict evaluate scheduling TRACE`: replay a trace through EASY backfilling per policy.
 
 Prints a table (or one JSON object with ``--json``) keyed by policy name (``user``,
-``hpcpredict``, ``oracle``; ``--all-policies`` adds ``oracle-time-min``, ``hpcpredict-time``,
-``hpcpredict-soft`` and ``hpcpredict-soft-point``), each with ``n``, ``mean_wait_s``, ``mean_bounded_slowdown``,
-``utilization``, ``killed``, ``killed_node_hours``, ``killed_censored``, ``backfilled``,
-``lowered``, ``shortened``, ``procs`` and ``dropped``. The machine size comes from the SWF
-header (``; MaxProcs:``, else ``; MaxNodes:``); ``--procs`` overrides it. ``--time-min-limit``
-says what a job backfilled on its ``--time-min`` runs under (Slurm 22.05: the ``time_min``).
+``hpcpredict``, ``oracle``, ``easy++``; ``--all-policies`` adds ``hpcpredict-soft``,
+``hpcpredict-bound``, ``hpcpredict-time`` and ``oracle-time-min``), each with ``n``,
+``mean_wait_s``, ``mean_bounded_slowdown``, ``utilization``, ``killed``, ``killed_node_hours``,
+``killed_censored``, ``backfilled``, ``lowered``, ``shortened``, ``procs``, ``dropped`` and the
+wait tail: ``p99_wait_s``, ``max_wait_s``, and over the widest jobs (processor count at or
+above the trace's 95th percentile, ``wide_procs``; ``wide_n`` jobs) ``wide_mean_wait_s``,
+``wide_p99_wait_s``, ``wide_max_wait_s``. The machine size comes from the SWF header
+(``; MaxProcs:``, else ``; MaxNodes:``); ``--procs`` overrides it.
+
+``--slurm RELEASE`` says whose ``--time-min`` semantics are replayed (``daemon/scheduling/easy.py``):
+``22.05`` (a backfill start runs under its ``--time-min``), ``24.11`` (the default; 23.02 to
+25.05.2) and ``25.05`` (>= 25.05.3) with ``SchedulerParameters=time_min_as_soft_limit``, the
+product's main path: a job backfill starts on its ``--time-min`` keeps its ``--time`` and is
+planned at its hard end once running; ``--no-soft-limit`` replays those releases without the
+option (24.11: every start runs under exactly its ``--time-min``; 25.05: the limit is lowered
+only to the room before the next reservation). ``hpcpredict`` is the product's default policy
+for that cluster: the soft ``--time-min`` where the option is set (``--soft-max-ratio`` as
+``[policy] soft_max_ratio``), nothing changed (``advise``) where it is not.
 ``--resubmit-killed`` makes kills cost what they cost: a job a policy's limit killed is
 submitted again at its kill with the user's own request, and scored from its first submission
 to its final end (its lost run counted as waiting); each policy then also has ``resubmitted``.
@@ -16,6 +28,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..scheduling.easy import SLURM_RELEASES, SOFT_LIMIT_SINCE, semantics
 from .evaluate_walltime import _check_risk, add_trace_arguments
 
 
@@ -28,13 +41,20 @@ def register(families) -> None:
     parser.add_argument("--procs", type=int, default=None,
                         help="machine size in processors (default: the SWF header's MaxProcs/MaxNodes)")
     parser.add_argument("--all-policies", action="store_true",
-                        help="also the policies a site could choose instead (oracle-time-min, "
-                             "hpcpredict-time, hpcpredict-soft, hpcpredict-soft-point)")
-    parser.add_argument("--time-min-limit", choices=("time_min", "reservation", "any-start"), default="time_min",
-                        help="the limit of a job backfill starts on its --time-min: 'time_min' (Slurm "
-                             "22.05, the default), 'reservation' (later Slurm: the time left before "
-                             "the reservation it would overlap) or 'any-start' (22.05 at worst: every "
-                             "job with a --time-min runs under it, also those started at the head)")
+                        help="also the policies a site could choose instead (hpcpredict-soft, "
+                             "hpcpredict-bound, hpcpredict-time, oracle-time-min)")
+    parser.add_argument("--slurm", choices=SLURM_RELEASES, default=SOFT_LIMIT_SINCE,
+                        help="the Slurm release whose --time-min semantics are replayed: 22.05 (a job "
+                             "backfill starts on its --time-min runs under it), 24.11 (the default; "
+                             "23.02-25.05.2) or 25.05 (>= 25.05.3); 24.11 and 25.05 with "
+                             "time_min_as_soft_limit unless --no-soft-limit")
+    parser.add_argument("--no-soft-limit", action="store_true",
+                        help="the cluster runs without SchedulerParameters=time_min_as_soft_limit: "
+                             "--time-min is a kill limit (24.11: every start runs under exactly it; "
+                             "25.05: lowered only to the room before the next reservation)")
+    parser.add_argument("--soft-max-ratio", type=float, default=None, metavar="K",
+                        help="hpcpredict's soft --time-min only where --time <= K x the estimate "
+                             "(0: no guard; default: [policy] soft_max_ratio's default)")
     parser.add_argument("--resubmit-killed", action="store_true",
                         help="a job killed by a limit below its request is submitted again at its kill "
                              "with the user's request (no --time-min) and scored from its first "
@@ -62,20 +82,25 @@ def run(args) -> int:
                                             "line: give the machine size with --procs N")
     if not any(j.runtime_s >= 0 and j.submit_time >= 0 for j in jobs):
         raise ParseError("no job with a known submit time and runtime", source=args.trace)
+    if args.soft_max_ratio is not None and not (0 <= args.soft_max_ratio < float("inf")):
+        raise InvalidRequest("--soft-max-ratio", f"must be a finite number >= 0, got {args.soft_max_ratio}")
     policies = list(POLICIES) if args.all_policies else list(DEFAULT_POLICIES)
+    options = dict(slurm=args.slurm, soft_limit=False if args.no_soft_limit else None,
+                   resubmit_killed=args.resubmit_killed, soft_max_ratio=args.soft_max_ratio)
     if len(jobs) > 5000 and sys.stderr.isatty() and not args.json:
-        scores = _with_progress(jobs, procs, args.risk, policies, args.time_min_limit, args.resubmit_killed)
+        scores = _with_progress(jobs, procs, args.risk, policies, options)
     else:
-        scores = evaluate_scheduling(jobs, procs, args.risk, policies, time_min_limit=args.time_min_limit,
-                                     resubmit_killed=args.resubmit_killed)
+        scores = evaluate_scheduling(jobs, procs, args.risk, policies, **options)
     if args.json:
         print(json.dumps(scores))
     else:
-        _print_table(args.trace, args.risk, procs, scores)
+        soft = semantics(args.slurm, options["soft_limit"]) == "soft"
+        _print_table(args.trace, args.risk, procs, scores,
+                     f"Slurm {args.slurm}" + (" with time_min_as_soft_limit" if soft else ""))
     return 0
 
 
-def _with_progress(jobs, procs, risk, policies, time_min_limit, resubmit_killed):
+def _with_progress(jobs, procs, risk, policies, options):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
@@ -84,28 +109,30 @@ def _with_progress(jobs, procs, risk, policies, time_min_limit, resubmit_killed)
     with Progress(TextColumn("predicting online"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("predict", total=len(jobs))
-        return evaluate_scheduling(jobs, procs, risk, policies, time_min_limit=time_min_limit,
-                                   resubmit_killed=resubmit_killed,
+        return evaluate_scheduling(jobs, procs, risk, policies, **options,
                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
 
 
-def _print_table(trace: str, risk: float, procs: int, scores: dict) -> None:
+def _print_table(trace: str, risk: float, procs: int, scores: dict, semantics: str) -> None:
     from rich.table import Table
 
     from .common import output_console
 
     first = next(iter(scores.values()))
-    table = Table(title=f"EASY backfilling replay, {procs} processors, bound risk {risk:g}",
+    table = Table(title=f"EASY backfilling replay, {procs} processors, {semantics}, bound risk {risk:g}",
                   caption=f"{trace}: {first['n']} jobs replayed, {first['dropped']} dropped. bsld = mean "
-                          "bounded slowdown (tau 10 s); shortened = limits the policy set below the "
-                          "request; lowered = limits backfill cut to a time_min"
+                          f"bounded slowdown (tau 10 s); p99 h = 99th percentile of the wait, hours; wide = the "
+                          f"{first['wide_n']} jobs of >= {first['wide_procs']:g} processors; shortened = limits "
+                          "or time_min the policy set below the request; lowered = limits backfill cut"
                           + ("; killed jobs resubmitted with their request, scored to their final end"
                              if "resubmitted" in first else ""))
     table.add_column("policy", no_wrap=True)
-    for column in ("wait min", "bsld", "util", "shortened", "lowered", "killed", "killed proc-h"):
+    for column in ("wait min", "p99 h", "wide p99 h", "bsld", "util", "shortened", "lowered", "killed",
+                   "killed proc-h"):
         table.add_column(column, justify="right")
     for name, s in scores.items():
-        table.add_row(name, f"{s['mean_wait_s'] / 60:.0f}", f"{s['mean_bounded_slowdown']:.2f}",
+        table.add_row(name, f"{s['mean_wait_s'] / 60:.0f}", f"{s['p99_wait_s'] / 3600:.1f}",
+                      f"{s['wide_p99_wait_s'] / 3600:.1f}", f"{s['mean_bounded_slowdown']:.2f}",
                       f"{100 * s['utilization']:.1f}%", str(s["shortened"]), str(s["lowered"]),
                       str(s["killed"]), f"{s['killed_node_hours']:.0f}")
     console = output_console()

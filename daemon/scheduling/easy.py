@@ -1,4 +1,4 @@
-"""EASY backfilling (Mu'alem and Feitelson 2001) with Slurm's ``--time-min`` semantics.
+"""EASY backfilling (Mu'alem and Feitelson 2001) with the ``--time-min`` semantics of a Slurm release.
 
 One event loop over submissions and job ends; after the events of each instant one
 scheduling pass:
@@ -13,32 +13,36 @@ scheduling pass:
 
 ``--time-min`` as Slurm's backfill applies it (``src/plugins/sched/backfill/backfill.c``): a
 job whose ``time_min`` is below its limit is tested with ``time_min`` as its limit; if it can
-start now it starts, and its limit is then
+start now it starts, and what it then runs under depends on the release (``slurm``) and on
+``SchedulerParameters=time_min_as_soft_limit`` (``soft_limit``; Slurm >= 23.11, on by default
+for the releases that have it, since that is hpcpredict's main path):
 
-- ``SLURM_22_05`` (the default; what our test cluster runs and what
-  ``tests/slurm/test_sched_replay.py`` checks): ``time_min`` itself. 22.05's backfill sets
-  ``time_limit = job_ptr->time_limit = job_ptr->time_min; comp_time_limit = time_limit``, so
-  ``_reset_job_time_limit`` can only return ``time_min``: every job backfill starts on a
-  ``time_min`` runs under it, even where its full limit would have fitted.
-- ``RESERVATION`` (Slurm's current source, where ``comp_time_limit`` keeps the full limit;
-  which release changed it was not checked): the full limit,
-  lowered by ``_reset_job_time_limit`` to the whole minutes left before the first
-  reservation the job overlaps (``(begin_time - now) / 60``), never below ``time_min``.
-
-- ``ANY_START``: as ``SLURM_22_05``, and the jobs the FCFS step starts run under their
-  ``time_min`` too. On 22.05 the backfill thread often starts a job that fits at the head
-  before the main scheduler does (the test cluster shows both), and then gives it its
-  ``time_min``: this is the worst case of that race.
+- ``"22.05"`` (what our 22.05 test cluster runs and ``tests/slurm/test_sched_replay.py``
+  checks): ``time_min`` itself, a kill limit. 22.05's backfill sets ``time_limit =
+  job_ptr->time_limit = job_ptr->time_min; comp_time_limit = time_limit``, so
+  ``_reset_job_time_limit`` can only return ``time_min``, even where the full limit would have
+  fitted. The main scheduler (step 1) never lowers a limit.
+- ``"24.11"`` (23.02 to 25.05.2) without the option: every job with a ``time_min`` runs under
+  exactly it, also one that fits at the head: the backfill thread starts such jobs before the
+  main scheduler and gives them their ``time_min`` (measured on 24.11.5, FINDINGS S7/S7b;
+  SchedMD ticket 23350, fixed in 25.05.3).
+- ``"25.05"`` (>= 25.05.3) without the option: the full limit, lowered by
+  ``_reset_job_time_limit`` to the whole minutes left before the first reservation the job
+  overlaps (``(begin_time - now) / 60``), never below ``time_min``.
+- ``"24.11"`` or ``"25.05"`` with ``time_min_as_soft_limit``: the job is *started* by the
+  ``time_min`` test and keeps its full limit (never killed before it). Once running it is
+  planned at its *hard* end for every other job: Slurm restores ``time_limit`` and
+  ``end_time`` right after the start and a pending job's start comes from the select
+  plugin's will-run test, which frees running jobs at ``end_time`` (measured on 24.11.5:
+  the head's StartTime jumped to the soft job's start + its ``--time``, FINDINGS S1/S3).
+  Only within the pass that starts it is it counted to its ``time_min``
+  (``_bf_reserve_running`` right after the start): it takes no extra processors when its
+  ``time_min`` ends before the reservation. So every soft job moves the head's reservation to
+  its hard end, and backfill fills the window it opened.
 
 Reservations start on the backfill resolution (start rounded down to ``bf_resolution``, 60 s
 by default), and a job conflicts with a reservation that begins at or before its end
-(``node_space[j].begin_time <= end_time``). The main scheduler (step 1) never lowers a limit (except in ``ANY_START``).
-
-A *soft* ``time_min`` (what Slurm >= 23.11 names ``time_min_as_soft_limit``) is modelled as:
-the same backfill test with ``time_min``, but the job keeps its full limit (never killed
-before its request), and reservations assume it ends at ``time_min``, or, once past it,
-halfway between now and its limit (``_bf_reserve_running``). Our Slurm test cluster is 22.05:
-that variant is not validated against a real Slurm.
+(``node_space[j].begin_time <= end_time``).
 
 With ``resubmit_killed`` a job that a limit below its user's request killed is submitted again
 at its kill time with the user's request and no ``time_min`` (:meth:`SimJob.resubmission`):
@@ -49,17 +53,19 @@ Where this differs from Slurm (say so when comparing): Slurm reserves for every 
 it tests (bf_max_job_test), not only the head; it places jobs on nodes (a job may take
 reserved nodes and be cut although extra processors existed); it schedules every
 ``bf_interval`` seconds and notices time-outs up to 30 s late. Here processors are
-interchangeable, passes run at every event and a job ends at its limit exactly. Slurm's
-backfill thread can also start a job that fits at the head of the queue before the main
-scheduler does (22.05 then gives it its ``time_min`` too): ``ANY_START`` bounds that case.
+interchangeable, passes run at every event and a job ends at its limit exactly. On 22.05 the
+backfill thread can also start a job that fits at the head before the main scheduler does
+(22.05 then gives it its ``time_min`` too): ``"24.11"`` without the option bounds that case.
 
 >>> from hpcpredict.daemon.scheduling.workload import SimJob
 >>> jobs = [SimJob(0, "a", 0, 2, 600, 600, 600), SimJob(1, "b", 1, 4, 60, 600, 600),
 ...         SimJob(2, "c", 2, 2, 900, 3600, 3600, time_min_s=120)]
->>> [(o.job.job_id, o.start_s, o.limit_s, o.killed) for o in simulate(jobs, procs=4)]
+>>> [(o.job.job_id, o.start_s, o.limit_s, o.killed) for o in simulate(jobs, procs=4, slurm="22.05")]
 [('a', 0, 600, False), ('c', 2, 120, True), ('b', 600, 600, False)]
->>> [o.limit_s for o in simulate(jobs, procs=4, time_min_limit=RESERVATION)]
+>>> [o.limit_s for o in simulate(jobs, procs=4, slurm="25.05", soft_limit=False)]
 [600, 540, 600]
+>>> [(o.job.job_id, o.start_s, o.limit_s, o.killed) for o in simulate(jobs, procs=4, slurm="24.11")]
+[('a', 0, 600, False), ('c', 2, 3600, False), ('b', 902, 600, False)]
 """
 from __future__ import annotations
 
@@ -71,9 +77,27 @@ from typing import Iterable
 from .workload import SimJob
 
 SLURM_BF_RESOLUTION_S = 60    # Slurm's default bf_resolution
-SLURM_22_05, RESERVATION = "time_min", "reservation"   # what a backfilled time_min job runs under
-ANY_START = "any-start"       # 22.05 at worst: its backfill thread starts every job, even the head
+SLURM_RELEASES = ("22.05", "24.11", "25.05")
+SOFT_LIMIT_SINCE = "24.11"    # the oldest modelled release with time_min_as_soft_limit (23.11)
+# What a job with a time_min below its limit runs under once started (see above):
+_BACKFILL_TIME_MIN = "backfill-time-min"   # 22.05: a backfill start runs under its time_min
+_ANY_TIME_MIN = "any-time-min"             # 24.11 without the option: every start does
+_RESERVATION = "reservation"               # 25.05.3 without the option: the room before the reservation
+_SOFT = "soft"                             # with the option: its full limit, planned at its hard end
 _END, _SUBMIT = 0, 1          # at one instant, ends free processors before submissions look
+
+
+def semantics(slurm: str, soft_limit: bool | None = None) -> str:
+    """What a started ``time_min`` job runs under on release ``slurm``; ``soft_limit`` says
+    whether ``time_min_as_soft_limit`` is set (None: set where the release has it)."""
+    if slurm not in SLURM_RELEASES:
+        raise ValueError(f"slurm must be one of {', '.join(SLURM_RELEASES)}, got {slurm!r}")
+    has_option = SLURM_RELEASES.index(slurm) >= SLURM_RELEASES.index(SOFT_LIMIT_SINCE)
+    if soft_limit and not has_option:
+        raise ValueError(f"Slurm {slurm} has no time_min_as_soft_limit (it came with 23.11)")
+    if has_option if soft_limit is None else soft_limit:
+        return _SOFT
+    return {"22.05": _BACKFILL_TIME_MIN, "24.11": _ANY_TIME_MIN, "25.05": _RESERVATION}[slurm]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,36 +122,32 @@ class _Running:
     start_s: float
     limit_s: float
 
-    def planned_end(self, now: float) -> float:
-        """When the scheduler expects it to end (its limit; for a soft time_min, Slurm's guess)."""
-        hard = self.start_s + self.limit_s
-        if not self.job.soft_time_min or not self.job.time_min_s:
-            return hard
-        soft = self.start_s + self.job.time_min_s
-        return soft if soft >= now else now + (hard - now) / 2
+    @property
+    def planned_end(self) -> float:
+        """When the scheduler expects it to end: its limit (a soft job's hard one)."""
+        return self.start_s + self.limit_s
 
 
 def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_RESOLUTION_S,
-             time_min_limit: str = SLURM_22_05, resubmit_killed: bool = False) -> list[Outcome]:
+             slurm: str = SOFT_LIMIT_SINCE, soft_limit: bool | None = None,
+             resubmit_killed: bool = False) -> list[Outcome]:
     """Replay ``jobs`` on ``procs`` processors; one :class:`Outcome` per job, in start order.
 
     ``resolution_s``: reservation start times are rounded down to it (Slurm's
-    ``bf_resolution``; 0 = exact, plain EASY). ``time_min_limit``: the limit of a job that
-    backfill starts on its time_min (``SLURM_22_05`` or ``RESERVATION``, see above).
+    ``bf_resolution``; 0 = exact, plain EASY). ``slurm`` and ``soft_limit``: the release and
+    whether ``time_min_as_soft_limit`` is set (None: where the release has it; see above).
     ``resubmit_killed``: a job killed below its user's request is submitted again at its kill
     (one more outcome, whose ``job.retry_of`` is the killed job's ``seq``)."""
     if procs <= 0:
         raise ValueError(f"machine size must be positive, got {procs}")
-    if time_min_limit not in (SLURM_22_05, RESERVATION, ANY_START):
-        raise ValueError(f"time_min_limit must be {SLURM_22_05!r}, {RESERVATION!r} or {ANY_START!r}, "
-                         f"got {time_min_limit!r}")
+    mode = semantics(slurm, soft_limit)
     ordered = sorted(jobs, key=lambda j: (j.submit_s, j.seq))
     for job in ordered:
         if not 0 < job.procs <= procs:
             raise ValueError(f"job {job.job_id} needs {job.procs} processors of {procs}")
     events: list[tuple[float, int, int, SimJob]] = [(j.submit_s, _SUBMIT, j.seq, j) for j in ordered]
     heapq.heapify(events)
-    state = _Machine(procs, resolution_s, time_min_limit)
+    state = _Machine(procs, resolution_s, mode)
     next_seq = max((j.seq for j in ordered), default=-1) + 1
     while events:
         now = events[0][0]
@@ -149,9 +169,8 @@ def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_
 
 
 class _Machine:
-    def __init__(self, procs: int, resolution_s: float, time_min_limit: str = SLURM_22_05):
-        self.procs, self.free, self.resolution_s = procs, procs, resolution_s
-        self.time_min_limit = time_min_limit
+    def __init__(self, procs: int, resolution_s: float, mode: str):
+        self.procs, self.free, self.resolution_s, self.mode = procs, procs, resolution_s, mode
         self.queue: list[SimJob] = []
         self.running: dict[int, _Running] = {}
         self.outcomes: list[Outcome] = []
@@ -167,7 +186,7 @@ class _Machine:
     def _reservation(self, head: SimJob, now: float) -> tuple[float, int]:
         """(shadow time rounded down to the resolution, extra processors) for the head job."""
         available = self.free
-        ends = sorted((r.planned_end(now), r.job.procs) for r in self.running.values())
+        ends = sorted((r.planned_end, r.job.procs) for r in self.running.values())
         shadow = now
         for index, (end, size) in enumerate(ends):
             available += size
@@ -183,7 +202,7 @@ class _Machine:
         while self.queue and self.queue[0].procs <= self.free:      # FCFS
             job = self.queue.pop(0)
             limit = job.limit_s
-            if self.time_min_limit == ANY_START and 0 < job.time_min_s < limit and not job.soft_time_min:
+            if self.mode == _ANY_TIME_MIN and 0 < job.time_min_s < limit:
                 limit = job.time_min_s
             started.append(self._start(job, now, limit, backfilled=False))
         if len(self.queue) < 2 or self.free == 0:
@@ -206,13 +225,14 @@ class _Machine:
         return started
 
     def _planned(self, outcome: Outcome) -> float:
+        """How long the pass that starts a job counts it: a soft job to its time_min."""
         job = outcome.job
-        return job.time_min_s if job.soft_time_min and job.time_min_s else outcome.limit_s
+        return job.time_min_s if self.mode == _SOFT and 0 < job.time_min_s < job.limit_s else outcome.limit_s
 
     def _backfill(self, job: SimJob, now: float, shadow: float, extra: int) -> Outcome | None:
         """Start ``job`` now if it does not delay the head's reservation (None otherwise)."""
         time_min = job.time_min_s if 0 < job.time_min_s < job.limit_s else 0.0
-        if time_min and not job.soft_time_min and self.time_min_limit in (SLURM_22_05, ANY_START):
+        if time_min and self.mode in (_BACKFILL_TIME_MIN, _ANY_TIME_MIN):
             if now + time_min < shadow or job.procs <= extra:
                 return self._start(job, now, time_min, backfilled=True)
             return None
@@ -220,7 +240,7 @@ class _Machine:
             return self._start(job, now, job.limit_s, backfilled=True)
         if not time_min or now + time_min >= shadow:
             return None
-        if job.soft_time_min:
+        if self.mode == _SOFT:
             return self._start(job, now, job.limit_s, backfilled=True)
         minutes_left = math.floor((shadow - now) / 60) * 60       # _reset_job_time_limit
         return self._start(job, now, max(time_min, min(job.limit_s, minutes_left)), backfilled=True)

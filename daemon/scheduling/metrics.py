@@ -9,6 +9,12 @@ killed, in trace processors x hours (SWF counts processors; on a node-exclusive 
 nodes). ``killed_censored`` counts the killed jobs that the trace shows ran into their own
 request anyway (killed there in reality; the policy only stopped them earlier).
 
+The tail, where a soft limit's cost shows (each soft job can move a waiting job's reservation
+to its hard end): ``p99_wait_s`` and ``max_wait_s`` over all jobs, and ``wide_mean_wait_s``,
+``wide_p99_wait_s``, ``wide_max_wait_s`` over the *wide* jobs, those whose processor count is
+at or above the 95th percentile of the replayed jobs' (``wide_procs``; ``wide_n`` of them):
+the jobs that wait for a reservation. Percentiles interpolate linearly (numpy's default).
+
 A replay with resubmission (``simulate(..., resubmit_killed=True)``) has one more outcome per
 killed job, its retry. Scores are then the user's: a job's wait runs from its first
 submission to its final end minus its final run (so it holds its first wait, the lost run and
@@ -34,12 +40,17 @@ def summarize(outcomes, procs: int) -> dict:
     first, wait, slowdown = job_scores(outcomes)
     n = len(first)
     if n == 0:
-        return {"n": 0, "mean_wait_s": float("nan"), "mean_bounded_slowdown": float("nan"),
-                "utilization": float("nan"), "killed": 0, "killed_node_hours": 0.0, "killed_censored": 0,
-                "backfilled": 0, "lowered": 0}
+        nan = float("nan")
+        return {"n": 0, "mean_wait_s": nan, "mean_bounded_slowdown": nan, "utilization": nan, "killed": 0,
+                "killed_node_hours": 0.0, "killed_censored": 0, "backfilled": 0, "lowered": 0,
+                "p99_wait_s": nan, "max_wait_s": nan, "wide_procs": 0, "wide_n": 0, "wide_mean_wait_s": nan,
+                "wide_p99_wait_s": nan, "wide_max_wait_s": nan}
     used = sum(o.job.procs * (o.end_s - o.start_s) for o in outcomes)      # lost runs and retries too
     lost = sum(o.job.procs * (o.end_s - o.start_s) for o in first if o.killed)
     span = max(o.end_s for o in outcomes) - min(o.job.submit_s for o in first)
+    sizes = np.fromiter((o.job.procs for o in first), float, n)
+    wide_procs = float(np.percentile(sizes, 95))
+    wide = wait[sizes >= wide_procs]        # never empty: the largest job is at or above it
     return {
         "n": n,
         "mean_wait_s": float(wait.mean()),
@@ -50,6 +61,13 @@ def summarize(outcomes, procs: int) -> dict:
         "killed_censored": int(sum(o.killed and 0 < o.job.request_s <= o.job.work_s for o in first)),
         "backfilled": int(sum(o.backfilled for o in first)),
         "lowered": int(sum(o.lowered for o in first)),
+        "p99_wait_s": float(np.percentile(wait, 99)),
+        "max_wait_s": float(wait.max()),
+        "wide_procs": wide_procs,
+        "wide_n": int(len(wide)),
+        "wide_mean_wait_s": float(wide.mean()),
+        "wide_p99_wait_s": float(np.percentile(wide, 99)),
+        "wide_max_wait_s": float(wide.max()),
     }
 
 

@@ -1,86 +1,135 @@
 """Walltime policies compared in a scheduling replay: what each sets on a job at submission.
 
-Every policy maps (job with the user's request, our online prediction) to the job's limits:
+Every policy maps (job with the user's request, a prediction, whether the cluster treats
+``--time-min`` as soft) to the job's limits:
 
 - ``user``: the requests as given.
-- ``hpcpredict``: exactly what ``job_submit.lua`` does, through
-  :func:`~hpcpredict.daemon.walltime_policy.plan_limits` on our bound at the risk target
-  (``--time-min`` = the bound when the user gave ``--time``, ``--time`` = the bound when not).
+- ``hpcpredict``: the product's default policy for the cluster, through
+  :func:`~hpcpredict.daemon.walltime_policy.plan_limits` exactly as the hook applies it: with
+  ``time_min_as_soft_limit`` (Slurm 24.11 / 25.05 with the option) mode ``soft``, our point
+  estimate as a soft ``--time-min`` guarded by ``soft_max_ratio``; without it (22.05, or a later
+  release with the option off) mode ``advise``: no limit changes, so nothing is killed.
 - ``oracle``: each limit equal to the true runtime (the most any predictor could give).
-- ``oracle-time-min``: the hook's policy fed the true runtime as its bound: the most any
-  predictor can give through Slurm's ``--time-min``.
+- ``easy++``: Tsafrir, Etsion and Feitelson's EASY++ (IEEE TPDS 18(6), 2007) as a Slurm site
+  could run it: the average of the user's last two runtimes (jobs ended before the
+  submission; none with fewer than two) as a soft ``--time-min``, the job killed only at its
+  request. EASY++ also re-plans a running job that outlives its prediction (adding 1 min,
+  5 min, 15 min, 30 min, 1 h, 2 h, 5 h... up to the request) and backfills shortest
+  predicted job first; Slurm can do neither: it plans a running soft job at its hard end
+  (which makes the correction moot) and backfills in priority order, so neither is modelled.
+  Without the soft option its ``--time-min`` is a kill limit (EASY++ cannot be deployed there:
+  the replay shows the kills).
+
+``--all-policies`` adds what a site could choose instead:
+
+- ``hpcpredict-soft``: mode ``soft`` with no ``soft_max_ratio`` guard (every estimate below the
+  request becomes a ``--time-min``); a kill limit where the cluster has no soft option.
+- ``hpcpredict-bound``: mode ``bound``: our bound at the risk target as ``--time-min`` (and as
+  ``--time`` where the user gave none): a promise at the site's risk where ``--time-min`` kills.
 - ``hpcpredict-time``: a site that replaces the request by the bound (``--time`` = the bound,
   capped at the request): a kill limit at the risk target on every predicted job.
-- ``hpcpredict-soft``: the hook's ``--time-min`` as a soft limit (Slurm >= 23.11
-  ``time_min_as_soft_limit``: planned on, never enforced; modelled, not tested on a real Slurm).
-- ``hpcpredict-soft-point``: the same soft limit set to our point estimate instead of the
-  bound: where a limit never kills, the bound's margin only costs scheduling accuracy.
+- ``oracle-time-min``: the product's policy fed the true runtime: the most any predictor can
+  give through Slurm's ``--time-min`` (mode ``soft`` where it is soft, ``bound`` otherwise).
 
 Predictions are made online as ``hpcpredict evaluate walltime`` makes them: in submission
-order, a job sees only the jobs that ended (in the trace) before it was submitted.
+order, a job sees only the jobs that ended (in the trace) before it was submitted; the same
+holds for EASY++'s last two runtimes (:func:`last_two_predictions`).
 """
 from __future__ import annotations
 
 import dataclasses
 import heapq
+from collections import defaultdict, deque
 from typing import Callable
 
-from ..history.evaluate import end_time, scorable
+from ..config import LimitsConfig, PolicyConfig
 from ..estimates import RuntimeEstimate
+from ..history.evaluate import end_time, scorable
 from ..records import JobRecord
-from .workload import SimJob
 from ..walltime_policy import LimitChange, plan_limits
+from .workload import SimJob
 
-Policy = Callable[[SimJob, RuntimeEstimate], SimJob]
+Policy = Callable[[SimJob, "RuntimeEstimate | None", bool], SimJob]
+# What the daemon passes plan_limits by default (engine.py): the configuration's defaults.
+_POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
+SOFT_MAX_RATIO = _POLICY.soft_max_ratio
 
 
-def _apply(job: SimJob, change: LimitChange, soft: bool = False) -> SimJob:
+def _apply(job: SimJob, change: LimitChange) -> SimJob:
     if change.time_limit_s is not None:
         job = dataclasses.replace(job, limit_s=float(change.time_limit_s))
     if change.time_min_s is not None:
-        job = dataclasses.replace(job, time_min_s=float(change.time_min_s), soft_time_min=soft)
+        job = dataclasses.replace(job, time_min_s=float(change.time_min_s))
     return job
 
 
-def user(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
+def _plan(job: SimJob, prediction: RuntimeEstimate | None, mode: str, soft_max_ratio: float = 0.0) -> SimJob:
+    if prediction is None:
+        return job
+    return _apply(job, plan_limits(mode=mode, runtime_s=prediction.runtime_s, bound_s=prediction.bound_s,
+                                   requested_s=job.request_s, fallback=prediction.fallback,
+                                   soft_max_ratio=soft_max_ratio))
+
+
+def user(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
     return job
 
 
-def hpcpredict(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
-    return _apply(job, plan_limits(bound_s=prediction.bound_s, requested_s=job.request_s,
-                                   fallback=prediction.fallback))
+def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, soft: bool,
+               soft_max_ratio: float = SOFT_MAX_RATIO) -> SimJob:
+    """``[policy] mode = "auto"`` (the default): soft where the controller has the option,
+    otherwise advise; every other argument as the daemon passes it with the default configuration."""
+    if prediction is None:
+        return job
+    return _apply(job, plan_limits(mode="soft" if soft else "advise", runtime_s=prediction.runtime_s,
+                                   bound_s=prediction.bound_s, requested_s=job.request_s,
+                                   # a job without --time runs under the partition's limit
+                                   max_time_s=None if job.request_s > 0 else job.limit_s,
+                                   floor_s=_POLICY.min_time_limit_s, site_cap_s=_LIMITS.max_time_s,
+                                   fallback=prediction.fallback, soft_max_ratio=soft_max_ratio,
+                                   set_time_min=_POLICY.set_time_min_when_given,
+                                   set_time_limit=_POLICY.set_time_limit_when_absent))
 
 
-def oracle(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
-    return dataclasses.replace(job, limit_s=max(job.work_s, 1.0), time_min_s=0.0, soft_time_min=False)
+def oracle(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+    return dataclasses.replace(job, limit_s=max(job.work_s, 1.0), time_min_s=0.0)
 
 
-def oracle_time_min(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
-    return _apply(job, plan_limits(bound_s=max(job.work_s, 1.0), requested_s=job.request_s))
+def easy_plus_plus(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+    """``prediction``: the user's last-two average (:func:`last_two_predictions`)."""
+    return _plan(job, prediction, "soft")
 
 
-def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
-    change = plan_limits(bound_s=prediction.bound_s, requested_s=0, fallback=prediction.fallback,
-                         max_time_s=job.request_s or None)
-    return _apply(job, change)
+def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+    return _plan(job, prediction, "soft")
 
 
-def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
-    return _apply(job, plan_limits(bound_s=prediction.bound_s, requested_s=job.request_s,
-                                   fallback=prediction.fallback), soft=True)
+def hpcpredict_bound(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+    return _plan(job, prediction, "bound")
 
 
-def hpcpredict_soft_point(job: SimJob, prediction: RuntimeEstimate) -> SimJob:
-    return _apply(job, plan_limits(bound_s=prediction.runtime_s, requested_s=job.request_s,
-                                   fallback=prediction.fallback), soft=True)
+def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+    if prediction is None:
+        return job
+    return _apply(job, plan_limits(bound_s=prediction.bound_s, requested_s=0, fallback=prediction.fallback,
+                                   max_time_s=job.request_s or None))
+
+
+def oracle_time_min(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+    work = max(job.work_s, 1.0)
+    return _apply(job, plan_limits(mode="soft" if soft else "bound", runtime_s=work, bound_s=work,
+                                   requested_s=job.request_s))
 
 
 POLICIES: dict[str, Policy] = {
-    "user": user, "hpcpredict": hpcpredict, "oracle": oracle, "oracle-time-min": oracle_time_min,
-    "hpcpredict-time": hpcpredict_time, "hpcpredict-soft": hpcpredict_soft,
-    "hpcpredict-soft-point": hpcpredict_soft_point,
+    "user": user, "hpcpredict": hpcpredict, "oracle": oracle, "easy++": easy_plus_plus,
+    "hpcpredict-soft": hpcpredict_soft, "hpcpredict-bound": hpcpredict_bound,
+    "hpcpredict-time": hpcpredict_time, "oracle-time-min": oracle_time_min,
 }
-DEFAULT_POLICIES = ("user", "hpcpredict", "oracle")
+DEFAULT_POLICIES = ("user", "hpcpredict", "oracle", "easy++")
+# The predictions each policy is fed ("ours": online_predictions; "last-two": EASY++'s).
+LAST_TWO_POLICIES = frozenset({"easy++"})
+PREDICTED_POLICIES = frozenset(POLICIES) - {"user", "oracle", "oracle-time-min"} - LAST_TWO_POLICIES
 
 
 def shortened(before: SimJob, after: SimJob) -> bool:
@@ -104,4 +153,25 @@ def online_predictions(records: list[JobRecord], risk: float, model=None,
         heapq.heappush(running, (end_time(record), index))
         if progress is not None and (index % 500 == 0 or index == len(ordered) - 1):
             progress(index + 1, len(ordered))
+    return answers
+
+
+def last_two_predictions(records: list[JobRecord]) -> dict[int, RuntimeEstimate]:
+    """EASY++'s prediction for every scorable record at its submission, keyed by ``id(record)``:
+    the mean runtime of the user's last two jobs that ended (in the trace) before it was
+    submitted, in the order they ended; records of users with fewer get none."""
+    ordered = scorable(records)
+    recent: dict[str, deque] = defaultdict(lambda: deque(maxlen=2))
+    answers: dict[int, RuntimeEstimate] = {}
+    running: list[tuple[float, int]] = []
+    for index, record in enumerate(ordered):
+        while running and running[0][0] <= record.submit_time:
+            ended = ordered[heapq.heappop(running)[1]]
+            recent[ended.user].append(ended.runtime_s)
+        last = recent.get(record.user)
+        if last is not None and len(last) == 2:
+            mean = max((last[0] + last[1]) / 2.0, 1.0)
+            answers[id(record)] = RuntimeEstimate(runtime_s=mean, low_s=mean, high_s=mean, coverage=0.0,
+                                                  bound_s=mean, explanation=(), model_name="easy++-last-two")
+        heapq.heappush(running, (end_time(record), index))
     return answers

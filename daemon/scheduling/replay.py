@@ -5,58 +5,79 @@
 ...                    requested_procs=2, end_time=600.0 * i + 300.0) for i in range(30)]
 >>> scores = evaluate_scheduling(trace, procs=4, risk=0.03)
 >>> sorted(scores), scores["oracle"]["killed"]
-(['hpcpredict', 'oracle', 'user'], 0)
+(['easy++', 'hpcpredict', 'oracle', 'user'], 0)
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Iterable
 
 from ..errors import InvalidRequest
 from ..records import JobRecord
-from .easy import SLURM_22_05, SLURM_BF_RESOLUTION_S, simulate
+from .easy import SLURM_BF_RESOLUTION_S, SOFT_LIMIT_SINCE, semantics, simulate
 from .metrics import summarize
-from .policies import DEFAULT_POLICIES, POLICIES, online_predictions, shortened
+from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, hpcpredict,
+                       last_two_predictions, online_predictions, shortened)
 from .workload import Workload, sim_jobs
 
 
 def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
                         policies: Iterable[str] = DEFAULT_POLICIES,
-                        resolution_s: float = SLURM_BF_RESOLUTION_S, time_min_limit: str = SLURM_22_05,
+                        resolution_s: float = SLURM_BF_RESOLUTION_S, slurm: str = SOFT_LIMIT_SINCE,
+                        soft_limit: bool | None = None,
                         progress: Callable[[int, int], None] | None = None,
-                        resubmit_killed: bool = False) -> dict[str, dict]:
+                        resubmit_killed: bool = False, soft_max_ratio: float | None = None) -> dict[str, dict]:
     """Metrics per policy (``n``, ``mean_wait_s``, ``mean_bounded_slowdown``, ``utilization``,
     ``killed``, ``killed_node_hours``, ``backfilled``, ``lowered``, ``shortened``, ``procs``,
-    ``dropped``; with ``resubmit_killed`` every killed job is submitted again with its user's
-    request and scored from its first submission to its final end, and ``resubmitted`` is added)."""
+    ``dropped``, the wait tail of :mod:`.metrics`; with ``resubmit_killed`` every killed job is
+    submitted again with its user's request and scored from its first submission to its final
+    end, and ``resubmitted`` is added). ``slurm``, ``soft_limit``: the release replayed and
+    whether ``time_min_as_soft_limit`` is set (:func:`.easy.simulate`); ``soft_max_ratio``:
+    the guard of ``hpcpredict``'s soft ``--time-min`` (None: the configuration's default)."""
     names = list(policies)
     unknown = [name for name in names if name not in POLICIES]
     if unknown:
         raise InvalidRequest("policy", f"unknown {', '.join(unknown)} (choose from {', '.join(POLICIES)})")
+    try:
+        semantics(slurm, soft_limit)
+    except ValueError as error:
+        raise InvalidRequest("--slurm", str(error)) from None
     records = list(records)
     workload = sim_jobs(records, procs)
     if not workload.jobs:
         reasons = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in workload.dropped.items())
         raise InvalidRequest("trace", f"no job to replay on {procs} processors ({reasons or 'no jobs'})")
-    answers = online_predictions(records, risk, progress=progress) if names != ["user"] else {}
-    return replay_policies(workload, answers, names, resolution_s, time_min_limit, resubmit_killed)
+    answers = online_predictions(records, risk, progress=progress) if PREDICTED_POLICIES & set(names) else {}
+    return replay_policies(workload, answers, names, resolution_s, slurm, soft_limit, resubmit_killed,
+                           soft_max_ratio)
 
 
 def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
-                    resolution_s: float = SLURM_BF_RESOLUTION_S, time_min_limit: str = SLURM_22_05,
-                    resubmit_killed: bool = False) -> dict[str, dict]:
+                    resolution_s: float = SLURM_BF_RESOLUTION_S, slurm: str = SOFT_LIMIT_SINCE,
+                    soft_limit: bool | None = None, resubmit_killed: bool = False,
+                    soft_max_ratio: float | None = None) -> dict[str, dict]:
     """:func:`evaluate_scheduling` on a workload whose predictions (``online_predictions``)
-    are already made: one replay per policy."""
-    return {name: replay_jobs(workload, [POLICIES[name](job, answers.get(id(record)))
-                                         for job, record in zip(workload.jobs, workload.records)],
-                              resolution_s, time_min_limit, resubmit_killed)
-            for name in names}
+    are already made: one replay per policy (EASY++'s own predictions are made here)."""
+    names = list(names)
+    soft = semantics(slurm, soft_limit) == "soft"
+    last_two = last_two_predictions(workload.records) if LAST_TWO_POLICIES & set(names) else {}
+    chosen = dict(POLICIES)
+    if soft_max_ratio is not None:
+        chosen["hpcpredict"] = partial(hpcpredict, soft_max_ratio=soft_max_ratio)
+    scores = {}
+    for name in names:
+        fed = last_two if name in LAST_TWO_POLICIES else answers
+        jobs = [chosen[name](job, fed.get(id(record)), soft) for job, record in zip(workload.jobs, workload.records)]
+        scores[name] = replay_jobs(workload, jobs, resolution_s, slurm, soft_limit, resubmit_killed)
+    return scores
 
 
 def replay_jobs(workload: Workload, jobs: list, resolution_s: float = SLURM_BF_RESOLUTION_S,
-                time_min_limit: str = SLURM_22_05, resubmit_killed: bool = False) -> dict:
+                slurm: str = SOFT_LIMIT_SINCE, soft_limit: bool | None = None,
+                resubmit_killed: bool = False) -> dict:
     """The scores of one replay of ``workload`` whose jobs a policy has set (``jobs[i]`` is
     ``workload.jobs[i]`` with its limits)."""
-    outcomes = simulate(jobs, workload.procs, resolution_s, time_min_limit, resubmit_killed)
+    outcomes = simulate(jobs, workload.procs, resolution_s, slurm, soft_limit, resubmit_killed)
     scores = summarize(outcomes, workload.procs)
     scores["shortened"] = sum(shortened(before, after) for before, after in zip(workload.jobs, jobs))
     scores["procs"] = workload.procs

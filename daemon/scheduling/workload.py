@@ -2,7 +2,8 @@
 
 A job does at most ``work_s`` of work: its trace runtime, cut at the user's request when it
 ran past it (it was killed there; what it would have done after is unknown). ``limit_s`` is
-the ``--time`` a policy gives it and ``time_min_s`` its ``--time-min`` (0 = none).
+the ``--time`` a policy gives it and ``time_min_s`` its ``--time-min`` (0 = none); whether
+that ``--time-min`` is soft is the cluster's setting (``easy.simulate``), not the job's.
 
 >>> machine_size("; MaxNodes: 100\\n; MaxProcs: 128\\n1 0 1 1 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\\n")
 128
@@ -42,7 +43,6 @@ class SimJob:
     request_s: float        # the user's --time (0 = none)
     limit_s: float          # the --time the policy gives it
     time_min_s: float = 0.0  # the --time-min the policy gives it (0 = none)
-    soft_time_min: bool = False  # time_min planned on but never enforced (Slurm >= 23.11 soft limit)
     retry_of: int = -1      # the seq of the killed job this one resubmits (-1: a first submission)
 
     @property

@@ -81,7 +81,7 @@ def test_hindsight_jobs_get_what_our_policy_sets_on_the_bound():
     # the 0.9 quantile of 10..29 min is 27 min: time_min 1620 s on every one of ann's jobs
     assert {j.time_min_s for j in ann} == {1620.0} and all(j.limit_s == 7200 for j in ann)
     alone = [j for j in jobs if j.job_id == "b"][0]
-    oracle = policies.oracle_time_min([j for j in load.jobs if j.job_id == "b"][0], None)
+    oracle = policies.oracle_time_min([j for j in load.jobs if j.job_id == "b"][0], None, False)   # bound mode
     assert alone == oracle                     # in-sample, a group of one is the oracle
     unchanged = [j for j in hindsight_jobs(load, "user-request-procs", 0.1, "leave-one-out") if j.job_id == "b"]
     assert unchanged == [j for j in load.jobs if j.job_id == "b"]

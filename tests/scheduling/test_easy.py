@@ -1,6 +1,8 @@
-"""The EASY backfilling replay on hand-made queues whose schedule is known, and its safety
-properties on random queues: the head's reservation is never delayed by a backfilled job,
-a limit equal to the work never kills."""
+"""The EASY backfilling replay on hand-made queues whose schedule is known, per Slurm release,
+and its safety properties on random queues: where ``--time-min`` is a kill limit the head's
+reservation is never delayed by a backfilled job, a limit equal to the work never kills; where
+it is soft (``time_min_as_soft_limit``) a running soft job holds the reservation to its hard
+end, as measured on Slurm 24.11.5 (/work/shared/slurm-24.11/FINDINGS.md, runs S1-S4)."""
 import dataclasses
 import doctest
 import importlib
@@ -9,13 +11,19 @@ import random
 import pytest
 
 from hpcpredict.daemon.scheduling import easy, policies
-from hpcpredict.daemon.scheduling.easy import ANY_START, RESERVATION, SLURM_22_05, simulate
+from hpcpredict.daemon.scheduling.easy import simulate
 from hpcpredict.daemon.scheduling.workload import SimJob
 
+# The --time-min semantics replayed (easy.py): a kill limit ...
+SLURM_22_05 = {"slurm": "22.05"}                             # ... given to every backfill start
+ANY_START = {"slurm": "24.11", "soft_limit": False}          # ... given to every start
+RESERVATION = {"slurm": "25.05", "soft_limit": False}        # ... lowered to the room before the reservation
+SOFT = {"slurm": "24.11"}                                    # time_min_as_soft_limit: never kills
+KILL_MODES = [SLURM_22_05, ANY_START, RESERVATION]
 
-def job(seq, submit, procs, work, limit, time_min=0.0, soft=False, request=None):
-    return SimJob(seq, f"j{seq}", submit, procs, work, limit if request is None else request, limit,
-                  time_min, soft)
+
+def job(seq, submit, procs, work, limit, time_min=0.0, request=None):
+    return SimJob(seq, f"j{seq}", submit, procs, work, limit if request is None else request, limit, time_min)
 
 
 def by_id(outcomes):
@@ -29,7 +37,7 @@ BLOCKED = [job(0, 0, 2, 600, 600), job(1, 1, 4, 60, 600)]
 
 @pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 120), (RESERVATION, 540)])
 def test_job_with_time_min_is_backfilled_with_its_limit_lowered_and_killed_there(mode, limit):
-    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120)], procs=4, time_min_limit=mode))
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120)], procs=4, **mode))
     c = outcomes["j2"]
     # Slurm 22.05: the time_min itself; later Slurm: the whole minutes left before the
     # reservation, (600 - 2) // 60 = 9 min.
@@ -40,18 +48,20 @@ def test_job_with_time_min_is_backfilled_with_its_limit_lowered_and_killed_there
 
 @pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 120), (RESERVATION, 540)])
 def test_job_that_fits_within_its_lowered_limit_completes(mode, limit):
-    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 100, 3600, time_min=120)], procs=4, time_min_limit=mode))["j2"]
+    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 100, 3600, time_min=120)], procs=4, **mode))["j2"]
     assert (c.start_s, c.limit_s, c.killed, c.end_s) == (2, limit, False, 102)
 
 
-def test_without_time_min_the_same_job_waits_behind_the_head():
-    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600)], procs=4))
+@pytest.mark.parametrize("mode", KILL_MODES + [SOFT])
+def test_without_time_min_the_same_job_waits_behind_the_head(mode):
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600)], procs=4, **mode))
     assert outcomes["j2"].start_s == 600 + 60 and not outcomes["j2"].backfilled
     assert not any(o.killed for o in outcomes.values())
 
 
-def test_time_min_too_long_for_the_hole_does_not_start():
-    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=600)], procs=4))
+@pytest.mark.parametrize("mode", KILL_MODES + [SOFT])
+def test_time_min_too_long_for_the_hole_does_not_start(mode):
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=600)], procs=4, **mode))
     assert outcomes["j2"].start_s > 600
 
 
@@ -60,20 +70,22 @@ def test_job_on_extra_processors(mode, limit):
     """The head needs 3 of 4 processors: one is extra at the shadow time. Later Slurm keeps
     the full limit there (no reservation overlapped); 22.05 still gives the time_min."""
     queue = [job(0, 0, 3, 600, 600), job(1, 1, 3, 60, 600), job(2, 2, 1, 5000, 7200, time_min=60)]
-    d = by_id(simulate(queue, procs=4, time_min_limit=mode))["j2"]
+    d = by_id(simulate(queue, procs=4, **mode))["j2"]
     assert (d.start_s, d.limit_s, d.killed, d.backfilled) == (2, limit, limit < 5000, True)
 
 
 def test_slurm_22_05_gives_time_min_even_where_the_full_limit_fits():
-    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 400, 500, time_min=120)], procs=4))["j2"]
+    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 400, 500, time_min=120)], procs=4, **SLURM_22_05))["j2"]
     assert (c.start_s, c.limit_s, c.killed) == (2, 120, True)
-    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 400, 500, time_min=120)], procs=4, time_min_limit=RESERVATION))["j2"]
+    c = by_id(simulate(BLOCKED + [job(2, 2, 2, 400, 500, time_min=120)], procs=4, **RESERVATION))["j2"]
     assert (c.start_s, c.limit_s, c.killed) == (2, 500, False)
 
 
-@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 3600), (RESERVATION, 3600), (ANY_START, 60)])
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 3600), (RESERVATION, 3600), (ANY_START, 60), (SOFT, 3600)])
 def test_main_scheduler_never_lowers_a_limit_unless_every_start_is_a_backfill(mode, limit):
-    d = by_id(simulate([job(0, 0, 2, 50, 3600, time_min=60)], procs=4, time_min_limit=mode))["j0"]
+    """24.11 without the option: the backfill thread starts even a lone job on an idle
+    cluster and gives it its time_min (FINDINGS S7b)."""
+    d = by_id(simulate([job(0, 0, 2, 50, 3600, time_min=60)], procs=4, **mode))["j0"]
     assert (d.limit_s, d.backfilled, d.killed) == (limit, False, False)
 
 
@@ -86,10 +98,52 @@ def test_reservation_starts_on_the_backfill_resolution():
 
 
 def test_soft_time_min_never_kills_and_can_delay_the_head():
-    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120, soft=True)], procs=4))
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120)], procs=4, **SOFT))
     c = outcomes["j2"]
     assert (c.start_s, c.limit_s, c.killed, c.end_s) == (2, 3600, False, 902)
     assert outcomes["j1"].start_s == 902        # planned on 2 min, ran 15: the head waited
+
+
+# FINDINGS section 2, on 4 whole nodes, bf_resolution 10 s, times from L's start: L (2 nodes,
+# --time=2, runs 115 s), H (4 nodes, --time=2, 30 s: the head, reserved at L's end), X (2
+# nodes, --time=10 --time-min=1, runs 150 s), and in S3/S4 the probe Y (2 nodes, --time=5, no
+# --time-min, runs 200 s) submitted once X runs.
+L, H = job(0, 0, 2, 115, 120), job(1, 1, 4, 30, 120)
+X, Y = job(2, 2, 2, 150, 600, time_min=60), job(3, 3, 2, 200, 300)
+
+
+def test_soft_job_moves_the_reservation_to_its_hard_end_and_backfill_fills_the_window():
+    """S3 (24.11.5 with time_min_as_soft_limit): X starts on its time_min and keeps its 10 min;
+    from the next pass H is planned at X's hard end (602 s), so when L ends at 115 s Y (5 min)
+    fits in front of H and starts (Slurm: 116 s); H starts when Y ends (Slurm: 316 s). Were X
+    planned at its soft end (62 s) or halfway to its hard end, H's reservation would stay at
+    L's end and Y would wait behind H."""
+    outcomes = by_id(simulate([L, H, X, Y], procs=4, resolution_s=10, **SOFT))
+    x, y, h = outcomes["j2"], outcomes["j3"], outcomes["j1"]
+    assert (x.start_s, x.limit_s, x.killed, x.end_s, x.backfilled) == (2, 600, False, 152, True)
+    assert (y.start_s, y.backfilled) == (115, True)
+    assert h.start_s == y.end_s == 315
+
+
+def test_soft_job_alone_delays_the_head_by_its_overrun_only():
+    """S1: without Y, H waits only for X's real end (Slurm: 153 s, 1 s after X)."""
+    outcomes = by_id(simulate([L, H, X], procs=4, resolution_s=10, **SOFT))
+    assert outcomes["j2"].end_s == outcomes["j1"].start_s == 152
+
+
+@pytest.mark.parametrize("mode, killed_at", [(SLURM_22_05, 62), (ANY_START, 62)])
+def test_without_the_option_the_same_job_is_killed_and_the_reservation_holds(mode, killed_at):
+    """S2/S4 (22.05-like): X runs under its 1-min time_min and is killed (Slurm notices up to
+    30 s late: 86 s); H starts at L's end, Y after H (Slurm: 146 s)."""
+    outcomes = by_id(simulate([L, H, X, Y], procs=4, resolution_s=10, **mode))
+    x, h, y = outcomes["j2"], outcomes["j1"], outcomes["j3"]
+    assert (x.limit_s, x.killed, x.end_s) == (60, True, killed_at)
+    assert h.start_s == 115 and y.start_s == h.end_s == 145
+
+
+def test_soft_limit_is_refused_where_the_release_has_none():
+    with pytest.raises(ValueError, match="no time_min_as_soft_limit"):
+        simulate(BLOCKED, procs=4, slurm="22.05", soft_limit=True)
 
 
 def random_queue(rng, n, procs, time_min_share=0.5):
@@ -107,23 +161,23 @@ def random_queue(rng, n, procs, time_min_share=0.5):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("resolution", [0, 60])
-@pytest.mark.parametrize("mode", [SLURM_22_05, RESERVATION, ANY_START])
+@pytest.mark.parametrize("mode", KILL_MODES)
 def test_head_reservation_is_never_delayed_by_backfill(seed, resolution, mode, monkeypatch):
-    """Every job starts no later than the shadow time it was given when it first became the
-    head of the queue (running jobs only end earlier than their limits, backfilled jobs end
-    before the reservation or use extra processors)."""
+    """Where --time-min is a kill limit, every job starts no later than the shadow time it was
+    given when it first became the head of the queue (running jobs only end earlier than their
+    limits, backfilled jobs end before the reservation or use extra processors)."""
     first_shadow: dict[int, float] = {}
     reservation = easy._Machine._reservation
 
     def recording(machine, head, now):
-        exact = easy._Machine(machine.procs, 0, mode)
+        exact = easy._Machine(machine.procs, 0, machine.mode)
         exact.free, exact.running = machine.free, machine.running
         first_shadow.setdefault(head.seq, reservation(exact, head, now)[0])
         return reservation(machine, head, now)
 
     monkeypatch.setattr(easy._Machine, "_reservation", recording)
     rng = random.Random(seed)
-    outcomes = simulate(random_queue(rng, 400, 16), procs=16, resolution_s=resolution, time_min_limit=mode)
+    outcomes = simulate(random_queue(rng, 400, 16), procs=16, resolution_s=resolution, **mode)
     assert len(outcomes) == 400 and len(first_shadow) > 50
     late = [(o.job.seq, o.start_s, first_shadow[o.job.seq]) for o in outcomes
             if o.job.seq in first_shadow and o.start_s > first_shadow[o.job.seq]]
@@ -132,10 +186,30 @@ def test_head_reservation_is_never_delayed_by_backfill(seed, resolution, mode, m
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_oracle_never_kills(seed):
+def test_soft_limit_never_kills_and_can_delay_a_head(seed, monkeypatch):
+    """With the option nothing is killed below its request, and the head's first shadow is no
+    longer a promise: soft jobs overrunning their time_min delay some heads (S1)."""
+    first_shadow: dict[int, float] = {}
+    reservation = easy._Machine._reservation
+
+    def recording(machine, head, now):
+        first_shadow.setdefault(head.seq, reservation(machine, head, now)[0])
+        return reservation(machine, head, now)
+
+    monkeypatch.setattr(easy._Machine, "_reservation", recording)
+    outcomes = simulate(random_queue(random.Random(seed), 400, 16, time_min_share=0.8), procs=16, resolution_s=0,
+                        **SOFT)
+    assert not any(o.killed for o in outcomes if o.job.work_s <= o.job.request_s)
+    assert not any(o.lowered for o in outcomes)
+    assert any(o.start_s > first_shadow[o.job.seq] for o in outcomes if o.job.seq in first_shadow)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("mode", KILL_MODES + [SOFT])
+def test_oracle_never_kills(seed, mode):
     queue = random_queue(random.Random(seed), 300, 8)
-    oracle = [policies.oracle(j, None) for j in queue]
-    outcomes = simulate(oracle, procs=8)
+    oracle = [policies.oracle(j, None, False) for j in queue]
+    outcomes = simulate(oracle, procs=8, **mode)
     assert not any(o.killed for o in outcomes)
     assert all(o.end_s - o.start_s == o.job.work_s or o.job.work_s < 1 for o in outcomes)
 
@@ -156,9 +230,9 @@ def test_job_that_cannot_fit_is_refused(bad):
         simulate([bad], procs=4)
 
 
-def test_unknown_time_min_mode_is_refused():
-    with pytest.raises(ValueError, match="time_min_limit"):
-        simulate(BLOCKED, procs=4, time_min_limit="soft")
+def test_unknown_release_is_refused():
+    with pytest.raises(ValueError, match="slurm must be one of 22.05, 24.11, 25.05"):
+        simulate(BLOCKED, procs=4, slurm="23.11")
 
 
 @pytest.mark.parametrize("name", ["easy", "workload", "metrics", "replay"])

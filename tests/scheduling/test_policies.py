@@ -6,52 +6,80 @@ import pytest
 
 from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.scheduling import policies
 from hpcpredict.daemon.scheduling.workload import SimJob, sim_jobs, trace_machine_size
 from hpcpredict.daemon.walltime_policy import plan_limits
 
 
-def prediction(bound, fallback=False):
-    return RuntimeEstimate(runtime_s=bound / 2, bound_s=bound, low_s=bound / 3, high_s=bound, coverage=0.8,
-                           explanation=(), fallback=fallback, model_name="test")
+def prediction(bound, fallback=False, runtime=None):
+    return RuntimeEstimate(runtime_s=bound / 2 if runtime is None else runtime, bound_s=bound, low_s=bound / 3,
+                           high_s=bound, coverage=0.8, explanation=(), fallback=fallback, model_name="test")
 
 
 def job(request=7200.0, work=1000.0):
     return SimJob(0, "1", 0.0, 4, work, request, request if request else 366 * 86400.0)
 
 
-@pytest.mark.parametrize("bound, requested, fallback", [
-    (1000, 7200, False), (9000, 7200, False), (1000, 7200, True), (1000, 0, False), (math.nan, 7200, False),
-    (-5, 7200, False), (5e8, 0, False), (100, 7200, False), (7150, 7200, False)])
-def test_hpcpredict_sets_what_plan_limits_decides(bound, requested, fallback):
-    change = plan_limits(bound_s=bound, requested_s=requested, fallback=fallback)
+CASES = [(1000, 7200, False), (9000, 7200, False), (1000, 7200, True), (1000, 0, False), (math.nan, 7200, False),
+         (-5, 7200, False), (5e8, 0, False), (100, 7200, False), (7150, 7200, False), (20000, 7200 * 4, False)]
+
+
+@pytest.mark.parametrize("bound, requested, fallback", CASES)
+@pytest.mark.parametrize("soft, mode", [(True, "soft"), (False, "advise")])
+@pytest.mark.parametrize("ratio", [0.0, 4.0])
+def test_hpcpredict_sets_what_plan_limits_decides_for_the_cluster(bound, requested, fallback, soft, mode, ratio):
+    """The replay's default policy is the hook's: soft mode where --time-min is soft, advise
+    (nothing changed) where it would kill."""
+    estimate = prediction(bound, fallback)
     before = job(requested)
-    after = policies.hpcpredict(before, prediction(bound, fallback))
+    # a job without --time runs under the partition's limit: the daemon passes its MaxTime
+    change = plan_limits(mode=mode, runtime_s=estimate.runtime_s, bound_s=bound, requested_s=requested,
+                         max_time_s=None if requested else before.limit_s, fallback=fallback,
+                         soft_max_ratio=ratio)
+    after = policies.hpcpredict(before, estimate, soft, soft_max_ratio=ratio)
     assert after.time_min_s == (change.time_min_s or 0.0)
     assert after.limit_s == (change.time_limit_s or before.limit_s)
-    assert not after.soft_time_min
     assert policies.shortened(before, after) == (change.time_min_s is not None or change.time_limit_s is not None)
+    if not soft:
+        assert after == before
 
 
-def test_time_min_is_the_bound_rounded_up_not_the_point_estimate():
-    after = policies.hpcpredict(job(7200), prediction(1000))
-    assert after.time_min_s == 1020 and after.limit_s == 7200
+def test_soft_time_min_is_the_point_estimate_rounded_up_and_guarded_by_the_ratio():
+    assert policies.hpcpredict(job(7200), prediction(1000), True, soft_max_ratio=0).time_min_s == 540
+    assert policies.hpcpredict(job(7200), prediction(1000), True, soft_max_ratio=20).time_min_s == 540
+    assert policies.hpcpredict(job(7200), prediction(1000), True, soft_max_ratio=10).time_min_s == 0   # 7200 > 10 x 500
+    assert policies.hpcpredict(job(7200), None, True) == job(7200)
 
 
-def test_hpcpredict_time_replaces_the_request_by_the_bound_and_never_raises_it():
-    assert policies.hpcpredict_time(job(7200), prediction(1000)).limit_s == 1020
-    assert policies.hpcpredict_time(job(7200), prediction(9000)).limit_s == 7200
-    assert policies.hpcpredict_time(job(7200), prediction(1000, fallback=True)).limit_s == 7200
+def test_site_alternatives_and_oracles():
+    assert policies.hpcpredict_bound(job(7200), prediction(1000), True).time_min_s == 1020
+    assert policies.hpcpredict_soft(job(7200), prediction(1000), False).time_min_s == 540
+    assert policies.hpcpredict_time(job(7200), prediction(1000), True).limit_s == 1020
+    assert policies.hpcpredict_time(job(7200), prediction(9000), True).limit_s == 7200
+    assert policies.hpcpredict_time(job(7200), prediction(1000, fallback=True), True).limit_s == 7200
+    assert policies.oracle(job(7200, work=1234.0), None, True).limit_s == 1234.0
+    assert policies.oracle_time_min(job(7200, work=1234.0), None, False).time_min_s == 1260   # bound: floor 5 min
+    assert policies.oracle_time_min(job(7200, work=100.0), None, False).time_min_s == 300
+    assert policies.oracle_time_min(job(7200, work=100.0), None, True).time_min_s == 120      # soft: no floor
 
 
-def test_soft_and_oracle_variants():
-    soft = policies.hpcpredict_soft(job(7200), prediction(1000))
-    assert (soft.time_min_s, soft.soft_time_min, soft.limit_s) == (1020, True, 7200)
-    point = policies.hpcpredict_soft_point(job(7200), prediction(1000))    # the point estimate, 500 s
-    assert (point.time_min_s, point.soft_time_min, point.limit_s) == (540, True, 7200)
-    assert policies.hpcpredict_soft_point(job(7200), prediction(1000, fallback=True)).time_min_s == 0
-    assert policies.oracle(job(7200, work=1234.0), None).limit_s == 1234.0
-    assert policies.oracle_time_min(job(7200, work=1234.0), None).time_min_s == 1260
+def test_easy_plus_plus_is_the_mean_of_the_users_last_two_ended_runtimes():
+    """Tsafrir et al.'s predictor, online: only jobs ended by the submission count, the two
+    that ended last, per user; fewer than two: no prediction (the request stands)."""
+    records = [JobRecord("1", "ann", 0.0, runtime_s=100.0, requested_time_s=3600.0, end_time=100.0),
+               JobRecord("2", "ann", 10.0, runtime_s=500.0, requested_time_s=3600.0, end_time=510.0),
+               JobRecord("3", "bob", 20.0, runtime_s=50.0, requested_time_s=3600.0, end_time=70.0),
+               JobRecord("4", "ann", 520.0, runtime_s=60.0, requested_time_s=3600.0, end_time=580.0),
+               JobRecord("5", "ann", 600.0, runtime_s=60.0, requested_time_s=3600.0, end_time=660.0),
+               JobRecord("6", "bob", 700.0, runtime_s=60.0, requested_time_s=3600.0, end_time=760.0)]
+    answers = policies.last_two_predictions(records)
+    by_id = {r.job_id: answers.get(id(r)) for r in records}
+    assert by_id["1"] is None and by_id["2"] is None and by_id["3"] is None and by_id["6"] is None
+    assert by_id["4"].runtime_s == 300.0          # (100 + 500) / 2
+    assert by_id["5"].runtime_s == 280.0          # the last two: 500 and 60
+    after = policies.easy_plus_plus(job(3600), by_id["5"], True)
+    assert (after.time_min_s, after.limit_s) == (300, 3600)     # a soft time_min, the request kept
 
 
 def test_online_predictions_only_see_jobs_ended_before_submission(kth_slice):

@@ -6,11 +6,16 @@ import random
 
 import pytest
 
-from hpcpredict.daemon.scheduling.easy import ANY_START, RESERVATION, SLURM_22_05, simulate
+from hpcpredict.daemon.scheduling.easy import simulate as replay
 from hpcpredict.daemon.scheduling.metrics import summarize
 from hpcpredict.daemon.scheduling.workload import NO_REQUEST_LIMIT_S, SimJob
 
-from .test_easy import BLOCKED, by_id, job, random_queue
+from .test_easy import BLOCKED, KILL_MODES, SLURM_22_05, by_id, job, random_queue
+
+
+def simulate(jobs, procs, **options):
+    """Where --time-min kills (Slurm 22.05 unless a test says otherwise)."""
+    return replay(jobs, procs, **{**SLURM_22_05, **options})
 
 # BLOCKED: A holds 2 of 4 processors until 600 s, B needs all 4 (head, shadow 600 s).
 # C (900 s of work, request 3600 s) arrives at 2 s; D (100 s, request 500 s) at 3 s.
@@ -69,10 +74,10 @@ def test_a_job_without_request_is_resubmitted_with_the_partitions_limit():
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("mode", [SLURM_22_05, RESERVATION, ANY_START])
+@pytest.mark.parametrize("mode", KILL_MODES)
 def test_every_job_is_done_in_full_once_and_the_machine_is_never_overcommitted(seed, mode):
     queue = random_queue(random.Random(seed), 300, 8, time_min_share=0.8)
-    outcomes = simulate(queue, procs=8, time_min_limit=mode, resubmit_killed=True)
+    outcomes = simulate(queue, procs=8, **mode, resubmit_killed=True)
     killed = [o for o in outcomes if o.killed]
     assert killed and all(o.job.retry_of < 0 for o in killed)
     done = {o.job.retry_of if o.job.retry_of >= 0 else o.job.seq: o for o in outcomes if not o.killed}

@@ -1,4 +1,4 @@
-"""The scheduling replay (daemon/scheduling/easy.py) predicts what real Slurm 22.05 backfill does.
+"""The scheduling replay (daemon/scheduling/easy.py) predicts what real Slurm 22.05 and 24.11 backfill do.
 
 Six whole-node jobs with known sleep runtimes, submitted together to the 8-node test cluster
 (sched/backfill, bf_interval=5): a 4-node job runs, an 8-node job waits for it (the head, its
@@ -7,14 +7,16 @@ reservation at the running job's limit), and four 2-node jobs arrive behind it, 
 the order in which Slurm starts the jobs, the limit each job ran under and which job Slurm
 kills at its lowered limit. On 22.05 a job backfill starts on its ``--time-min`` runs under
 the ``--time-min`` itself (``comp_time_limit = time_min`` in backfill.c), even one whose full
-``--time`` would have fitted before the reservation (job E): the replay's default
-``time_min_limit``. Every job gives ``--time-min`` (equal to ``--time`` where it has none) so
-the hook leaves all of them alone. Takes about 3 minutes: limits are whole minutes.
+``--time`` would have fitted before the reservation (job E): the replay's ``slurm="22.05"``.
+Every job gives ``--time-min`` (equal to ``--time`` where it has none) so the hook leaves all
+of them alone. Takes about 3 minutes: limits are whole minutes.
 """
 from __future__ import annotations
 
 import subprocess
 from datetime import datetime
+
+import pytest
 
 from hpcpredict.daemon.scheduling.easy import simulate
 from hpcpredict.daemon.scheduling.workload import SimJob
@@ -71,7 +73,7 @@ def test_replay_predicts_slurm_backfill_order_lowered_limits_and_kills(cluster):
     jobs = [SimJob(seq, name, _epoch(slurm[name]["SubmitTime"]), nodes, float(sleep), limit * 60.0,
                    limit * 60.0, time_min * 60.0)
             for seq, (name, nodes, limit, time_min, sleep) in enumerate(JOBS)]
-    predicted = {o.job.job_id: o for o in simulate(jobs, procs=NODES)}
+    predicted = {o.job.job_id: o for o in simulate(jobs, procs=NODES, slurm="22.05")}
 
     slurm_order = sorted(ids, key=lambda n: (_epoch(slurm[n]["StartTime"]), int(ids[n])))
     predicted_order = sorted(ids, key=lambda n: (predicted[n].start_s, predicted[n].job.seq))
@@ -84,3 +86,88 @@ def test_replay_predicts_slurm_backfill_order_lowered_limits_and_kills(cluster):
     assert limits["C"] == limits["E"] == limits["F"] == (60, 60), detail     # lowered to the time_min
     assert all(real == replayed for real, replayed in kills.values()), detail
     assert [n for n in ids if kills[n][0]] == ["F"], detail
+
+
+# Slurm 24.11 (the cluster_2411 fixture: 4 whole nodes, bf_interval=2, bf_resolution=10), the
+# scenario of /work/shared/slurm-24.11/FINDINGS.md S3/S4 shortened: L runs, H (all 4 nodes) waits
+# for it, X fits before H's reservation only on its 1-min --time-min, and the probe Y (no
+# --time-min) arrives once X runs. name, nodes, --time (min), --time-min (min, 0 = none), sleep (s)
+JOBS_2411 = [
+    ("L", 2, 2, 0, 90),     # H's reservation at its planned end, 120 s
+    ("H", 4, 2, 0, 1),      # the head
+    ("X", 2, 10, 1, 100),   # backfilled on its time_min; outlives it
+    ("Y", 2, 5, 0, 60),     # fits in front of H only if H is planned at X's hard end
+]
+# With time_min_as_soft_limit X keeps its 10 min and from the next pass H is planned at X's hard
+# end, so Y starts in front of H when L ends, and H waits for Y. Without it X runs under its
+# 1-min time_min and is killed; H keeps its reservation at L's end and Y runs after H.
+EXPECTED_2411 = {True: (["L", "X", "Y", "H"], {"X": 600}, []),
+                 False: (["L", "X", "H", "Y"], {"X": 60}, ["X"])}
+
+
+def _idle_2411(cluster) -> bool:
+    queue = cluster.run("squeue", "-h", "-o", "%A").stdout.split()
+    if queue:
+        cluster.run("scancel", *queue)
+        return False
+    states = cluster.run("sinfo", "-h", "-N", "-o", "%N %T").stdout.split("\n")
+    return all(line.split()[1] == "idle" for line in states if line.strip())
+
+
+@pytest.fixture
+def quiet_2411(cluster_2411):
+    """The 24.11 cluster with the hook off (it would set its own --time-min on the jobs)."""
+    cluster_2411.cancel_all()
+    cluster_2411.set_hook_setting("enabled", "false")
+    yield cluster_2411
+    cluster_2411.cancel_all()
+    cluster_2411.set_hook_setting("enabled", "true")
+    cluster_2411.set_scheduler_parameters(time_min_as_soft_limit=True)
+
+
+@pytest.mark.parametrize("soft", [True, False], ids=["time_min_as_soft_limit", "without-option"])
+def test_replay_predicts_slurm_24_11_with_and_without_the_soft_option(quiet_2411, soft):
+    """The replay's ``slurm="24.11"`` (``soft_limit`` as the cluster) predicts the start order,
+    the limit every job runs under and the kills of a real 24.11; the soft job moving H's
+    reservation to its hard end is what lets Y in front of H. About 3 minutes per run."""
+    cluster = quiet_2411
+    cluster.set_scheduler_parameters(time_min_as_soft_limit=soft)
+    poll(lambda: _idle_2411(cluster), 120, "an idle 24.11 cluster", 1.0)
+    ids = {}
+
+    def submit(name, nodes, limit, time_min, sleep):
+        extra = ["--time-min", str(time_min)] if time_min else []
+        ids[name] = cluster.sbatch("alice", "-J", f"replay-{name}", "-N", str(nodes), "-t", str(limit), *extra,
+                                   "-o", "/dev/null", "--wrap", f"sleep {sleep}")[0]
+
+    submit(*JOBS_2411[0])
+    poll(lambda: cluster.state(ids["L"]) == "RUNNING", 30, "L to run")
+    submit(*JOBS_2411[1])
+    submit(*JOBS_2411[2])
+    poll(lambda: cluster.state(ids["X"]) == "RUNNING", 30, "X to start")
+    submit(*JOBS_2411[3])
+
+    def finished():
+        states = {name: cluster.state(job_id) for name, job_id in ids.items()}
+        return states if all(s in ("COMPLETED", "TIMEOUT", "FAILED", "CANCELLED") for s in states.values()) else None
+
+    states = poll(finished, 600, "the 24.11 replay jobs to finish", 2.0)
+    slurm = {name: cluster.job(job_id) for name, job_id in ids.items()}
+    assert set(states.values()) <= {"COMPLETED", "TIMEOUT"}, states
+
+    jobs = [SimJob(seq, name, _epoch(slurm[name]["SubmitTime"]), nodes, float(sleep), limit * 60.0, limit * 60.0,
+                   time_min * 60.0) for seq, (name, nodes, limit, time_min, sleep) in enumerate(JOBS_2411)]
+    predicted = {o.job.job_id: o for o in simulate(jobs, procs=4, resolution_s=10, slurm="24.11", soft_limit=soft)}
+
+    slurm_order = sorted(ids, key=lambda n: (_epoch(slurm[n]["StartTime"]), int(ids[n])))
+    predicted_order = sorted(ids, key=lambda n: (predicted[n].start_s, predicted[n].job.seq))
+    limits = {n: (slurm_duration_s(slurm[n]["TimeLimit"]), int(predicted[n].limit_s)) for n in ids}
+    kills = {n: (states[n] == "TIMEOUT", predicted[n].killed) for n in ids}
+    detail = f"slurm {slurm_order} vs replay {predicted_order}; (slurm, replay) limits {limits}, kills {kills}"
+
+    order, limit_of, killed = EXPECTED_2411[soft]
+    assert slurm_order == predicted_order == order, detail
+    assert all(real == replayed for real, replayed in limits.values()), detail
+    assert all(limits[n] == (seconds, seconds) for n, seconds in limit_of.items()), detail
+    assert all(real == replayed for real, replayed in kills.values()), detail
+    assert [n for n in ids if kills[n][0]] == killed, detail
