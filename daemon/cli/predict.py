@@ -57,8 +57,8 @@ def _predict(args) -> int:
 
     from google.protobuf.json_format import MessageToDict
 
-    from .common import config_of, estimate_lines, print_json, socket_of
-    from ..client import DaemonClient
+    from .common import config_of, estimate_lines, print_json
+    from ..client import user_client
     from ..errors import HpcPredictError
 
     try:
@@ -70,7 +70,7 @@ def _predict(args) -> int:
     request, opts = build_request(script, sbatch, user=args.user or getpass.getuser(), app=args.app or "",
                                   risk=args.risk)
     config = config_of(args)
-    with DaemonClient(socket_of(args, config), timeout=args.timeout) as client:
+    with user_client(args.socket, config, timeout=args.timeout) as client:
         estimate = client.predict(request)
     if args.json:
         print_json(MessageToDict(estimate, preserving_proto_field_name=True, always_print_fields_with_no_presence=True))
