@@ -75,7 +75,9 @@ class DaemonConfig:
     remote_listen: str = ""
     remote_max_connections: int = 128             # open remote connections, all hosts
     remote_max_connections_per_host: int = 32     # ... from one address (a login node's users share it)
-    munge_socket: str = ""                        # this host's munged; "" = libmunge's default (/run/munge/munge.socket.2)
+    remote_max_rate: float = 100.0                # remote requests a second, all users: the listener's CPU ceiling
+    remote_max_rate_per_user: float = 10.0        # ... of one user
+    munge_socket: str = ""                        # this host's munged; "" = libmunge's default socket
 
 
 @dataclass(frozen=True)
@@ -336,6 +338,8 @@ def _validate(config: Config) -> None:
             host_port(address, where)
     if config.daemon.remote_max_connections < 1 or config.daemon.remote_max_connections_per_host < 1:
         raise ConfigError("[daemon] remote_max_connections and remote_max_connections_per_host must be >= 1")
+    if config.daemon.remote_max_rate <= 0 or config.daemon.remote_max_rate_per_user <= 0:
+        raise ConfigError("[daemon] remote_max_rate and remote_max_rate_per_user must be > 0")
     if config.daemon.log_format not in ("text", "json"):
         raise ConfigError(f"[daemon] log_format must be text or json, got {config.daemon.log_format!r}")
 

@@ -25,10 +25,13 @@ clear, as ``srun``'s do. The port belongs on the cluster's internal network (ADM
 Bounded like the local socket, and smaller, since it shares the daemon's interpreter with the
 hook path: one request per connection, at most ``max_connections`` open and
 ``max_connections_per_host`` from one address; the request line must arrive whole within
-``request_timeout`` of the connect and be at most ``max_line_bytes``; calls (each a munged
-round trip, then the service) run on ``workers`` threads, at most ``max_pending`` running or
-waiting and ``max_calls_per_user`` of one uid; past any of these, ``busy`` at once. One
-thread multiplexes every connection with ``selectors``: a slow client holds no thread.
+``request_timeout`` of the connect and be at most ``max_line_bytes``; at most ``max_rate``
+requests a second are taken in all, and ``max_rate_per_user`` of one uid, so what the remote
+users cost the daemon (whose hook path shares the interpreter) has a known ceiling; calls
+(each a munged round trip, then the service) run on ``workers`` threads, at most
+``max_pending`` running or waiting and ``max_calls_per_user`` of one uid; past any of these,
+``busy`` at once. One thread multiplexes every connection with ``selectors``: a slow client
+holds no thread.
 """
 from __future__ import annotations
 
@@ -94,8 +97,9 @@ class RemoteServer:
     """Serve ``service``'s user calls to MUNGE-authenticated callers on TCP ``address``."""
 
     def __init__(self, address: str, service, *, munge_socket: str = "", max_line_bytes: int = 2 << 20,
-                 workers: int = 2, max_pending: int = 16, max_connections: int = 128,
-                 max_connections_per_host: int = 32, max_calls_per_user: int = 4, request_timeout: float = 5.0):
+                 workers: int = 1, max_pending: int = 16, max_connections: int = 128,
+                 max_connections_per_host: int = 32, max_calls_per_user: int = 4, max_rate: float = 100.0,
+                 max_rate_per_user: float = 10.0, request_timeout: float = 5.0):
         self.host, self.port = host_port(address)
         self.service = service
         self.munge_socket = munge_socket
@@ -105,6 +109,9 @@ class RemoteServer:
         self.max_connections_per_host = max_connections_per_host
         self.max_calls_per_user = max_calls_per_user
         self.request_timeout = request_timeout
+        self.max_rate_per_user = max_rate_per_user
+        self._rate = _TokenBucket(max_rate)     # loop thread only
+        self._user_rates: dict[int, _TokenBucket] = {}   # workers, under _lock
         self.address: tuple | None = None       # where it listens, once started
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="remote-call")
         self._selector: selectors.BaseSelector | None = None
@@ -271,7 +278,7 @@ class RemoteServer:
             return
         line = bytes(connection.received[:end])
         connection.received = bytearray()
-        if self._pending >= self.max_pending:
+        if self._pending >= self.max_pending or not self._rate.take(time.monotonic()):
             self.service.metrics.rejected.inc()
             self._send_last(connection, BUSY)
             return
@@ -333,6 +340,16 @@ class RemoteServer:
         connection.sock.close()
 
     # ------------------------------------------------------------------ calls
+    def _user_rate(self, uid: int) -> _TokenBucket:
+        """``uid``'s bucket (under _lock); buckets back to full are forgotten once there are many."""
+        bucket = self._user_rates.get(uid)
+        if bucket is None:
+            if len(self._user_rates) >= 1024:
+                now = time.monotonic()
+                self._user_rates = {u: b for u, b in self._user_rates.items() if not b.full(now)}
+            bucket = self._user_rates[uid] = _TokenBucket(self.max_rate_per_user)
+        return bucket
+
     def handle_line(self, line: bytes, host: str = "?") -> dict:
         """One remote request line -> the reply object (never raises for bad input)."""
         try:
@@ -379,7 +396,7 @@ class RemoteServer:
             return {"ok": False, "error": "request: nested too deeply", "code": "INVALID_ARGUMENT"}
         with self._lock:
             calls = self._per_uid.get(vouched.uid, 0)
-            if calls >= self.max_calls_per_user:
+            if calls >= self.max_calls_per_user or not self._user_rate(vouched.uid).take(time.monotonic()):
                 return {"ok": False, "error": "busy"}
             self._per_uid[vouched.uid] = calls + 1
         try:
@@ -395,6 +412,29 @@ class RemoteServer:
                     self._per_uid[vouched.uid] = left
         return {"ok": True, "response": json_format.MessageToDict(
             response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
+
+
+class _TokenBucket:
+    """At most ``rate`` takes a second on average, ``rate`` (at least 1) at once."""
+
+    __slots__ = ("rate", "burst", "tokens", "stamp")
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self.burst = max(1.0, rate)
+        self.tokens = self.burst
+        self.stamp = time.monotonic()
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
+
+    def full(self, now: float) -> bool:
+        return self.tokens + (now - self.stamp) * self.rate >= self.burst
 
 
 def _refuse(sock: socket.socket) -> None:
@@ -460,7 +500,8 @@ class RemoteClient(DaemonClient):
                     break
                 data += chunk
         except socket.timeout as error:
-            raise DaemonUnavailable(f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s") from error
+            raise DaemonUnavailable(
+                f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s") from error
         except OSError as error:
             raise DaemonUnavailable(f"daemon at {self.socket_path}: {error}") from error
         finally:

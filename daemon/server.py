@@ -104,6 +104,7 @@ class Daemon:
                 max_line_bytes=self.config.limits.max_script_bytes * 4 // 3 + (1 << 20),
                 max_connections=daemon_cfg.remote_max_connections,
                 max_connections_per_host=daemon_cfg.remote_max_connections_per_host,
+                max_rate=daemon_cfg.remote_max_rate, max_rate_per_user=daemon_cfg.remote_max_rate_per_user,
                 request_timeout=daemon_cfg.request_timeout_s).start()
         if self.config.daemon.metrics:
             self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)

@@ -34,6 +34,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip") or n
 CTL_ADDRESS, LOGIN_ADDRESS, PORT = "10.251.7.1", "10.251.7.2", 7011
 REMOTE = f"{CTL_ADDRESS}:{PORT}"
 PER_HOST = 4
+PER_USER_RATE = 5
 HPCPREDICT = str(Path(sys.executable).with_name("hpcpredict"))
 
 
@@ -79,6 +80,7 @@ def site():
             "HPCPREDICT_MODELS_BUNDLED": "false", "HPCPREDICT_DAEMON_METRICS": "",
             "HPCPREDICT_DAEMON_REMOTE_LISTEN": REMOTE, "HPCPREDICT_DAEMON_MUNGE_SOCKET": str(runs / "ctl.sock"),
             "HPCPREDICT_DAEMON_REMOTE_MAX_CONNECTIONS_PER_HOST": str(PER_HOST),
+            "HPCPREDICT_DAEMON_REMOTE_MAX_RATE_PER_USER": str(PER_USER_RATE),
             "HPCPREDICT_DAEMON_REQUEST_TIMEOUT_S": "1"}).start()
         job = base / "job.sh"
         job.write_text("#!/bin/sh\n#SBATCH -N 2\nsrun ./cg.x -n 64\n")
@@ -258,3 +260,20 @@ def test_without_remote_configured_the_error_says_what_to_do_on_a_login_node(sit
                            extra_env={"HPCPREDICT_CLIENT_REMOTE": ""})
     assert result.returncode == 1
     assert "On a login or compute node" in result.stderr and "HPCPREDICT_CLIENT_REMOTE" in result.stderr
+
+
+def test_one_user_is_held_to_their_rate_and_others_are_not(site, user):
+    replies = probe(site, f'''
+        import os, pwd
+        me = pwd.getpwuid(os.getuid()).pw_name
+        call = {{"method": "Predict", "request": {{"job": {{"user": me}}, "time_limit_s": 600}}}}
+        lines = [signed(call, sys.argv[3]) for _ in range({PER_USER_RATE} * 3)]
+        print(json.dumps([send(line) for line in lines]))
+    ''')     # as root: its own bucket
+    served = [reply for reply in replies[0] if reply["ok"]]
+    busy = [reply for reply in replies[0] if reply == {"ok": False, "error": "busy"}]
+    assert len(served) + len(busy) == PER_USER_RATE * 3
+    assert PER_USER_RATE <= len(served) < PER_USER_RATE * 3 and busy
+    # another user's bucket is their own
+    result = on_login_node(site, [HPCPREDICT, "predict", str(site["job"])], user=user)
+    assert result.returncode == 0, result.stderr
