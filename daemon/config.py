@@ -75,7 +75,7 @@ class DaemonConfig:
     remote_listen: str = ""
     remote_max_connections: int = 128             # open remote connections, all hosts
     remote_max_connections_per_host: int = 32     # ... from one address (a login node's users share it)
-    remote_max_rate: float = 100.0                # remote requests a second, all users: the listener's CPU ceiling
+    remote_max_rate: float = 100.0                # remote connections accepted a second: the listener's CPU ceiling
     remote_max_rate_per_user: float = 10.0        # ... of one user
     munge_socket: str = ""                        # this host's munged; "" = libmunge's default socket
 

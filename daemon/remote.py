@@ -26,8 +26,9 @@ Bounded like the local socket, and smaller, since it shares the daemon's interpr
 hook path: one request per connection, at most ``max_connections`` open and
 ``max_connections_per_host`` from one address; the request line must arrive whole within
 ``request_timeout`` of the connect and be at most ``max_line_bytes``; at most ``max_rate``
-requests a second are taken in all, and ``max_rate_per_user`` of one uid, so what the remote
-users cost the daemon (whose hook path shares the interpreter) has a known ceiling; calls
+connections a second are accepted in all (the rest wait in the kernel's backlog, which drops
+what does not fit) and ``max_rate_per_user`` calls a second are made for one uid, so what
+remote users cost the daemon (whose hook path shares the interpreter) has a ceiling; calls
 (each a munged round trip, then the service) run on ``workers`` threads, at most
 ``max_pending`` running or waiting and ``max_calls_per_user`` of one uid; past any of these,
 ``busy`` at once. One thread multiplexes every connection with ``selectors``: a slow client
@@ -223,11 +224,19 @@ class RemoteServer:
     def _accept(self) -> None:
         now = time.monotonic()
         for _ in range(_ACCEPTS_PER_ROUND):
+            if not self._rate.take(now):
+                # Over the rate: leave connections in the kernel's backlog (it drops what does
+                # not fit) instead of spending the interpreter on them; resume at the next tick.
+                self._selector.unregister(self._listener)
+                self._accept_paused_until = now + _TICK / 2
+                return
             try:
                 sock, peer = self._listener.accept()
             except (BlockingIOError, InterruptedError):
+                self._rate.give_back()
                 return
             except OSError as error:
+                self._rate.give_back()
                 if error.errno not in _ACCEPT_PAUSE_ERRNOS:
                     raise
                 logger.warning("remote listener cannot accept (%s); pausing accepts for 1 s", error)
@@ -278,7 +287,7 @@ class RemoteServer:
             return
         line = bytes(connection.received[:end])
         connection.received = bytearray()
-        if self._pending >= self.max_pending or not self._rate.take(time.monotonic()):
+        if self._pending >= self.max_pending:
             self.service.metrics.rejected.inc()
             self._send_last(connection, BUSY)
             return
@@ -432,6 +441,9 @@ class _TokenBucket:
             return False
         self.tokens -= 1.0
         return True
+
+    def give_back(self) -> None:
+        self.tokens = min(self.burst, self.tokens + 1.0)
 
     def full(self, now: float) -> bool:
         return self.tokens + (now - self.stamp) * self.rate >= self.burst

@@ -35,6 +35,7 @@ CTL_ADDRESS, LOGIN_ADDRESS, PORT = "10.251.7.1", "10.251.7.2", 7011
 REMOTE = f"{CTL_ADDRESS}:{PORT}"
 PER_HOST = 4
 PER_USER_RATE = 5
+RATE = 50
 HPCPREDICT = str(Path(sys.executable).with_name("hpcpredict"))
 
 
@@ -81,6 +82,7 @@ def site():
             "HPCPREDICT_DAEMON_REMOTE_LISTEN": REMOTE, "HPCPREDICT_DAEMON_MUNGE_SOCKET": str(runs / "ctl.sock"),
             "HPCPREDICT_DAEMON_REMOTE_MAX_CONNECTIONS_PER_HOST": str(PER_HOST),
             "HPCPREDICT_DAEMON_REMOTE_MAX_RATE_PER_USER": str(PER_USER_RATE),
+            "HPCPREDICT_DAEMON_REMOTE_MAX_RATE": str(RATE),
             "HPCPREDICT_DAEMON_REQUEST_TIMEOUT_S": "1"}).start()
         job = base / "job.sh"
         job.write_text("#!/bin/sh\n#SBATCH -N 2\nsrun ./cg.x -n 64\n")
@@ -277,3 +279,30 @@ def test_one_user_is_held_to_their_rate_and_others_are_not(site, user):
     # another user's bucket is their own
     result = on_login_node(site, [HPCPREDICT, "predict", str(site["job"])], user=user)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_connection_flood_is_taken_at_the_accept_rate_not_at_the_floods(site, user):
+    """What the listener spends on a flood (here 120 connections at once from one host, most
+    over its per-host cap) is bounded by its accept rate: the answers come at about RATE a
+    second however fast the connections arrive; the rest wait in the kernel's backlog."""
+    replies = probe(site, '''
+        import time
+        start = time.monotonic()
+        conns = [socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20) for _ in range(120)]
+        for conn in conns:
+            conn.sendall(b'{"method": "GetStatus"}\\n')
+        answers = []
+        for conn in conns:
+            data = b""
+            while not data.endswith(b"\\n"):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            answers.append(json.loads(data) if data else None)
+            conn.close()
+        print(json.dumps({"seconds": time.monotonic() - start, "answers": answers}))
+    ''', user=user)
+    result = replies[0]
+    assert all(answer is not None for answer in result["answers"])    # every one answered, none reset
+    assert result["seconds"] >= (120 - RATE) / RATE * 0.8, result["seconds"]
