@@ -96,10 +96,10 @@ class DaemonClient:
                 conn.connect(self.socket_path)
             except (FileNotFoundError, ConnectionRefusedError) as error:
                 raise DaemonUnavailable(
-                    f"no daemon at {self.socket_path}. On a login or compute node, ask the controller's daemon: "
-                    f"set HPCPREDICT_CLIENT_REMOTE=HOST:PORT (its [daemon] remote_listen), or ask your admins to "
-                    f"set [client] remote in {SITE_CONFIG} (ADMIN.md, \"Users on login nodes\"). On the "
-                    f"daemon's host: start `hpcpredictd`, or pass --socket") from error
+                    f"no daemon at {self.socket_path}. On a login or compute node, `hpcpredict predict` asks the "
+                    f"controller's daemon once [client] remote is set in {SITE_CONFIG} (ask your admins; ADMIN.md, "
+                    f"\"Users on login nodes\"), or HPCPREDICT_CLIENT_REMOTE=HOST:PORT; admin commands run on the "
+                    f"daemon's host. On the daemon's host: start `hpcpredictd`, or pass --socket") from error
             except PermissionError as error:
                 raise DaemonUnavailable(
                     f"permission denied opening {self.socket_path} as user {_me()}: the daemon runs, but the "
