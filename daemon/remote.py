@@ -385,11 +385,13 @@ class RemoteServer:
         except munge.MungeError as error:
             if error.code == munge.EMUNGE_SOCKET:   # our munged, not the caller, is at fault
                 logger.error("remote listener: munged unreachable: %s", error)
+                self.service.faults.set("munge", "decode remote credentials", str(error))
                 return {"ok": False, "code": "UNAVAILABLE",
                         "error": "the daemon's munged does not answer, so no caller can be identified"}
             logger.info("remote %s from %s refused: credential: %s", method, host, error)
             advice = _ADVICE.get(error.code, "not a MUNGE credential of this site")
             return _unauthenticated(f"{error} ({advice})")
+        self.service.faults.clear("munge", "decode remote credentials")
         if vouched.payload != munge.request_digest(canonical_call(envelope)):
             logger.info("remote %s from %s (uid %d) refused: credential made for another request",
                         method, host, vouched.uid)

@@ -69,13 +69,16 @@ def site():
         for key in ("site", "other"):
             (keys / f"{key}.key").write_bytes(os.urandom(1024))
             os.chmod(keys / f"{key}.key", 0o400)
-        for name, namespace, key in (("ctl", ctl, "site"), ("login", login, "site"), ("rogue", login, "other")):
+        def start_munged(name, namespace, key):
             mungeds.append(subprocess.Popen(
                 ["ip", "netns", "exec", namespace, "/usr/sbin/munged", "--foreground", f"--key-file={keys / key}.key",
                  f"--socket={runs / name}.sock", f"--pid-file={runs / name}.pid", f"--log-file={keys / name}.log",
                  f"--seed-file={keys / name}.seed"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        for name in ("ctl", "login", "rogue"):
             _wait_for_munged(runs / f"{name}.sock")
+            return mungeds[-1]
+
+        for name, namespace, key in (("ctl", ctl, "site"), ("login", login, "site"), ("rogue", login, "other")):
+            start_munged(name, namespace, key)
         data = base / "daemon"
         daemon = DaemonProcess(data, prefix=("ip", "netns", "exec", ctl), env={
             "HPCPREDICT_MODELS_BUNDLED": "false", "HPCPREDICT_DAEMON_METRICS": "",
@@ -87,12 +90,14 @@ def site():
         job = base / "job.sh"
         job.write_text("#!/bin/sh\n#SBATCH -N 2\nsrun ./cg.x -n 64\n")
         job.chmod(0o644)
-        yield {"login": login, "runs": runs, "daemon": daemon, "job": job}
+        yield {"login": login, "runs": runs, "daemon": daemon, "job": job, "mungeds": mungeds,
+               "restart_ctl_munged": lambda: start_munged("ctl", ctl, "site")}
     finally:
         if daemon is not None:
             daemon.stop()
         for process in mungeds:
-            process.terminate()
+            if process.poll() is None:
+                process.terminate()
         for process in mungeds:
             try:
                 process.wait(10)
@@ -306,3 +311,25 @@ def test_a_connection_flood_is_taken_at_the_accept_rate_not_at_the_floods(site, 
     result = replies[0]
     assert all(answer is not None for answer in result["answers"])    # every one answered, none reset
     assert result["seconds"] >= (120 - RATE) / RATE * 0.8, result["seconds"]
+
+
+def test_the_daemons_munged_down_is_unavailable_and_a_fault_not_a_refusal_of_the_user(site, user):
+    from hpcpredict.daemon.client import admin_client
+    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+
+    ctl_munged = site["mungeds"][0]
+    ctl_munged.terminate()
+    ctl_munged.wait(10)
+    try:
+        body = '''
+            print(json.dumps(send(signed({"method": "Predict", "request": {}}, sys.argv[3]))))
+        '''
+        down = probe(site, body, user=user)[0]
+        assert down["ok"] is False and down["code"] == "UNAVAILABLE" and "munged" in down["error"]
+        with admin_client(site["daemon"].hook_socket) as client:
+            assert any(line.startswith("munge") for line in client.call("GetStatus", pb.StatusRequest()).faults)
+    finally:
+        site["mungeds"][0] = site["restart_ctl_munged"]()
+    assert probe(site, body, user=user)[0]["ok"] is True
+    with admin_client(site["daemon"].hook_socket) as client:
+        assert not any(line.startswith("munge") for line in client.call("GetStatus", pb.StatusRequest()).faults)
