@@ -370,7 +370,7 @@ class RemoteServer:
         if not isinstance(envelope, dict):
             return {"ok": False, "error": "request must be a JSON object"}
         method = envelope.get("method")
-        if method not in _REQUESTS:
+        if not isinstance(method, str) or method not in _REQUESTS:
             return {"ok": False, "error": f"method: must be one of {', '.join(sorted(REMOTE_METHODS))}, got {method!r}"}
         if method not in REMOTE_METHODS:
             return {"ok": False, "code": "PERMISSION_DENIED",
@@ -392,7 +392,11 @@ class RemoteServer:
             advice = _ADVICE.get(error.code, "not a MUNGE credential of this site")
             return _unauthenticated(f"{error} ({advice})")
         self.service.faults.clear("munge", "decode remote credentials")
-        if vouched.payload != munge.request_digest(canonical_call(envelope)):
+        try:
+            digest = munge.request_digest(canonical_call(envelope))
+        except (RecursionError, ValueError):
+            return {"ok": False, "error": "request is not JSON we accept: nested too deeply"}
+        if vouched.payload != digest:
             logger.info("remote %s from %s (uid %d) refused: credential made for another request",
                         method, host, vouched.uid)
             return _unauthenticated("it was made for another request")

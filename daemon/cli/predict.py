@@ -8,7 +8,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "predict", help="predict a job script's runtime (asks the daemon)",
         description="Predict the runtime of JOB_SCRIPT as if submitted with the given sbatch options, "
-                    "e.g. `hpcpredict predict job.sh -N 4 -t 2:00:00`.")
+                    "e.g. `hpcpredict predict job.sh -N 4 -t 2:00:00`. On a host without the daemon's local socket "
+                    "(a login or compute node) it asks the controller's daemon at [client] remote "
+                    "($HPCPREDICT_CLIENT_REMOTE), named by this host's munged.")
     parser.add_argument("script", metavar="JOB_SCRIPT")
     _add_own_options(parser)
     parser.add_argument("sbatch", nargs=argparse.REMAINDER, metavar="SBATCH_OPTIONS",
