@@ -56,6 +56,7 @@ def site():
     mungeds: list[subprocess.Popen] = []
     daemon = None
     namespaces = []
+    netns_mounted = _mounted("/run/netns")     # iproute2 bind-mounts it at the first `ip netns add`
     try:
         for name in (ctl, login):
             run("ip", "netns", "add", name)
@@ -106,7 +107,15 @@ def site():
                 process.wait()
         for name in namespaces:     # takes the veth pair with it
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        if not netns_mounted and _mounted("/run/netns") and not os.listdir("/run/netns"):
+            subprocess.run(["umount", "/run/netns"], capture_output=True)   # busy (kept) if another made one since
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _mounted(path: str) -> bool:
+    """A mount point (os.path.ismount misses a bind mount of the same file system)."""
+    with open("/proc/self/mountinfo") as mounts:
+        return any(line.split()[4] == path for line in mounts)
 
 
 def _wait_for_munged(sock: Path) -> None:
