@@ -46,3 +46,22 @@ def test_the_signed_bytes_do_not_depend_on_key_order_or_spacing_and_leave_the_cr
 def test_an_address_that_is_not_host_port_is_a_config_error(text):
     with pytest.raises(ConfigError, match="expected host:port"):
         host_port(text, "[client] remote")
+
+
+def test_the_cli_asks_remotely_only_where_no_local_socket_is_named_or_exists(tmp_path, monkeypatch):
+    from hpcpredict.daemon import client as client_module
+    from hpcpredict.daemon.client import DaemonClient, user_client
+    from hpcpredict.daemon.config import load_config
+    from hpcpredict.daemon.remote import RemoteClient
+
+    monkeypatch.delenv("HPCPREDICT_SOCKET", raising=False)
+    monkeypatch.setattr(client_module, "SITE_SOCKET", str(tmp_path / "no-site.sock"))
+    env = {"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(tmp_path), "HPCPREDICT_CLIENT_REMOTE": "ctl:7011"}
+    config = load_config(None, environ=env)
+    remote = user_client(None, config)
+    assert isinstance(remote, RemoteClient) and remote.address == ("ctl", 7011)
+    assert type(user_client(str(tmp_path / "named.sock"), config)) is DaemonClient      # --socket wins
+    (tmp_path / "hook.sock").touch()                                                     # a local socket here
+    assert type(user_client(None, config)) is DaemonClient
+    (tmp_path / "hook.sock").unlink()
+    assert type(user_client(None, load_config(None, environ={**env, "HPCPREDICT_CLIENT_REMOTE": ""}))) is DaemonClient
