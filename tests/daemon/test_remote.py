@@ -15,7 +15,6 @@ import json
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
