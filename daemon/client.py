@@ -15,6 +15,7 @@ import time
 
 from google.protobuf import json_format
 
+from .config import SITE_CONFIG
 from .errors import DaemonUnavailable, HpcPredictError, PermissionDenied
 from ..proto.v1 import hpcpredict_pb2 as pb
 
@@ -39,6 +40,18 @@ def resolve_socket(cli_socket: str | None, config) -> str:
         raise DaemonUnavailable("the daemon's local socket is off ([daemon] hook_socket is empty): "
                                 "pass --socket PATH")
     return path
+
+
+def user_client(cli_socket: str | None, config, *, timeout: float = 10.0) -> "DaemonClient":
+    """The client for a user's call: the local socket when one is named or exists on this host,
+    else the controller's remote listener of ``[client] remote`` (a login or compute node)."""
+    if not cli_socket and not os.environ.get("HPCPREDICT_SOCKET") and config.client.remote:
+        path = config.daemon.hook_socket
+        if not (path and os.path.exists(path)) and not os.path.exists(SITE_SOCKET):
+            from .remote import RemoteClient
+
+            return RemoteClient(config.client.remote, munge_socket=config.daemon.munge_socket, timeout=timeout)
+    return DaemonClient(resolve_socket(cli_socket, config), timeout=timeout)
 
 
 class DaemonClient:
@@ -82,8 +95,11 @@ class DaemonClient:
             try:
                 conn.connect(self.socket_path)
             except (FileNotFoundError, ConnectionRefusedError) as error:
-                raise DaemonUnavailable(f"no daemon at {self.socket_path} (start it with `hpcpredictd`, "
-                                        f"or pass --socket)") from error
+                raise DaemonUnavailable(
+                    f"no daemon at {self.socket_path}. On a login or compute node, `hpcpredict predict` asks the "
+                    f"controller's daemon once [client] remote is set in {SITE_CONFIG} (ask your admins; ADMIN.md, "
+                    f"\"Users on login nodes\"), or HPCPREDICT_CLIENT_REMOTE=HOST:PORT; admin commands run on the "
+                    f"daemon's host. On the daemon's host: start `hpcpredictd`, or pass --socket") from error
             except PermissionError as error:
                 raise DaemonUnavailable(
                     f"permission denied opening {self.socket_path} as user {_me()}: the daemon runs, but the "

@@ -87,6 +87,14 @@ class DaemonConfig:
     clusters: tuple[str, ...] = ()                # Slurm clusters served; the first is the one of requests naming none
     log_format: str = "text"                      # text | json
     log_level: str = "INFO"
+    # Users on login and compute nodes (remote.py): Predict over TCP, the caller named by a MUNGE
+    # credential. "host:port" to listen on; "" = off. Only for the cluster's internal network.
+    remote_listen: str = ""
+    remote_max_connections: int = 128             # open remote connections, all hosts
+    remote_max_connections_per_host: int = 32     # ... from one address (a login node's users share it)
+    remote_max_rate: float = 100.0                # remote connections accepted a second: the listener's CPU ceiling
+    remote_max_rate_per_user: float = 10.0        # ... of one user
+    munge_socket: str = ""                        # this host's munged; "" = libmunge's default socket
 
 
 @dataclass(frozen=True)
@@ -190,6 +198,13 @@ class AccountingConfig:
 
 
 @dataclass(frozen=True)
+class ClientConfig:
+    # Where the CLI asks when this host runs no daemon (a login or compute node): the controller's
+    # [daemon] remote_listen, "host:port". "" = only the local socket.
+    remote: str = ""
+
+
+@dataclass(frozen=True)
 class Config:
     data_dir: str
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
@@ -199,12 +214,13 @@ class Config:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     accounting: AccountingConfig = field(default_factory=AccountingConfig)
+    client: ClientConfig = field(default_factory=ClientConfig)
     source: str = "<defaults>"
 
 
 SECTIONS = {"daemon": DaemonConfig, "store": StoreConfig, "models": ModelsConfig,
             "policy": PolicyConfig, "limits": LimitsConfig, "topology": TopologyConfig,
-            "accounting": AccountingConfig}
+            "accounting": AccountingConfig, "client": ClientConfig}
 
 
 def _coerce(section: str, key: str, raw, default):
@@ -374,5 +390,26 @@ def _validate(config: Config) -> None:
         raise ConfigError("[daemon] user_line_bytes must be >= 1024")
     if config.daemon.request_timeout_s <= 0 or config.daemon.idle_timeout_s <= 0:
         raise ConfigError("[daemon] request_timeout_s and idle_timeout_s must be > 0")
+    for where, address in (("[daemon] remote_listen", config.daemon.remote_listen),
+                           ("[client] remote", config.client.remote)):
+        if address:
+            host_port(address, where)
+    if config.daemon.remote_max_connections < 1 or config.daemon.remote_max_connections_per_host < 1:
+        raise ConfigError("[daemon] remote_max_connections and remote_max_connections_per_host must be >= 1")
+    if config.daemon.remote_max_rate <= 0 or config.daemon.remote_max_rate_per_user <= 0:
+        raise ConfigError("[daemon] remote_max_rate and remote_max_rate_per_user must be > 0")
     if config.daemon.log_format not in ("text", "json"):
         raise ConfigError(f"[daemon] log_format must be text or json, got {config.daemon.log_format!r}")
+
+
+def host_port(address: str, where: str = "address") -> tuple[str, int]:
+    """``"host:port"`` or ``"[v6]:port"`` -> (host, port).
+
+    >>> host_port("ctl:7011"), host_port("[::1]:7011")
+    (('ctl', 7011), ('::1', 7011))
+    """
+    host, _, port = address.strip().rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"{where}: expected host:port, got {address!r}")
+    return host, int(port)

@@ -118,6 +118,7 @@ class Daemon:
             os.unlink(self.socket_path)  # a stale socket from a killed daemon
         self.server.add_insecure_port(f"unix:{self.socket_path}")
         self.hook_server = None
+        self.remote_server = None
         self.metrics_server = None
         self.metrics_port = None
         self._stopped = threading.Event()
@@ -156,6 +157,16 @@ class Daemon:
                 # A Predict whose record goes to the memory-mapped journal never waits for the
                 # disk: answered on the socket's own thread, without a hand-off to a worker.
                 inline=frozenset({"Predict"}) if self.config.store.journal_mib else frozenset()).start()
+        if daemon_cfg.remote_listen:   # users on login and compute nodes (remote.py)
+            from .remote import RemoteServer
+
+            self.remote_server = RemoteServer(
+                daemon_cfg.remote_listen, self.service, munge_socket=daemon_cfg.munge_socket,
+                max_line_bytes=self.config.limits.max_script_bytes * 4 // 3 + (1 << 20),
+                max_connections=daemon_cfg.remote_max_connections,
+                max_connections_per_host=daemon_cfg.remote_max_connections_per_host,
+                max_rate=daemon_cfg.remote_max_rate, max_rate_per_user=daemon_cfg.remote_max_rate_per_user,
+                request_timeout=daemon_cfg.request_timeout_s).start()
         if self.config.daemon.metrics:
             try:
                 self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)
@@ -172,6 +183,7 @@ class Daemon:
         """<data_dir>/hpcpredictd.json: where this daemon listens (for admins, tests, scripts)."""
         info = {"pid": os.getpid(), "socket": self.socket_path,
                 "hook_socket": self.config.daemon.hook_socket if self.hook_server else "",
+                "remote": "%s:%d" % self.remote_server.address if self.remote_server else "",
                 "metrics_port": self.metrics_port, "started": time.time()}
         path = Path(self.config.data_dir) / "hpcpredictd.json"
         temporary = path.with_name(f".{path.name}.{os.getpid()}")
@@ -197,6 +209,8 @@ class Daemon:
         self.health.enter_graceful_shutdown()   # Check and Watch say NOT_SERVING while we drain
         if self.hook_server is not None:
             self.hook_server.stop(grace)
+        if self.remote_server is not None:
+            self.remote_server.stop(grace)
         self.server.stop(grace).wait()
         if self.metrics_server is not None:
             self.metrics_server.shutdown()

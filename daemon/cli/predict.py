@@ -8,7 +8,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "predict", help="predict a job script's runtime (asks the daemon)",
         description="Predict the runtime of JOB_SCRIPT as if submitted with the given sbatch options, "
-                    "e.g. `hpcpredict predict job.sh -N 4 -t 2:00:00`.")
+                    "e.g. `hpcpredict predict job.sh -N 4 -t 2:00:00`. On a host without the daemon's local socket "
+                    "(a login or compute node) it asks the controller's daemon at [client] remote "
+                    "($HPCPREDICT_CLIENT_REMOTE), named by this host's munged.")
     parser.add_argument("script", metavar="JOB_SCRIPT")
     _add_own_options(parser)
     parser.add_argument("sbatch", nargs=argparse.REMAINDER, metavar="SBATCH_OPTIONS",
@@ -62,8 +64,8 @@ def build_request(script: bytes, sbatch_argv, *, user: str, app: str = "", risk:
 def _predict(args) -> int:
     import getpass
 
-    from .common import config_of, estimate_lines, message_dict, print_json, print_lines, socket_of
-    from ..client import DaemonClient
+    from .common import config_of, estimate_lines, message_dict, print_json, print_lines
+    from ..client import user_client
     from ..errors import HpcPredictError
 
     try:
@@ -75,7 +77,7 @@ def _predict(args) -> int:
     request, opts = build_request(script, sbatch, user=args.user or getpass.getuser(), app=args.app or "",
                                   risk=args.risk)
     config = config_of(args)
-    with DaemonClient(socket_of(args, config), timeout=args.timeout) as client:
+    with user_client(args.socket, config, timeout=args.timeout) as client:
         estimate = client.predict(request)
     if args.json:
         print_json(message_dict(estimate))

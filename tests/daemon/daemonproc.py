@@ -16,7 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 class DaemonProcess:
     def __init__(self, data_dir: Path, *, env: dict | None = None, config: Path | None = None,
-                 user: str | None = None, open_files: int | None = None):
+                 user: str | None = None, open_files: int | None = None, prefix: tuple[str, ...] = ()):
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket = str(self.data_dir / "hpcpredictd.sock")
@@ -26,6 +26,7 @@ class DaemonProcess:
         self.config = config
         self.user = user
         self.open_files = open_files   # RLIMIT_NOFILE (soft and hard) of the daemon, None = inherited
+        self.prefix = list(prefix)      # runs the daemon, e.g. ("ip", "netns", "exec", NAME)
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir / "daemon.log"
 
@@ -33,7 +34,7 @@ class DaemonProcess:
         info = self.data_dir / "hpcpredictd.json"
         if info.exists():
             info.unlink()
-        argv = [sys.executable, "-m", "hpcpredict.daemon.server", "--socket", self.socket]
+        argv = [*self.prefix, sys.executable, "-m", "hpcpredict.daemon.server", "--socket", self.socket]
         if self.config:
             argv += ["--config", str(self.config)]
         self._log = open(self.log_path, "ab")

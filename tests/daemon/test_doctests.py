@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["faults", "journal", "config", "server", "plugins"]
+MODULES = ["faults", "journal", "config", "server", "plugins", "munge"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,0 +1,532 @@
+"""The remote listener: users on login and compute nodes ask the controller's daemon over TCP.
+
+The local socket (:mod:`.hookserver`) learns its caller from the kernel, which only works on
+the daemon's host. Elsewhere the identity comes from what the site already trusts for Slurm
+itself: MUNGE (:mod:`.munge`). A remote request is the local socket's line with one more
+field, a credential the caller's munged made::
+
+    {"method": "Predict", "request": {...}, "credential": "MUNGE:...:"}\\n
+    -> {"ok": true, "response": {...}}\\n      (then the listener closes the connection)
+
+The credential's payload is :func:`.munge.request_digest` of the *call*, the line's object
+without ``credential`` encoded canonically (:func:`canonical_call`: keys sorted, no spaces,
+ASCII). The listener decodes the credential with its own munged (same site key), checks that
+the payload is the digest of the call it parsed, and hands the call to the same
+``PredictionService.call`` with the uid munged vouched for: the same per-call rules as the
+local socket (a user predicts only their own jobs). A credential made with another key, one
+expired (munged's TTL, 300 s by default), one decoded before (munged's replay cache) or one
+made for another request is refused with ``"code": "UNAUTHENTICATED"``. Only the calls
+anyone may make (``Predict``) are served here; admin and history-writing calls are refused
+whoever asks (``PERMISSION_DENIED``): they belong to the controller's local socket.
+
+Nothing here is encrypted: the request (a job script) and the reply cross the network in
+clear, as ``srun``'s do. The port belongs on the cluster's internal network (ADMIN.md).
+
+Bounded like the local socket, and smaller, since it shares the daemon's interpreter with the
+hook path: one request per connection, at most ``max_connections`` open and
+``max_connections_per_host`` from one address; the request line must arrive whole within
+``request_timeout`` of the connect and be at most ``max_line_bytes``; at most ``max_rate``
+connections a second are accepted in all (the rest wait in the kernel's backlog, which drops
+what does not fit) and ``max_rate_per_user`` calls a second are made for one uid, so what
+remote users cost the daemon (whose hook path shares the interpreter) has a ceiling; calls
+(each a munged round trip, then the service) run on ``workers`` threads, at most
+``max_pending`` running or waiting and ``max_calls_per_user`` of one uid; past any of these,
+``busy`` at once. One thread multiplexes every connection with ``selectors``: a slow client
+holds no thread.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import selectors
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from google.protobuf import json_format
+
+from . import munge
+from .client import DaemonClient
+from .config import host_port
+from .errors import DaemonUnavailable
+from .service import ANYONE, METHODS as RULES, error_message, status_name
+from ..proto.v1 import hpcpredict_pb2 as pb
+
+logger = logging.getLogger(__name__)
+
+_SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
+_REQUESTS = {method.name: getattr(pb, method.input_type.name) for method in _SERVICE.methods}
+#: The calls served remotely: those anyone may make. The rest are refused before any work.
+REMOTE_METHODS = frozenset(name for name, (_, who) in RULES.items() if who == ANYONE)
+BUSY = b'{"ok":false,"error":"busy"}\n'
+_TICK = 0.1
+_READ_BYTES = 65536
+_ACCEPTS_PER_ROUND = 32
+_ACCEPT_PAUSE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+
+def canonical_call(envelope: dict) -> bytes:
+    """The bytes a credential vouches for: the call without its credential, one encoding."""
+    call = {key: value for key, value in envelope.items() if key != "credential"}
+    return json.dumps(call, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _encode(reply: dict) -> bytes:
+    return json.dumps(reply, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+
+
+def _unauthenticated(reason: str) -> dict:
+    return {"ok": False, "code": "UNAUTHENTICATED", "error": f"credential refused: {reason}"}
+
+
+class _Connection:
+    __slots__ = ("sock", "host", "received", "unsent", "deadline", "events", "closed")
+
+    def __init__(self, sock: socket.socket, host: str, deadline: float):
+        self.sock = sock
+        self.host = host
+        self.received = bytearray()
+        self.unsent = b""
+        self.deadline = deadline
+        self.events = 0
+        self.closed = False
+
+
+class RemoteServer:
+    """Serve ``service``'s user calls to MUNGE-authenticated callers on TCP ``address``."""
+
+    def __init__(self, address: str, service, *, munge_socket: str = "", max_line_bytes: int = 2 << 20,
+                 workers: int = 1, max_pending: int = 16, max_connections: int = 128,
+                 max_connections_per_host: int = 32, max_calls_per_user: int = 4, max_rate: float = 100.0,
+                 max_rate_per_user: float = 10.0, request_timeout: float = 5.0):
+        self.host, self.port = host_port(address)
+        self.service = service
+        self.munge_socket = munge_socket
+        self.max_line_bytes = max_line_bytes
+        self.max_pending = max_pending
+        self.max_connections = max_connections
+        self.max_connections_per_host = max_connections_per_host
+        self.max_calls_per_user = max_calls_per_user
+        self.request_timeout = request_timeout
+        self.max_rate_per_user = max_rate_per_user
+        self._rate = _TokenBucket(max_rate)     # loop thread only
+        self._user_rates: dict[int, _TokenBucket] = {}   # workers, under _lock
+        self.address: tuple | None = None       # where it listens, once started
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="remote-call")
+        self._selector: selectors.BaseSelector | None = None
+        self._listener: socket.socket | None = None
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._thread: threading.Thread | None = None
+        self._connections: dict[int, _Connection] = {}
+        self._per_host: dict[str, int] = {}
+        self._pending = 0                       # loop thread only
+        self._per_uid: dict[int, int] = {}      # workers, under _lock
+        self._lock = threading.Lock()
+        self._replies: list = []                # (connection, reply bytes) from workers, under _lock
+        self._accept_paused_until = 0.0
+        self._stop_at: float | None = None     # set by stop()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> "RemoteServer":
+        family, kind, proto, _, sockaddr = socket.getaddrinfo(
+            self.host, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        listener = socket.socket(family, kind, proto)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(sockaddr)
+            listener.listen(128)
+            listener.setblocking(False)
+        except BaseException:
+            listener.close()
+            raise
+        self._listener = listener
+        self.address = listener.getsockname()[:2]
+        for sock in (self._wake_reader, self._wake_writer):
+            sock.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(listener, selectors.EVENT_READ, "listener")
+        self._selector.register(self._wake_reader, selectors.EVENT_READ, "wake")
+        self._thread = threading.Thread(target=self._run, name="remote-listener", daemon=True)
+        self._thread.start()
+        logger.info("remote listener on %s:%d (MUNGE-authenticated %s)", self.address[0], self.address[1],
+                    ", ".join(sorted(REMOTE_METHODS)))
+        return self
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop accepting; answer the calls in flight for up to ``grace`` seconds, then close."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._stop_at = time.monotonic() + (grace or 0.0)
+        self._wake()
+        thread.join(timeout=(grace or 0.0) + 5.0)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        logger.info("remote listener stopped")
+
+    def _wake(self) -> None:
+        try:
+            self._wake_writer.send(b"\0")
+        except OSError:
+            pass
+
+    # ------------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        try:
+            while True:
+                for key, mask in self._selector.select(_TICK):
+                    if key.data == "listener":
+                        self._accept()
+                    elif key.data == "wake":
+                        try:
+                            self._wake_reader.recv(4096)
+                        except OSError:
+                            pass
+                    elif not key.data.closed:
+                        if mask & selectors.EVENT_WRITE:
+                            self._flush(key.data)
+                        else:
+                            self._read(key.data)
+                self._deliver()
+                now = time.monotonic()
+                self._sweep(now)
+                if self._stop_at is not None:
+                    if self._listener is not None:
+                        if not self._accept_paused_until:
+                            self._selector.unregister(self._listener)
+                        self._listener.close()
+                        self._listener = None
+                    if self._pending == 0 or now >= self._stop_at:
+                        return
+        except Exception:
+            logger.exception("remote listener loop failed")
+        finally:
+            for connection in list(self._connections.values()):
+                self._close(connection)
+            if self._listener is not None:
+                self._listener.close()
+            self._selector.close()
+            self._wake_reader.close()
+            self._wake_writer.close()
+
+    def _sweep(self, now: float) -> None:
+        if self._accept_paused_until and now >= self._accept_paused_until and self._listener is not None:
+            self._accept_paused_until = 0.0
+            self._selector.register(self._listener, selectors.EVENT_READ, "listener")
+        for connection in [c for c in self._connections.values() if c.deadline <= now and c.events]:
+            if connection.unsent:   # the reply is not read: cut off without a word
+                self._close(connection)
+            else:
+                self._send_last(connection, _encode({
+                    "ok": False, "error": f"request line not complete within {self.request_timeout:g} s"}))
+
+    def _accept(self) -> None:
+        now = time.monotonic()
+        for _ in range(_ACCEPTS_PER_ROUND):
+            if not self._rate.take(now):
+                # Over the rate: leave connections in the kernel's backlog (it drops what does
+                # not fit) instead of spending the interpreter on them; resume at the next tick.
+                self._selector.unregister(self._listener)
+                self._accept_paused_until = now + _TICK / 2
+                return
+            try:
+                sock, peer = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                self._rate.give_back()
+                return
+            except OSError as error:
+                self._rate.give_back()
+                if error.errno not in _ACCEPT_PAUSE_ERRNOS:
+                    raise
+                logger.warning("remote listener cannot accept (%s); pausing accepts for 1 s", error)
+                self._selector.unregister(self._listener)
+                self._accept_paused_until = now + 1.0
+                return
+            sock.setblocking(False)
+            host = peer[0]
+            if len(self._connections) >= self.max_connections or \
+                    self._per_host.get(host, 0) >= self.max_connections_per_host:
+                self.service.metrics.rejected.inc()
+                _refuse(sock)
+                continue
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            connection = _Connection(sock, host, now + self.request_timeout)   # from the connect
+            self._connections[sock.fileno()] = connection
+            self._per_host[host] = self._per_host.get(host, 0) + 1
+            self._watch(connection, selectors.EVENT_READ)
+
+    def _watch(self, connection: _Connection, events: int) -> None:
+        if events == connection.events:
+            return
+        if not events:
+            self._selector.unregister(connection.sock)
+        elif not connection.events:
+            self._selector.register(connection.sock, events, connection)
+        else:
+            self._selector.modify(connection.sock, events, connection)
+        connection.events = events
+
+    def _read(self, connection: _Connection) -> None:
+        try:
+            data = connection.sock.recv(_READ_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._close(connection)
+            return
+        connection.received += data
+        end = connection.received.find(b"\n")
+        if end < 0 and len(connection.received) <= self.max_line_bytes:
+            return
+        if end < 0 or end >= self.max_line_bytes:
+            self._send_last(connection, _encode(
+                {"ok": False, "error": f"request line longer than {self.max_line_bytes} bytes"}))
+            return
+        line = bytes(connection.received[:end])
+        connection.received = bytearray()
+        if self._pending >= self.max_pending:
+            self.service.metrics.rejected.inc()
+            self._send_last(connection, BUSY)
+            return
+        self._pending += 1
+        self._watch(connection, 0)      # nothing more is read: one request per connection
+        self._pool.submit(self._work, connection, line)
+
+    def _work(self, connection: _Connection, line: bytes) -> None:
+        try:
+            reply = _encode(self.handle_line(line, connection.host))
+        except Exception:
+            logger.exception("remote call failed")
+            reply = _encode({"ok": False, "error": "internal error", "code": "INTERNAL"})
+        with self._lock:
+            self._replies.append((connection, reply))
+        self._wake()
+
+    def _deliver(self) -> None:
+        with self._lock:
+            replies, self._replies = self._replies, []
+        for connection, reply in replies:
+            self._pending -= 1
+            if not connection.closed:
+                self._send_last(connection, reply)
+
+    def _send_last(self, connection: _Connection, data: bytes) -> None:
+        """Send the one reply of this connection, then close it once sent."""
+        connection.unsent = data
+        connection.deadline = time.monotonic() + self.request_timeout
+        self._flush(connection)
+
+    def _flush(self, connection: _Connection) -> None:
+        try:
+            sent = connection.sock.send(connection.unsent)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            self._close(connection)
+            return
+        connection.unsent = connection.unsent[sent:]
+        if connection.unsent:
+            self._watch(connection, selectors.EVENT_WRITE)
+        else:
+            self._close(connection)
+
+    def _close(self, connection: _Connection) -> None:
+        if connection.closed:
+            return
+        connection.closed = True
+        self._connections.pop(connection.sock.fileno(), None)
+        self._watch(connection, 0)
+        left = self._per_host.pop(connection.host, 1) - 1
+        if left:
+            self._per_host[connection.host] = left
+        try:
+            connection.sock.shutdown(socket.SHUT_WR)   # the reply is delivered before the close
+        except OSError:
+            pass
+        connection.sock.close()
+
+    # ------------------------------------------------------------------ calls
+    def _user_rate(self, uid: int) -> _TokenBucket:
+        """``uid``'s bucket (under _lock); buckets back to full are forgotten once there are many."""
+        bucket = self._user_rates.get(uid)
+        if bucket is None:
+            if len(self._user_rates) >= 1024:
+                now = time.monotonic()
+                self._user_rates = {u: b for u, b in self._user_rates.items() if not b.full(now)}
+            bucket = self._user_rates[uid] = _TokenBucket(self.max_rate_per_user)
+        return bucket
+
+    def handle_line(self, line: bytes, host: str = "?") -> dict:
+        """One remote request line -> the reply object (never raises for bad input)."""
+        try:
+            envelope = json.loads(line)
+        except RecursionError:
+            return {"ok": False, "error": "request is not JSON we accept: nested too deeply"}
+        except (UnicodeDecodeError, ValueError) as error:
+            return {"ok": False, "error": f"request is not JSON: {error}"}
+        if not isinstance(envelope, dict):
+            return {"ok": False, "error": "request must be a JSON object"}
+        method = envelope.get("method")
+        if not isinstance(method, str) or method not in _REQUESTS:
+            return {"ok": False, "error": f"method: must be one of {', '.join(sorted(REMOTE_METHODS))}, got {method!r}"}
+        if method not in REMOTE_METHODS:
+            return {"ok": False, "code": "PERMISSION_DENIED",
+                    "error": f"{method} is not served remotely: admin and history-writing calls are made on the "
+                             f"daemon's host, on its local socket"}
+        credential = envelope.get("credential")
+        if not isinstance(credential, str) or not credential:
+            return _unauthenticated("none sent (the remote listener learns who you are from a MUNGE credential; "
+                                    "`hpcpredict predict` makes one with this host's munged)")
+        try:
+            vouched = munge.decode(credential, self.munge_socket)
+        except munge.MungeError as error:
+            if error.code == munge.EMUNGE_SOCKET:   # our munged, not the caller, is at fault
+                logger.error("remote listener: munged unreachable: %s", error)
+                self.service.faults.set("munge", "decode remote credentials", str(error))
+                return {"ok": False, "code": "UNAVAILABLE",
+                        "error": "the daemon's munged does not answer, so no caller can be identified"}
+            logger.info("remote %s from %s refused: credential: %s", method, host, error)
+            advice = _ADVICE.get(error.code, "not a MUNGE credential of this site")
+            return _unauthenticated(f"{error} ({advice})")
+        self.service.faults.clear("munge", "decode remote credentials")
+        try:
+            digest = munge.request_digest(canonical_call(envelope))
+        except (RecursionError, ValueError):
+            return {"ok": False, "error": "request is not JSON we accept: nested too deeply"}
+        if vouched.payload != digest:
+            logger.info("remote %s from %s (uid %d) refused: credential made for another request",
+                        method, host, vouched.uid)
+            return _unauthenticated("it was made for another request")
+        body = envelope.get("request", {})
+        if not isinstance(body, dict):
+            return {"ok": False, "error": "request: must be a JSON object"}
+        try:
+            request = json_format.ParseDict(body, _REQUESTS[method]())
+        except json_format.ParseError as error:
+            return {"ok": False, "error": f"request: {error}", "code": "INVALID_ARGUMENT"}
+        except RecursionError:
+            return {"ok": False, "error": "request: nested too deeply", "code": "INVALID_ARGUMENT"}
+        with self._lock:
+            calls = self._per_uid.get(vouched.uid, 0)
+            if calls >= self.max_calls_per_user or not self._user_rate(vouched.uid).take(time.monotonic()):
+                return {"ok": False, "error": "busy"}
+            self._per_uid[vouched.uid] = calls + 1
+        try:
+            response = self.service.call(method, request, vouched.uid)
+        except Exception as error:
+            code = status_name(error)
+            logger.info("remote %s from %s (uid %d) refused (%s): %s", method, host, vouched.uid, code, error)
+            return {"ok": False, "error": error_message(method, error), "code": code}
+        finally:
+            with self._lock:
+                left = self._per_uid.pop(vouched.uid) - 1
+                if left:
+                    self._per_uid[vouched.uid] = left
+        return {"ok": True, "response": json_format.MessageToDict(
+            response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
+
+
+class _TokenBucket:
+    """At most ``rate`` takes a second on average, ``rate`` (at least 1) at once."""
+
+    __slots__ = ("rate", "burst", "tokens", "stamp")
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self.burst = max(1.0, rate)
+        self.tokens = self.burst
+        self.stamp = time.monotonic()
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
+
+    def give_back(self) -> None:
+        self.tokens = min(self.burst, self.tokens + 1.0)
+
+    def full(self, now: float) -> bool:
+        return self.tokens + (now - self.stamp) * self.rate >= self.burst
+
+
+def _refuse(sock: socket.socket) -> None:
+    """Answer ``busy`` and close. What arrived of the request is read first: closing a TCP
+    socket with unread data resets the connection, and the client would see the reset instead
+    of the answer."""
+    try:
+        sock.recv(_READ_BYTES)
+    except OSError:
+        pass
+    try:
+        sock.send(BUSY)
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    sock.close()
+
+
+#: What a refused credential means, in the caller's terms (munge_err_t -> advice)
+_ADVICE = {
+    munge.EMUNGE_CRED_REPLAYED: "a credential is good for one request; the CLI makes a new one for each",
+    munge.EMUNGE_CRED_EXPIRED: "check that the clocks of this host and the daemon's agree (NTP)",
+    munge.EMUNGE_CRED_REWOUND: "check that the clocks of this host and the daemon's agree (NTP)",
+    munge.EMUNGE_CRED_INVALID: "made with another key than the daemon's munged: every host needs the site's munge.key",
+}
+
+
+class RemoteClient(DaemonClient):
+    """The CLI's side: each call signed with a credential from this host's munged, sent to the
+    remote listener at ``address`` ("host:port")."""
+
+    def __init__(self, address: str, *, munge_socket: str = "", timeout: float = 10.0):
+        super().__init__(address, timeout=timeout)
+        self.address = host_port(address)
+        self.munge_socket = munge_socket
+
+    def _exchange(self, line: bytes):
+        envelope = json.loads(line)
+        try:
+            envelope["credential"] = munge.encode(munge.request_digest(canonical_call(envelope)), self.munge_socket)
+        except munge.MungeError as error:
+            raise DaemonUnavailable(f"{error}: the remote daemon at {self.socket_path} learns who you are from "
+                                    f"MUNGE, so this host's munged must run with the site's key") from error
+        signed = json.dumps(envelope, separators=(",", ":")).encode() + b"\n"
+        try:
+            conn = socket.create_connection(self.address, timeout=self.timeout)
+        except socket.timeout as error:
+            raise DaemonUnavailable(f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s "
+                                    f"(a firewall between this host and the controller? ADMIN.md, "
+                                    f"\"Users on login nodes\")") from error
+        except OSError as error:
+            raise DaemonUnavailable(f"cannot reach the daemon at {self.socket_path}: {error.strerror or error} "
+                                    f"(is [daemon] remote_listen set on the controller, and the port open to "
+                                    f"this host? ADMIN.md, \"Users on login nodes\")") from error
+        deadline = time.monotonic() + self.timeout
+        data = b""
+        try:
+            conn.sendall(signed)
+            while not data.endswith(b"\n"):
+                conn.settimeout(max(0.001, deadline - time.monotonic()))
+                chunk = conn.recv(1 << 20)
+                if not chunk:
+                    break
+                data += chunk
+        except socket.timeout as error:
+            raise DaemonUnavailable(
+                f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s") from error
+        except OSError as error:
+            raise DaemonUnavailable(f"daemon at {self.socket_path}: {error}") from error
+        finally:
+            conn.close()
+        if not data:
+            raise DaemonUnavailable(f"the daemon at {self.socket_path} closed the connection without an answer")
+        try:
+            return json.loads(data)
+        except ValueError as error:
+            raise DaemonUnavailable(f"the daemon at {self.socket_path} answered something that is not JSON") from error
