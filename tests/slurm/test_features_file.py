@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from hpcpredict.slurm_plugin import features_file, slurmjob
+from hpcpredict.slurm_plugin import features_file
 from hpcpredict.slurm_plugin.features_file import FeaturesFileRefused, take
 
 UID = os.getuid()
@@ -118,21 +118,16 @@ def test_create_refuses_a_planted_link_or_another_users_file(tmp_path):
     assert not features_file.create(str(planted))
 
 
-@pytest.mark.parametrize("settings, job, path", [
-    ({"features_dir": ""}, {"JobId": "5", "WorkDir": "/home/a b/run"}, "/home/a b/run/.hpcpredict-features-5"),
-    ({"features_dir": "/shared/f"}, {"JobId": "5", "WorkDir": "/home/a"}, "/shared/f/.hpcpredict-features-5"),
-    ({"features_dir": ""}, {"JobId": "5", "WorkDir": ""}, ""),
-    ({"features_dir": ""}, {"JobId": "5_1", "WorkDir": "/home/a"}, ""),
-    ({"features_dir": ""}, {"JobId": "../5", "WorkDir": "/home/a"}, ""),
-    ({"features_dir": ""}, {"JobId": "5", "WorkDir": "/home/a\nexport X=1"}, ""),
+@pytest.mark.parametrize("settings, job_id, work_dir, path", [
+    ({"features_dir": ""}, "5", "/home/a b/run", "/home/a b/run/.hpcpredict-features-5"),
+    ({"features_dir": "/shared/f"}, "5", "/home/a", "/shared/f/.hpcpredict-features-5"),
+    ({"features_dir": ""}, "5", "", ""),
+    ({"features_dir": ""}, "5_1", "/home/a", ""),
+    ({"features_dir": ""}, "../5", "/home/a", ""),
+    ({"features_dir": ""}, "5", "/home/a\nexport X=1", ""),
 ])
-def test_features_path(settings, job, path):
-    assert features_file.features_path(settings, job) == path
-
-
-@pytest.mark.parametrize("field, uid", [("alice(1001)", 1001), ("alice", None), ("(x)", None), ("", None)])
-def test_user_uid(field, uid):
-    assert slurmjob.user_uid(field) == uid
+def test_features_path(settings, job_id, work_dir, path):
+    assert features_file.features_path(settings, job_id, work_dir) == path
 
 
 def test_docstring_example():
