@@ -137,3 +137,24 @@ def test_bobs_own_prediction_links_his_outcome_and_describes_it(service):
     [row] = rows(service, "505")
     assert row["user"] == "bob" and row["prediction_id"] == bobs.prediction_id and row["application"] == "lmp"
     assert '"size": 64' in row["inputs"]
+
+
+def test_a_users_predict_under_bobs_job_id_never_reaches_his_runtime_features(service):
+    """Finding 2 through the runtime-features relay: bob's AdminComment was rewritten, so the
+    epilog relays his features file and his outcome with no prediction id. The features are
+    predicted from bob's own allocation request and his training row gets his features, never
+    the inputs of the user who predicted under his job id."""
+    bob_alloc = service.call("PredictAtAllocation", pb.AllocationRequest(
+        request=bob_request(job_id="606"), node_list="n01", job_id="606"), ROOT)
+    hers = pb.JobRequest(job=pb.JobIdentity(user="nobody", application="lmp"), time_limit_s=60, job_id="606")
+    hers.inputs["size"].number = 999.0
+    service.call("Predict", hers, NOBODY)
+    relayed = service.call("ReportRuntimeFeatures", pb.RuntimeFeatures(job_id="606", text="HPCPREDICT t=5 steps=10\n"),
+                           ROOT)
+    assert service.store.prediction(relayed.prediction_id).user == "bob"
+    outcome = pb.Outcome(job_id="606", state="COMPLETED", elapsed_s=1700, start_time=1_700_600_000,
+                         end_time=1_700_601_700, request=bob_request(job_id="606"))
+    assert service.call("ReportOutcome", outcome, ROOT).stored
+    [row] = rows(service, "606")
+    assert row["user"] == "bob" and row["prediction_id"] in (bob_alloc.prediction_id, relayed.prediction_id)
+    assert '"steps": 10' in row["inputs"] and "999" not in row["inputs"]
