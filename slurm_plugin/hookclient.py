@@ -34,7 +34,7 @@ SETTINGS_FILE = "hpcpredict-hooks.conf"
 DEFAULTS = {
     "hook_socket": "/run/hpcpredict/hook.sock",
     "slurm_conf": "",               # "" = Slurm's default; PrologSlurmctld has no SLURM_CONF
-    "slurm_bin": "/usr/bin",        # where scontrol/sacct live (the prologs have no PATH)
+    "slurm_bin": "/usr/bin",        # where scontrol/squeue/sacct live (the prologs have no PATH)
     "prolog_budget_s": "2.0",       # hook call budget in PrologSlurmctld / EpilogSlurmctld
     "prolog_adjust_time_limit": "false",  # lower an automatic time limit to the refined bound
     "max_time_limit_s": "31622400", # site cap (366 days); an estimate above it changes nothing
