@@ -1,4 +1,4 @@
-"""Fixtures of tests/slurm: a real hpcpredictd and a real Slurm 22.05 cluster (see harness.py)."""
+"""Fixtures of tests/slurm: a real hpcpredictd and real Slurm 22.05 and 24.11 clusters (harness.py, harness_2411.py)."""
 from __future__ import annotations
 
 import fcntl
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from . import harness_2411
 from .harness import APP_SCRIPT, CLUSTER, SLURM_DIR, Cluster, Daemon, cluster_env, write_hooks_conf
 
 
@@ -48,4 +49,50 @@ def cluster(daemon, tmp_path_factory):
         yield running
     finally:
         subprocess.run([str(CLUSTER / "stop-cluster.sh")], env=env, capture_output=True, timeout=120)
+        lock.close()
+
+
+@pytest.fixture(scope="session")
+def daemon_2411(tmp_path_factory):
+    """The 24.11 cluster's own hpcpredictd (its job ids would collide with the 22.05 cluster's)."""
+    data_dir = tmp_path_factory.mktemp("hpcpredictd-2411")
+    data_dir.chmod(0o755)
+    server = Daemon(data_dir)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_2411(daemon_2411, tmp_path_factory):
+    """A real Slurm 24.11 cluster (4 nodes x 4 CPUs, whole-node jobs, no slurmdbd) with the
+    project's hooks against daemon_2411; starts with SchedulerParameters=time_min_as_soft_limit,
+    bf_interval=2,bf_resolution=10 (set_scheduler_parameters() restarts slurmctld with or
+    without the option). On Debian 12 the first run builds its trixie root (about a minute)."""
+    if os.geteuid() != 0:
+        pytest.fail("tests/slurm need root: they run slurmctld/slurmd and submit as other users")
+    if harness_2411.ROOT:
+        assert shutil.which("debootstrap") or Path("/usr/sbin/debootstrap").exists(), \
+            "debootstrap missing: install contrib/apt-packages.txt"
+    lock = open(harness_2411.LOCK, "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    staging = tmp_path_factory.mktemp("hooks-2411")
+    inner = harness_2411.SLURM_DIR_2411
+    hooks_conf = {"hook_socket": harness_2411.hook_socket_for(daemon_2411),
+                  "slurm_conf": f"{inner}/etc/slurm.conf", "log_file": f"{inner}/log/hpcpredict-hooks.log",
+                  "outcome_wait_s": "0", "budget_s": "0.3"}     # outcome_wait_s 0: no slurmdbd
+    write_hooks_conf(staging / "hpcpredict-hooks.conf", hooks_conf)
+    env = harness_2411.script_env(daemon_2411, staging / "hpcpredict-hooks.conf")
+    harness_2411.run_script("stop", env, timeout=120)
+    # building the root (debootstrap + apt-get from the Debian mirror) happens here, once
+    started = harness_2411.run_script("start", env, timeout=1200)
+    try:
+        assert started.returncode == 0, ("the Slurm 24.11 cluster did not start "
+                                         "(tests/slurm/cluster/cluster-2411.sh start):\n"
+                                         + started.stdout[-3000:] + started.stderr[-3000:])
+        running = harness_2411.Cluster2411(daemon_2411, hooks_conf, env["SCHED_PARAMS"])
+        running.write_script("hello.sh", APP_SCRIPT)
+        yield running
+    finally:
+        harness_2411.run_script("stop", env, timeout=120)
         lock.close()
