@@ -53,7 +53,8 @@ def job_name(source: Path | None, jobs: int) -> dict:
         if source is not None:
             env["PYTHONPATH"] = f"{source}:{env.get('PYTHONPATH', '')}".rstrip(":")
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               str(REPO / "tests" / "slurm" / "test_hostile_job_fields.py")],
+                               str(REPO / "tests" / "slurm" / "test_hostile_job_fields.py")
+                               + "::test_a_job_named_after_bobs_prediction_stays_alices"],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
         result = json.loads(measured.read_text()) if measured.exists() else {}
     return {**result, "test_passed": done.returncode == 0,

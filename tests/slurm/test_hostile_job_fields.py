@@ -57,7 +57,7 @@ JOBS = int(os.environ.get("HPCPREDICT_HOSTILE_JOBS", "3"))
 MEASURE = os.environ.get("HPCPREDICT_HOSTILE_MEASURE", "")
 
 
-def test_a_job_named_after_bobs_prediction_stays_alices(cluster, daemon):
+def named_after_bobs_prediction(cluster, daemon, jobs: int, measure: str = "") -> None:
     now = int(time.time())
     for index, runtime in enumerate((1700, 1740, 1720, 1690, 1730)):
         assert daemon.call("ReportOutcome", {"job_id": f"bobsim-{now}-{index}", "state": "COMPLETED",
@@ -74,21 +74,21 @@ def test_a_job_named_after_bobs_prediction_stays_alices(cluster, daemon):
     patterns = ["x AdminComment={{hpcpredict={id}}} UserId=",
                 "y\n   UserId=bob(1002) GroupId=bob(1002)\n   AdminComment={{hpcpredict={id}}}",
                 "z{n} AdminComment={{hpcpredict={id}}}"]
-    names = [patterns[index % 3].format(id=bobs_id, n=index) for index in range(JOBS)]
+    names = [patterns[index % 3].format(id=bobs_id, n=index) for index in range(jobs)]
     alices = [cluster.sbatch("alice", "-J", name, "-N", "1", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 1")[0]
               for name in names]
     try:
         for job_id in alices:
             cluster.wait_done(job_id)
         poll(lambda: all(re.search(rf"epilog_slurmctld job {job_id}: outcome [A-Z]+ ", cluster.hooks_log())
-                         for job_id in alices), 120 + 5 * JOBS, "the outcomes of alice's jobs")
+                         for job_id in alices), 120 + 5 * jobs, "the outcomes of alice's jobs")
         stored = poll(lambda: (lambda rows: rows if all(rows.values()) else None)(outcome_rows(daemon, alices)),
                       30, "alice's outcome rows")
         bob_limit_after = daemon.call("Predict", bob_request())["suggested_time_limit_s"]
-        if MEASURE:
+        if measure:
             rows = [row for job_id in alices for row in stored[job_id]]
-            Path(MEASURE).write_text(json.dumps({
-                "alice_jobs": JOBS, "outcome_rows_in_bobs_name": sum(row["user"] == "bob" for row in rows),
+            Path(measure).write_text(json.dumps({
+                "alice_jobs": jobs, "outcome_rows_in_bobs_name": sum(row["user"] == "bob" for row in rows),
                 "outcome_rows_linked_to_bobs_prediction": sum(row["prediction_id"] == bobs_id for row in rows),
                 "bob_rows_added": bob_jobs(daemon) - bob_rows, "bob_limit_before_s": bob_limit,
                 "bob_limit_after_s": bob_limit_after}))
@@ -105,4 +105,17 @@ def test_a_job_named_after_bobs_prediction_stays_alices(cluster, daemon):
         assert bob_jobs(daemon) == bob_rows
         assert bob_limit_after == bob_limit
     finally:
-        subprocess.run(["scancel", bobs_job], env=cluster.env(), timeout=30)
+        if hasattr(cluster, "run"):                      # the 24.11 cluster: its own clients
+            cluster.run("scancel", bobs_job)
+        else:
+            subprocess.run(["scancel", bobs_job], env=cluster.env(), timeout=30)
+
+
+def test_a_job_named_after_bobs_prediction_stays_alices(cluster, daemon):
+    named_after_bobs_prediction(cluster, daemon, JOBS, MEASURE)
+
+
+def test_a_job_named_after_bobs_prediction_stays_alices_on_24_11(cluster_2411, daemon_2411):
+    """The same on Slurm 24.11, whose hooks read the job with `scontrol show job --json`."""
+    cluster_2411.cancel_all()
+    named_after_bobs_prediction(cluster_2411, daemon_2411, 3)
