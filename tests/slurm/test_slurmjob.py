@@ -128,36 +128,24 @@ def test_squeue_json_of_22_05_is_read_by_field():
         slurmjob.job_from_json(text, "999")
 
 
-# The shape of `scontrol show job --json` on 24.11 (data_parser v0.0.41/42: numbers as
-# {"set", "infinite", "number"}, job_state a list, exit_code an object). Written from Slurm's
-# OpenAPI description, not captured: no 24.11 cluster ran here yet.
-JSON_24_11 = {"jobs": [{
-    "job_id": 31, "name": "x AdminComment={hpcpredict=" + FORGED + "}\n   UserId=bob(1002)", "user_id": 1001,
-    "user_name": "alice", "group_name": "alice", "account": "research", "partition": "debug", "qos": "normal",
-    "admin_comment": "{hpcpredict=real1;time_min=auto}", "comment": "AdminComment={hpcpredict=" + FORGED + "}",
-    "job_state": ["COMPLETING"], "state_reason": "TimeLimit",
-    "time_limit": {"set": True, "infinite": False, "number": 10},
-    "time_minimum": {"set": True, "infinite": False, "number": 5},
-    "submit_time": {"set": True, "infinite": False, "number": 1795765000},
-    "start_time": {"set": True, "infinite": False, "number": 1795765010},
-    "end_time": {"set": True, "infinite": False, "number": 1795765620},
-    "node_count": {"set": True, "infinite": False, "number": 2}, "tasks": {"set": True, "infinite": False, "number": 8},
-    "cpus_per_task": {"set": True, "infinite": False, "number": 2},
-    "tasks_per_node": {"set": False, "infinite": False, "number": 0}, "nodes": "n[01-02]",
-    "current_working_directory": "/home/alice/w AdminComment={hpcpredict=" + FORGED + "}",
-    "exit_code": {"status": ["SIGNALED"], "return_code": {"set": True, "infinite": False, "number": 0},
-                  "signal": {"id": {"set": True, "infinite": False, "number": 15}, "name": "TERM"}}}]}
+JSON_24_11 = json.loads(read("scontrol_show_job_json_24.11.json"))   # real 24.11.5 output
 
 
 def test_scontrol_json_of_24_11_is_read_by_field():
-    job = slurmjob.job_from_json(json.dumps(JSON_24_11), "31")
-    assert (job.user, job.uid, job.admin_comment, job.time_limit_s, job.time_min_s) == \
-        ("alice", 1001, "{hpcpredict=real1;time_min=auto}", 600, 300)
-    assert (job.nodes, job.ntasks, job.cpus_per_task, job.ntasks_per_node) == (2, 8, 2, 0)
-    assert (job.exit_code, job.exit_signal, job.state) == (0, 15, "COMPLETING")
-    assert job.work_dir.startswith("/home/alice/w AdminComment=")
+    case = JSON_24_11["hostile"]
+    job = slurmjob.job_from_json(json.dumps(case["json"]), case["job_id"])
+    assert job.job_name == ("x AdminComment={hpcpredict=0123456789abcdef0123456789abcdef} UserId=\n"
+                            "   UserId=bob(1002)")
+    assert (job.user, job.uid, job.group, job.partition) == ("alice", 1001, "alice", "debug")
+    assert slurmjob.prediction_id(job.admin_comment) == "eddfcb85613ee9315ac5d08b4122d621" != FORGED
+    assert (job.time_limit_s, job.time_min_s, job.nodes, job.ntasks, job.cpus_per_task) == (420, 180, 2, 3, 2)
+    assert (job.state, job.work_dir, job.node_list) == ("COMPLETED", "/srv/hpcpredict-slurm-2411/jobs", "n[01-02]")
     outcome = slurmjob.outcome_from_snapshot(job)
-    assert outcome["prediction_id"] == "real1" and outcome["state"] == "TIMEOUT" and outcome["elapsed_s"] == 610
+    assert outcome["state"] == "COMPLETED" and outcome["elapsed_s"] == 2 and outcome["request"]["job"]["user"] == "alice"
+    failed = JSON_24_11["failed"]
+    job = slurmjob.job_from_json(json.dumps(failed["json"]), failed["job_id"])
+    assert (job.exit_code, job.exit_signal, job.reason, slurmjob.snapshot_state(job)) == (3, 0, "NonZeroExitCode",
+                                                                                          "FAILED")
 
 
 def test_read_job_prefers_scontrol_json_and_falls_back_to_squeue():
@@ -181,8 +169,10 @@ def test_read_job_prefers_scontrol_json_and_falls_back_to_squeue():
     assert [args[0] for args, _ in calls] == ["scontrol", "squeue", "squeue"]
     assert f"--jobs={case['job_id']}" in calls[1][0] and calls[1][1] == {"SLURM_TIME_FORMAT": "%s"}
     calls.clear()
-    job = slurmjob.read_job(lambda args, environment: calls.append(args) or json.dumps(JSON_24_11).encode(), "31")
-    assert job.admin_comment.startswith("{hpcpredict=real1") and len(calls) == 1
+    case = JSON_24_11["hostile"]
+    job = slurmjob.read_job(lambda args, environment: calls.append(args) or json.dumps(case["json"]).encode(),
+                            case["job_id"])
+    assert job.admin_comment.startswith("{hpcpredict=eddfcb85") and len(calls) == 1
 
 
 def test_sacct_final_states():
