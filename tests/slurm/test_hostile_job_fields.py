@@ -46,7 +46,7 @@ def bob_jobs(daemon) -> int:
 
     store = SQLiteStore(str(daemon.data_dir / "hpcpredict.sqlite"))
     try:
-        return sum(1 for job in store.iter_jobs() if job.user == "bob" and job.job_name == "bobsim")
+        return sum(1 for job in store.iter_jobs() if job.user == "bob")
     finally:
         store.close()
 
