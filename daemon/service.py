@@ -228,6 +228,9 @@ class PredictionService:
         elif request.job.user != name:
             raise PermissionDenied(f"job.user: you ({name}) may only ask about your own jobs, "
                                    f"not {request.job.user!r}")
+        # A job id is anyone's to type: only the hooks' (privileged) predictions are kept under one,
+        # so a user's Predict never becomes the prediction another user's job is linked to.
+        request.job_id = ""
 
     def _observe(self, method: str, code: str, seconds: float) -> None:
         children = self._children.get((method, code))
@@ -384,19 +387,12 @@ class PredictionService:
         elapsed = outcome.elapsed_s or (outcome.end_time - outcome.start_time if outcome.end_time and outcome.start_time else -1)
         if not 0 <= elapsed <= self.limits.max_time_s:
             raise InvalidRequest("elapsed_s", f"{elapsed} is not a runtime in seconds")
-        prediction_id = outcome.prediction_id
-        if not prediction_id:
-            # The hooks' AdminComment field was rewritten by a site tool: the prediction
-            # recorded at allocation under this job id (after its submission) links the outcome.
-            row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0),
-                                                cluster=outcome.request.job.cluster or self._default_cluster)
-            prediction_id = row.prediction_id if row is not None else ""
+        row = self._linked_prediction(outcome)
+        prediction_id = row.prediction_id if row is not None else ""
         request = outcome.request
-        if not request.job.user and prediction_id:
-            try:
-                request, _ = self._stored_request(prediction_id)
-            except InvalidRequest:
-                pass  # unknown prediction: the outcome's own (empty) request is then refused below
+        if row is not None and row.request:
+            # The same user's prediction of this job: its request carries the script and inputs.
+            request = pb.JobRequest.FromString(row.request)
         request = self._with_reported_features(request, outcome)
         spec = self._served(job_spec_from_request(request, self.limits, job_id=outcome.job_id))
         allocated = {}
@@ -410,12 +406,36 @@ class PredictionService:
                              state=state, exit_code=int(outcome.exit_code), **allocated)
         return record, prediction_id
 
+    def _linked_prediction(self, outcome) -> PredictionRow | None:
+        """The prediction ``outcome`` belongs to: the one it names, else (the hooks' AdminComment
+        field was rewritten by a site tool) the latest one its job got after its submission.
+        Only a prediction of the outcome's own user (``request.job.user``) and job: an id or a job
+        id read from what a user controls must never tie this job to another user's prediction,
+        whose stored request would then describe it. An outcome naming no user is linked only by
+        the id its (privileged) caller gives, and then takes its user from that prediction."""
+        user = outcome.request.job.user or None
+        if outcome.prediction_id:
+            row = self.store.prediction(outcome.prediction_id)
+        elif user is not None:
+            row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0), user=user,
+                                                cluster=outcome.request.job.cluster or self._default_cluster)
+        else:
+            return None
+        if row is None:
+            return None
+        if (user is not None and row.user != user) or row.job_id not in ("", outcome.job_id):
+            logger.warning("outcome of job %r (user %r) not linked to prediction %s of job %r (user %r)",
+                           outcome.job_id, user or "", row.prediction_id, row.job_id, row.user)
+            return None
+        return row
+
     def _with_reported_features(self, request: pb.JobRequest, outcome) -> pb.JobRequest:
         """``request`` plus the runtime features the job reported (its latest prediction, when
         that is a ``runtime-features`` one made after its submission); the outcome stays linked
         to the prediction made before the job ran, which is what accuracy is measured on."""
         cluster = request.job.cluster or self._default_cluster
-        row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0), cluster=cluster)
+        row = self.store.prediction_for_job(outcome.job_id, since=float(outcome.submit_time or 0), cluster=cluster,
+                                            user=request.job.user)
         if row is None or row.stage != "runtime-features" or not row.request:
             return request
         merged = pb.JobRequest()

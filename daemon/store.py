@@ -283,11 +283,12 @@ class Store(ABC):
     @abstractmethod
     def prediction(self, prediction_id: str) -> PredictionRow | None: ...
 
-    def prediction_for_job(self, job_id: str, *, since: float = 0.0,
-                           cluster: str | None = None) -> PredictionRow | None:
+    def prediction_for_job(self, job_id: str, *, since: float = 0.0, cluster: str | None = None,
+                           user: str | None = None) -> PredictionRow | None:
         """The latest prediction recorded for ``job_id`` (at allocation) created at or after
-        ``since``, on ``cluster`` (None: any); None when there is none (or the store cannot
-        look it up)."""
+        ``since``, on ``cluster`` (None: any), of ``user`` (None: any; a job's outcome asks with
+        its user, so another user's prediction under that job id never links it); None when there
+        is none (or the store cannot look it up)."""
         return None
 
     def prune_predictions(self, *, keep_days: float, keep_rows: int, now: float | None = None) -> int:
@@ -359,6 +360,16 @@ def _prediction_values(row: PredictionRow) -> tuple:
             row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
             row.model_version, int(row.fallback), row.request, row.cluster, row.applied_time_limit_s,
             row.applied_time_min_s, row.policy_mode, row.policy_reason)
+
+
+def _prediction_for_job_where(job_id: str, since: float, cluster: str | None, user: str | None) -> tuple[str, tuple]:
+    """WHERE clause (``?`` placeholders) and parameters of ``Store.prediction_for_job``."""
+    where, params = "job_id = ? AND created >= ?", [job_id, since]
+    if cluster is not None:
+        where, params = where + " AND cluster = ?", [*params, cluster]
+    if user is not None:
+        where, params = where + ' AND "user" = ?', [*params, user]
+    return where, tuple(params)
 
 
 def _prediction_from_values(values) -> PredictionRow:
@@ -790,18 +801,17 @@ class SQLiteStore(StoreLookups, Store):
         rows = self._read(f"{_PREDICTION_SELECT} WHERE prediction_id = ?", (prediction_id,))
         return _prediction_from_values(rows[0]) if rows else None
 
-    def prediction_for_job(self, job_id: str, *, since: float = 0.0,
-                           cluster: str | None = None) -> PredictionRow | None:
+    def prediction_for_job(self, job_id: str, *, since: float = 0.0, cluster: str | None = None,
+                           user: str | None = None) -> PredictionRow | None:
         if not job_id:
             return None
         with self._journal_lock:
             pending = [values for values in self._pending_ids.values() if values[1] == job_id and values[5] >= since
-                       and (cluster is None or values[16] == cluster)]
+                       and (cluster is None or values[16] == cluster) and (user is None or values[3] == user)]
         if pending:
             return _prediction_from_values(max(pending, key=lambda values: values[5]))
-        on_cluster, params = ("", (job_id, since)) if cluster is None else (" AND cluster = ?", (job_id, since, cluster))
-        rows = self._read(f"{_PREDICTION_SELECT} WHERE job_id = ? AND created >= ?{on_cluster} "
-                          "ORDER BY created DESC LIMIT 1", params)
+        where, params = _prediction_for_job_where(job_id, since, cluster, user)
+        rows = self._read(f"{_PREDICTION_SELECT} WHERE {where} ORDER BY created DESC LIMIT 1", params)
         return _prediction_from_values(rows[0]) if rows else None
 
     def prune_predictions(self, *, keep_days: float, keep_rows: int, now: float | None = None) -> int:

@@ -33,6 +33,7 @@ from .store import (
     Store,
     _job_from_row,
     _job_values,
+    _prediction_for_job_where,
     _prediction_from_values,
     _prediction_values,
 )
@@ -318,13 +319,13 @@ class PostgresStore(StoreLookups, Store):
         rows = self._read(f"SELECT {_PREDICTION_COLUMNS} FROM predictions WHERE prediction_id = ?", (prediction_id,))
         return _prediction_from_values(rows[0]) if rows else None
 
-    def prediction_for_job(self, job_id: str, *, since: float = 0.0,
-                           cluster: str | None = None) -> PredictionRow | None:
+    def prediction_for_job(self, job_id: str, *, since: float = 0.0, cluster: str | None = None,
+                           user: str | None = None) -> PredictionRow | None:
         if not job_id:
             return None
-        on_cluster, params = ("", (job_id, since)) if cluster is None else (" AND cluster = ?", (job_id, since, cluster))
-        rows = self._read(f"SELECT {_PREDICTION_COLUMNS} FROM predictions WHERE job_id = ? AND created >= ?"
-                          f"{on_cluster} ORDER BY created DESC LIMIT 1", params)
+        where, params = _prediction_for_job_where(job_id, since, cluster, user)
+        rows = self._read(f"SELECT {_PREDICTION_COLUMNS} FROM predictions WHERE {where} "
+                          "ORDER BY created DESC LIMIT 1", params)
         return _prediction_from_values(rows[0]) if rows else None
 
     def prune_predictions(self, *, keep_days: float, keep_rows: int, now: float | None = None) -> int:

@@ -8,7 +8,8 @@
                            then ReportOutcome (state from sacct when it answers).
 - ``features_file.py``     where a job's runtime-features file lives; reading it safely.
 - ``hookclient.py``        the scripts' standard-library client of the hook socket.
-- ``slurmjob.py``          pure parsers of scontrol/sacct output for those scripts.
+- ``slurmjob.py``          how those scripts read a job (never from text a user wrote), and
+                           pure helpers to build their requests.
 
 The scripts run under the system ``/usr/bin/python3`` with the standard library only; the
 admin guide is ``contrib/slurm/ADMIN.md``. The socket they speak to is the daemon's

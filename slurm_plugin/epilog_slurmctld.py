@@ -1,9 +1,11 @@
 #!/usr/bin/python3 -sE
 """EpilogSlurmctld: report the job's outcome (elapsed, final state, exit code) to the daemon.
 
-Runs on the controller as SlurmUser when a job ends. What slurmctld shows at this moment is
-incomplete (the state reads COMPLETING; a job cancelled while running looks completed), so
-the script takes a snapshot with ``scontrol show job`` right away, returns at once, and a
+Runs on the controller as SlurmUser when a job ends, with the job's identity in its
+environment (SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_USER, SLURM_JOB_EXIT_CODE2...). What
+slurmctld shows at this moment is incomplete (the state reads COMPLETING; a job cancelled while
+running looks completed), so the script takes a snapshot right away (``slurmjob.read_job``:
+never from text the user wrote), returns at once, and a
 detached child waits up to ``outcome_wait_s`` for ``sacct --json`` to have the final record
 (accounting arrives asynchronously), then calls ReportOutcome over the hook socket with
 sacct's state when it came, the snapshot's otherwise. ``outcome_wait_s = 0`` reports the
@@ -76,12 +78,12 @@ def call_retrying(settings: dict, method: str, request: dict, wait_s: float) -> 
             pause = min(pause * 2, 15.0)
 
 
-def read_features(settings: dict, job: dict):
+def read_features(settings: dict, job):
     """The job's runtime-features text (``features_file.FeaturesText``) or None; never raises."""
     if features_file is None or not hookclient.flag(settings["features_enabled"]):
         return None
-    path = features_file.features_path(settings, job)
-    uid = slurmjob.user_uid(job.get("UserId", ""))
+    path = features_file.features_path(settings, job.job_id, job.work_dir)
+    uid = job.uid
     if not path or uid is None:
         return None
     shown = features_file.printable(path)   # the working directory is the user's choice
@@ -149,10 +151,8 @@ def main() -> int:
     if not job_id:
         return 0
     try:
-        text = hookclient.run_command(["scontrol", "show", "job", job_id], settings).decode("utf-8", "replace")
-        job = slurmjob.parse_scontrol_job(text)
+        job = slurmjob.with_environment(slurmjob.read_job(hookclient.slurm_runner(settings), job_id), os.environ)
         outcome = slurmjob.outcome_from_snapshot(job, os.environ.get("SLURM_JOB_EXIT_CODE2", ""))
-        outcome["node_list"] = outcome["node_list"] or os.environ.get("SLURM_JOB_NODELIST", "")
         if not outcome["start_time"]:
             hookclient.log(settings, HOOK, "job never started: no outcome to learn from")
             return 0

@@ -23,11 +23,11 @@ list a shared ``features_dir`` it owns; a 0711 working directory has no squatter
 
 Example::
 
-    >>> features_path({"features_dir": ""}, {"JobId": "42", "WorkDir": "/home/alice/run"})
+    >>> features_path({"features_dir": ""}, "42", "/home/alice/run")
     '/home/alice/run/.hpcpredict-features-42'
-    >>> features_path({"features_dir": "/shared/hpcpredict"}, {"JobId": "42", "WorkDir": "/x"})
+    >>> features_path({"features_dir": "/shared/hpcpredict"}, "42", "/x")
     '/shared/hpcpredict/.hpcpredict-features-42'
-    >>> features_path({"features_dir": ""}, {"JobId": "42", "WorkDir": "relative"})
+    >>> features_path({"features_dir": ""}, "42", "relative")
     ''
 """
 from __future__ import annotations
@@ -56,11 +56,10 @@ class FeaturesText:
     removed: bool
 
 
-def features_path(settings: dict, job: dict) -> str:
-    """The features file of ``job`` (an ``scontrol show job`` record); "" when there is no
-    usable place (no numeric job id, no absolute directory)."""
-    job_id = job.get("JobId", "")
-    directory = settings.get("features_dir") or job.get("WorkDir", "")
+def features_path(settings: dict, job_id: str, work_dir: str) -> str:
+    """The features file of job ``job_id`` whose working directory is ``work_dir``; "" when
+    there is no usable place (no numeric job id, no absolute directory)."""
+    directory = settings.get("features_dir") or work_dir
     if not job_id.isdigit() or not directory.startswith("/") or any(c in directory for c in "\n\r\0"):
         return ""
     return os.path.join(directory, FILE_PREFIX + job_id)

@@ -34,7 +34,7 @@ SETTINGS_FILE = "hpcpredict-hooks.conf"
 DEFAULTS = {
     "hook_socket": "/run/hpcpredict/hook.sock",
     "slurm_conf": "",               # "" = Slurm's default; PrologSlurmctld has no SLURM_CONF
-    "slurm_bin": "/usr/bin",        # where scontrol/sacct live (the prologs have no PATH)
+    "slurm_bin": "/usr/bin",        # where scontrol/squeue/sacct live (the prologs have no PATH)
     "prolog_budget_s": "2.0",       # hook call budget in PrologSlurmctld / EpilogSlurmctld
     "prolog_adjust_time_limit": "false",  # lower an automatic time limit to the refined bound
     "max_time_limit_s": "31622400", # site cap (366 days); an estimate above it changes nothing
@@ -128,20 +128,27 @@ def slurm_env(settings: dict) -> dict:
     return env
 
 
-def run_command(args: list[str], settings: dict, *, timeout: float = 10.0, stdin: bytes | None = None) -> bytes:
-    """Run a Slurm command (no shell), return its stdout; :class:`HookError` on any failure."""
+def run_command(args: list[str], settings: dict, *, timeout: float = 10.0, stdin: bytes | None = None,
+                environment: dict | None = None) -> bytes:
+    """Run a Slurm command (no shell), return its stdout; :class:`HookError` on any failure.
+    ``environment``: variables added for this command (e.g. SLURM_TIME_FORMAT)."""
     import subprocess  # only the scripts that run commands pay for this import (~15 ms)
 
     program = args[0] if os.path.isabs(args[0]) else os.path.join(settings["slurm_bin"], args[0])
     try:
         done = subprocess.run([program, *args[1:]], input=stdin, capture_output=True, timeout=timeout,
-                              env=slurm_env(settings), check=False)
+                              env={**slurm_env(settings), **(environment or {})}, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise HookError(f"{' '.join(args)}: {error}") from error
     if done.returncode != 0:
         last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
         raise HookError(f"{' '.join(args)}: {last[0]}")
     return done.stdout
+
+
+def slurm_runner(settings: dict, *, timeout: float = 10.0):
+    """``run(args, environment) -> stdout``: how ``slurmjob.read_job`` runs Slurm commands."""
+    return lambda args, environment: run_command(args, settings, timeout=timeout, environment=environment)
 
 
 def log(settings: dict, hook: str, message: str) -> None:

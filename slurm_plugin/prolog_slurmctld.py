@@ -1,9 +1,10 @@
 #!/usr/bin/python3 -sE
 """PrologSlurmctld: refine the estimate once Slurm has chosen the nodes (class C features).
 
-Runs on the controller as SlurmUser when a job is allocated, with SLURM_JOB_ID and
-SLURM_JOB_NODELIST but no PATH and no SLURM_CONF (``hpcpredict-hooks.conf`` names them). It
-reads the job (``scontrol show job``, ``scontrol write batch_script``), calls
+Runs on the controller as SlurmUser when a job is allocated, with the job's identity in its
+environment (SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_USER, SLURM_JOB_NODELIST...) but no PATH
+and no SLURM_CONF (``hpcpredict-hooks.conf`` names them). It reads the job
+(``slurmjob.read_job``: never from text the user wrote; ``scontrol write batch_script``), calls
 PredictAtAllocation over the daemon's hook socket (the daemon stores the refined estimate with
 the job id, which also links the outcome when AdminComment lost our field), and writes the
 suggestion for the job's output into our field of AdminComment (``{hpcpredict=...}``; the rest
@@ -26,13 +27,12 @@ HOOK = "prolog_slurmctld"
 
 
 def refine(settings: dict, job_id: str, node_list: str) -> str:
-    job = slurmjob.parse_scontrol_job(hookclient.run_command(["scontrol", "show", "job", job_id], settings).decode(
-        "utf-8", "replace"))
+    job = slurmjob.with_environment(slurmjob.read_job(hookclient.slurm_runner(settings), job_id), os.environ)
     try:
         script = hookclient.run_command(["scontrol", "write", "batch_script", job_id, "-"], settings)
     except hookclient.HookError:
         script = b""                        # salloc/srun allocations have no script
-    comment = job.get("AdminComment", "")
+    comment = job.admin_comment
     field = slurmjob.our_field(comment)
     automatic = ";limit=auto" in field
     time_min_ours = ";time_min=auto" in field     # a kill limit (bound mode)
@@ -49,7 +49,7 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
     insane = slurmjob.insane_estimate(estimate, cap_s)
     if insane:
         return f"{insane}: job and AdminComment unchanged, nothing printed"
-    time_min_s = slurmjob.slurm_duration_s(job.get("TimeMin", "")) if time_min_ours else 0
+    time_min_s = job.time_min_s if time_min_ours else 0
     lines = slurmjob.suggestion_lines(estimate, requested_s, node_list, time_min_s=time_min_s)
     soft_min_s = slurmjob.slurm_duration_s(job.get("TimeMin", "")) if time_min_soft else 0
     if soft_min_s and requested_s:
@@ -61,7 +61,7 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
     new_field = slurmjob.admin_field(submit_id, str(estimate.get("prediction_id", "")), lines, flags=flags)
     update = ["scontrol", "update", f"jobid={job_id}", f"AdminComment={slurmjob.with_our_field(comment, new_field)}"]
     bound = int(float(estimate["suggested_time_limit_s"]))
-    limit_s = slurmjob.slurm_duration_s(job.get("TimeLimit", ""))
+    limit_s = job.time_limit_s
     if automatic and hookclient.flag(settings["prolog_adjust_time_limit"]) and 0 < bound < limit_s:
         update.append(f"TimeLimit={-(-bound // 60)}")
     hookclient.run_command(update, settings)

@@ -1,49 +1,203 @@
-"""Pure helpers of the Slurm hook scripts: parse what Slurm prints, build hook requests.
+"""Pure helpers of the Slurm hook scripts: read a job as Slurm gives it, build hook requests.
 
-Standard library only (the hook scripts run under the system Python). No I/O here: the
-scripts run the commands (``hookclient.run_command``) and pass the text in.
+Standard library only (the hook scripts run under the system Python). The scripts run the
+commands (``hookclient.run_command``, passed to :func:`read_job`); everything else is pure.
+
+A job is read from a source no user can write into. ``scontrol show job`` text is not one:
+JobName, Comment, WorkDir, StdOut... are the user's and may hold spaces, ``=``, braces and
+newlines, so a job named ``x AdminComment={hpcpredict=<id>}`` reads as another AdminComment.
+:func:`read_job` therefore takes
+
+* ``scontrol show job --json ID`` where the release has it (24.11): JSON, every field apart;
+* else (22.05, whose ``squeue --json`` ignores ``-j`` and dumps every job) ``squeue -j ID
+  --Format`` with only fields slurmctld itself writes (numbers, states, times, names an admin
+  made) joined by ``|``, and AdminComment (admins only) last, so it is the rest of the line;
+  the working directory (the user's text), when asked for, by a call of its own.
+
+The hooks slurmctld runs (PrologSlurmctld, EpilogSlurmctld) take the job's identity from the
+environment slurmctld gives them (:func:`with_environment`: SLURM_JOB_UID, SLURM_JOB_USER...).
 
 Example::
 
-    >>> job = parse_scontrol_job("JobId=7 JobName=lmp UserId=alice(1001) JobState=COMPLETING "
-    ...     "Reason=TimeLimit ExitCode=0:0 TimeLimit=00:01:00 StartTime=2026-11-21T06:04:17 "
-    ...     "EndTime=2026-11-21T06:05:19 NumNodes=2 NumTasks=8 AdminComment=hpcpredict=p-1")
-    >>> job["UserId"], job["AdminComment"], slurm_duration_s(job["TimeLimit"])
-    ('alice(1001)', 'hpcpredict=p-1', 60)
-    >>> snapshot_state(job, exit_code2="0:0")
-    'TIMEOUT'
+    >>> line = ("7|COMPLETING|TimeLimit|00:01:00|0:00|1795765517|1795765519|1795765581|1:02|2|8|1|0|"
+    ...         "normal|0||research|debug|alice|1001|alice|{hpcpredict=p-1}\\n")
+    >>> job = job_from_squeue(line, "7")
+    >>> job.user, job.admin_comment, job.time_limit_s, snapshot_state(job, "0:0")
+    ('alice', '{hpcpredict=p-1}', 60, 'TIMEOUT')
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
+from dataclasses import dataclass, replace
 
-# "Key=value" pairs of `scontrol show job` (22.05): a key starts after whitespace.
-_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
 ADVICE_SEPARATOR = " | "
 ADMIN_PREFIX = "hpcpredict="
 
 
-# In the multi-line form these fields stand alone on their line and may contain spaces and
-# "=" (AdminComment carries the suggestion text), so the whole line is their value.
-WHOLE_LINE_KEYS = ("AdminComment", "Comment", "Command", "WorkDir", "StdErr", "StdIn", "StdOut")
+@dataclass(frozen=True)
+class Job:
+    """One job as slurmctld knows it (times: Unix seconds, 0 = not set; limits: seconds, 0 = none)."""
+    job_id: str
+    user: str = ""
+    uid: int | None = None
+    group: str = ""
+    account: str = ""
+    partition: str = ""
+    qos: str = ""
+    job_name: str = ""
+    state: str = ""
+    reason: str = ""
+    time_limit_s: int = 0
+    time_min_s: int = 0
+    submit_time: int = 0
+    start_time: int = 0
+    end_time: int = 0
+    run_time_s: int = 0
+    nodes: int = 0
+    ntasks: int = 0
+    ntasks_per_node: int = 0
+    cpus_per_task: int = 1
+    node_list: str = ""
+    exit_code: int = 0          # the batch script's exit status
+    exit_signal: int = 0        # the signal that ended it (0: none)
+    admin_comment: str = ""
+    work_dir: str = ""
 
 
-def parse_scontrol_job(text: str) -> dict:
-    """``scontrol show job ID`` output (multi-line, or one line with ``-o``) -> {Key: value}."""
-    fields: dict = {}
-    for line in text.splitlines():
-        line = line.strip()
-        key = line.split("=", 1)[0]
-        if key in WHOLE_LINE_KEYS and "\n" in text.strip():
-            fields.setdefault(key, line[len(key) + 1:].strip())
-            continue
-        matches = list(_KEY.finditer(line))
-        for index, match in enumerate(matches):
-            end = matches[index + 1].start() if index + 1 < len(matches) else len(line)
-            fields.setdefault(match.group(1), line[match.end():end].strip())
-    return fields
+# squeue --Format fields (22.05 names), each ":0" (never cut) and "|"-terminated; none of them
+# holds text a user wrote. AdminComment comes last: whatever follows the last "|" is it.
+SQUEUE_FIELDS = ("JobID", "State", "Reason", "TimeLimit", "MinTime", "SubmitTime", "StartTime", "EndTime",
+                 "TimeUsed", "NumNodes", "NumTasks", "cpus-per-task", "NTPerNode", "QOS", "exit_code", "NodeList",
+                 "Account", "Partition", "UserName", "UserID", "GroupName")
+SQUEUE_FORMAT = ",".join(f"{field}:0|" for field in SQUEUE_FIELDS) + ",admin_comment:0"
+#: squeue prints times as Unix seconds under this
+SQUEUE_ENVIRONMENT = {"SLURM_TIME_FORMAT": "%s"}
+
+
+def _epoch(text: str) -> int:
+    text = (text or "").strip()
+    return int(text) if text.isdigit() else 0
+
+
+def _duration(text: str) -> int:
+    try:
+        return slurm_duration_s(text)
+    except ValueError:          # "INVALID", "NOT_SET"...
+        return 0
+
+
+def job_from_squeue(text: str, job_id: str) -> Job:
+    """The record of ``squeue -h -j ID --Format=SQUEUE_FORMAT`` (under SQUEUE_ENVIRONMENT);
+    ValueError when it is not that job's."""
+    line = text[:-1] if text.endswith("\n") else text
+    parts = line.split("|", len(SQUEUE_FIELDS))
+    if len(parts) != len(SQUEUE_FIELDS) + 1:
+        raise ValueError(f"squeue: {len(parts)} fields, not {len(SQUEUE_FIELDS) + 1}")
+    value = dict(zip(SQUEUE_FIELDS, parts))
+    if value["JobID"] != job_id:
+        raise ValueError(f"squeue answered job {value['JobID']!r}, not {job_id!r}")
+    status = _first_int(value["exit_code"])          # a wait(2) status
+    uid = value["UserID"].strip()
+    return Job(job_id=job_id, user=value["UserName"], uid=int(uid) if uid.isdigit() else None,
+               group=value["GroupName"], account=value["Account"], partition=value["Partition"], qos=value["QOS"],
+               state=value["State"], reason=value["Reason"], time_limit_s=_duration(value["TimeLimit"]),
+               time_min_s=_duration(value["MinTime"]), submit_time=_epoch(value["SubmitTime"]),
+               start_time=_epoch(value["StartTime"]), end_time=_epoch(value["EndTime"]),
+               run_time_s=_duration(value["TimeUsed"]), nodes=_first_int(value["NumNodes"]),
+               ntasks=_first_int(value["NumTasks"]), cpus_per_task=_first_int(value["cpus-per-task"], 1) or 1,
+               ntasks_per_node=_first_int(value["NTPerNode"]), node_list=value["NodeList"],
+               exit_code=(status >> 8) & 0xFF, exit_signal=status & 0x7F, admin_comment=parts[-1])
+
+
+def _number(value) -> int:
+    """A JSON number of Slurm's: plain (22.05) or {"set", "infinite", "number"} (23.02 on); 0 when
+    unset or infinite."""
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite"):
+            return 0
+        value = value.get("number", 0)
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+_BASE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
+                "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY")
+
+
+def job_from_json(text: str | bytes, job_id: str) -> Job:
+    """Job ``job_id`` of ``scontrol show job --json`` (24.11) or ``squeue --json`` (22.05, every
+    job); ValueError when it is not there."""
+    data = json.loads(text)
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    found = [job for job in jobs or () if isinstance(job, dict) and str(job.get("job_id")) == job_id]
+    if not found:
+        raise ValueError(f"no job {job_id!r} in the JSON")
+    job = found[0]
+    states = job.get("job_state") or ""
+    states = [str(state) for state in states] if isinstance(states, list) else [str(states)]
+    state = next((s for s in states if s in _BASE_STATES), states[0] if states else "")
+    if "COMPLETING" in states and state in ("", "RUNNING"):
+        state = "COMPLETING"
+    code = job.get("exit_code")
+    if isinstance(code, dict):       # 23.02 on: {"status": [...], "return_code": N, "signal": {"id": N}}
+        exit_code, exit_signal = _number(code.get("return_code")), _number((code.get("signal") or {}).get("id"))
+    else:                            # 22.05: a wait(2) status
+        status = _number(code)
+        exit_code, exit_signal = (status >> 8) & 0xFF, status & 0x7F
+    return Job(job_id=job_id, user=str(job.get("user_name") or ""),
+               uid=_number(job["user_id"]) if job.get("user_id") is not None else None,
+               group=str(job.get("group_name") or ""), account=str(job.get("account") or ""),
+               partition=str(job.get("partition") or ""), qos=str(job.get("qos") or ""),
+               job_name=str(job.get("name") or ""), state=state, reason=str(job.get("state_reason") or ""),
+               time_limit_s=_number(job.get("time_limit")) * 60, time_min_s=_number(job.get("time_minimum")) * 60,
+               submit_time=_number(job.get("submit_time")), start_time=_number(job.get("start_time")),
+               end_time=_number(job.get("end_time")), nodes=_number(job.get("node_count")),
+               ntasks=_number(job.get("tasks")), ntasks_per_node=_number(job.get("tasks_per_node")),
+               cpus_per_task=_number(job.get("cpus_per_task")) or 1, node_list=str(job.get("nodes") or ""),
+               exit_code=exit_code, exit_signal=exit_signal, admin_comment=str(job.get("admin_comment") or ""),
+               work_dir=str(job.get("current_working_directory") or ""))
+
+
+def read_job(run, job_id: str, *, work_dir: bool = False) -> Job:
+    """Job ``job_id`` from slurmctld. ``run(args, environment)`` runs a Slurm command and returns
+    its stdout (``hookclient.run_command``), raising on failure. ``work_dir``: also read the
+    working directory (one more call on 22.05). Raises what ``run`` raises, or ValueError."""
+    try:
+        return job_from_json(run(["scontrol", "show", "job", "--json", job_id], {}), job_id)
+    except Exception:   # noqa: BLE001 - 22.05 has no --json ("unrecognized option"): squeue then
+        pass
+    found = job_from_squeue(run(["squeue", "--noheader", "--states=all", f"--jobs={job_id}",
+                                 f"--Format={SQUEUE_FORMAT}"], SQUEUE_ENVIRONMENT).decode("utf-8", "replace"), job_id)
+    if work_dir:
+        text = run(["squeue", "--noheader", "--states=all", f"--jobs={job_id}", "--Format=WorkDir:0"], {})
+        text = text.decode("utf-8", "replace")
+        found = replace(found, work_dir=text[:-1] if text.endswith("\n") else text)
+    return found
+
+
+#: What slurmctld puts in the environment of PrologSlurmctld/EpilogSlurmctld (22.05 and 24.11)
+_ENVIRONMENT_FIELDS = {"SLURM_JOB_USER": "user", "SLURM_JOB_GROUP": "group", "SLURM_JOB_ACCOUNT": "account",
+                       "SLURM_JOB_PARTITION": "partition", "SLURM_JOB_NAME": "job_name",
+                       "SLURM_JOB_WORK_DIR": "work_dir", "SLURM_JOB_NODELIST": "node_list"}
+
+
+def with_environment(job: Job, environment) -> Job:
+    """``job`` with the identity slurmctld gave PrologSlurmctld/EpilogSlurmctld in ``environment``
+    (a variable it did not set keeps the value read); ValueError when the job ids differ."""
+    if environment.get("SLURM_JOB_ID", job.job_id) != job.job_id:
+        raise ValueError(f"SLURM_JOB_ID {environment.get('SLURM_JOB_ID')!r} is not job {job.job_id!r}")
+    changes = {field: environment[name] for name, field in _ENVIRONMENT_FIELDS.items() if name in environment}
+    uid = environment.get("SLURM_JOB_UID", "")
+    if uid.isdigit():
+        changes["uid"] = int(uid)
+    if not changes.get("node_list", True):
+        del changes["node_list"]        # keep what slurmctld showed when the variable is empty
+    return replace(job, **changes)
 
 
 def slurm_duration_s(text: str) -> int:
@@ -65,29 +219,9 @@ def slurm_duration_s(text: str) -> int:
     return days * 86400 + seconds
 
 
-def slurm_timestamp(text: str) -> int:
-    """scontrol's local-time "YYYY-MM-DDTHH:MM:SS" -> Unix seconds; 0 for Unknown/None."""
-    try:
-        return int(time.mktime(time.strptime(text.strip(), "%Y-%m-%dT%H:%M:%S")))
-    except (ValueError, AttributeError):
-        return 0
-
-
 def _first_int(text: str, default: int = 0) -> int:
     match = re.match(r"\s*(\d+)", text or "")
     return int(match.group(1)) if match else default
-
-
-def user_name(field: str) -> str:
-    """"alice(1001)" -> "alice"."""
-    return (field or "").split("(", 1)[0]
-
-
-def user_uid(field: str) -> int | None:
-    """"alice(1001)" -> 1001; None when the uid is not shown."""
-    _, sep, rest = (field or "").partition("(")
-    uid = rest[:-1] if sep and rest.endswith(")") else ""
-    return int(uid) if uid.isdigit() else None
 
 
 # Our tagged field inside AdminComment: "{hpcpredict=<id>[;limit=auto][;time_min=auto]
@@ -127,70 +261,70 @@ def linked_prediction_id(admin_comment: str) -> str:
     return prediction_id(admin_comment) or (match.group(1) if match else "")
 
 
-def job_request(job: dict, script: bytes = b"") -> dict:
-    """A JobRequest (proto3 JSON, snake_case) from a parsed ``scontrol show job`` record."""
+def job_request(job: Job, script: bytes = b"") -> dict:
+    """A JobRequest (proto3 JSON, snake_case) describing ``job``."""
     import base64
 
-    per_node = (job.get("NtasksPerN:B:S:C") or "0").split(":")[0]
     request = {
-        "job": {"user": user_name(job.get("UserId", "")), "account": job.get("Account", ""),
-                "partition": job.get("Partition", ""), "job_name": job.get("JobName", ""),
-                "qos": job.get("QOS", ""), "group": user_name(job.get("GroupId", ""))},
-        "resources": {"nodes": _first_int(job.get("NumNodes", "")), "ntasks": _first_int(job.get("NumTasks", "")),
-                      "ntasks_per_node": _first_int(per_node), "cpus_per_task": _first_int(job.get("CPUs/Task", ""), 1)},
-        "time_limit_s": slurm_duration_s(job.get("TimeLimit", "")),
-        "job_id": job.get("JobId", ""),
+        "job": {"user": job.user, "account": job.account, "partition": job.partition, "job_name": job.job_name,
+                "qos": job.qos, "group": job.group},
+        "resources": {"nodes": job.nodes, "ntasks": job.ntasks, "ntasks_per_node": job.ntasks_per_node,
+                      "cpus_per_task": job.cpus_per_task},
+        "time_limit_s": job.time_limit_s,
+        "job_id": job.job_id,
     }
-    submit = slurm_timestamp(job.get("SubmitTime", ""))
-    if submit:
-        request["submit_time"] = submit
+    if job.submit_time:
+        request["submit_time"] = job.submit_time
     if script:
         request["script"] = base64.b64encode(script).decode("ascii")
     return request
 
 
-def snapshot_state(job: dict, exit_code2: str = "") -> str:
-    """Best final state from EpilogSlurmctld's view (scontrol says only COMPLETING there).
+def _exit_status(job: Job, exit_code2: str) -> tuple[int, int]:
+    """(exit code, signal): SLURM_JOB_EXIT_CODE2 ("code:signal") when given, else the job's."""
+    if exit_code2:
+        code, _, signal = exit_code2.partition(":")
+        return _first_int(code), _first_int(signal)
+    return job.exit_code, job.exit_signal
+
+
+def snapshot_state(job: Job, exit_code2: str = "") -> str:
+    """Best final state from EpilogSlurmctld's view (slurmctld says only COMPLETING there).
 
     TimeLimit -> TIMEOUT; a non-zero exit code -> FAILED; killed by a signal -> CANCELLED;
     otherwise COMPLETED. A job cancelled while running can look COMPLETED here, so the epilog
     prefers sacct's state when accounting answers in time.
     """
-    reason = job.get("Reason", "")
-    code, _, signal = (exit_code2 or job.get("ExitCode", "0:0")).partition(":")
-    state = job.get("JobState", "")
-    if state in ("TIMEOUT", "FAILED", "CANCELLED", "COMPLETED", "OUT_OF_MEMORY", "NODE_FAIL"):
-        return state
-    if reason == "TimeLimit":
+    code, signal = _exit_status(job, exit_code2)
+    if job.state in ("TIMEOUT", "FAILED", "CANCELLED", "COMPLETED", "OUT_OF_MEMORY", "NODE_FAIL"):
+        return job.state
+    if job.reason == "TimeLimit":
         return "TIMEOUT"
-    if reason == "OutOfMemory":
+    if job.reason == "OutOfMemory":
         return "OUT_OF_MEMORY"
-    if _first_int(code) != 0 or reason == "NonZeroExitCode":
+    if code != 0 or job.reason == "NonZeroExitCode":
         return "FAILED"
-    if _first_int(signal) != 0:
+    if signal != 0:
         return "CANCELLED"
     return "COMPLETED"
 
 
-def outcome_from_snapshot(job: dict, exit_code2: str = "") -> dict:
-    """An Outcome (proto3 JSON) from the epilog's scontrol record."""
-    start, end = slurm_timestamp(job.get("StartTime", "")), slurm_timestamp(job.get("EndTime", ""))
-    linked = linked_prediction_id(job.get("AdminComment", ""))
-    outcome = {
-        "job_id": job.get("JobId", ""),
-        "prediction_id": linked,
-        "submit_time": slurm_timestamp(job.get("SubmitTime", "")),
+def outcome_from_snapshot(job: Job, exit_code2: str = "") -> dict:
+    """An Outcome (proto3 JSON) from the epilog's view of the job. It always names the job's
+    user and what it asked for (``request``): the daemon links it only to a prediction of that
+    user, and takes the script and inputs from that prediction."""
+    start, end = job.start_time, job.end_time
+    return {
+        "job_id": job.job_id,
+        "prediction_id": linked_prediction_id(job.admin_comment),
+        "submit_time": job.submit_time,
         "start_time": start, "end_time": end,
-        "elapsed_s": float(max(0, end - start)) if start and end else float(slurm_duration_s(job.get("RunTime", ""))),
+        "elapsed_s": float(max(0, end - start)) if start and end else float(job.run_time_s),
         "state": snapshot_state(job, exit_code2),
-        "exit_code": _first_int((exit_code2 or job.get("ExitCode", "0:0")).split(":")[0]),
-        "node_list": job.get("NodeList", "") if job.get("NodeList", "") not in ("", "(null)") else "",
+        "exit_code": _exit_status(job, exit_code2)[0],
+        "node_list": job.node_list if job.node_list not in ("", "(null)") else "",
+        "request": job_request(job),
     }
-    if not linked:
-        # Without a prediction the daemon has no stored request (which carries the script and
-        # its arguments): describe the job from what scontrol shows.
-        outcome["request"] = job_request(job)
-    return outcome
 
 
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",

@@ -1,7 +1,7 @@
 #!/usr/bin/python3 -sE
 """TaskProlog (batch step): runtime-features file for the job, walltime suggestion in its output.
 
-Runs as the job user before the batch script, and reads the job with ``scontrol show job``.
+Runs as the job user before the batch script, and reads the job with ``slurmjob.read_job``.
 
 * Runtime features: creates the job's features file (``features_file.features_path``: the
   job's working directory, or ``features_dir``) and exports ``HPCPREDICT_FEATURES_FILE`` (its
@@ -31,10 +31,10 @@ except ImportError:
     features_file = None
 
 
-def export_features_file(settings: dict, job: dict) -> None:
+def export_features_file(settings: dict, job) -> None:
     if features_file is None or not hookclient.flag(settings["features_enabled"]):
         return
-    path = features_file.features_path(settings, job)
+    path = features_file.features_path(settings, job.job_id, job.work_dir)
     path = features_file.create(path) if path else ""   # its squat-proof name when another user took it
     if path:
         sys.stdout.write(f"export {features_file.FEATURES_FILE_ENV}={path}\n")
@@ -47,18 +47,19 @@ def main() -> int:
     suggest = hookclient.flag(settings["task_prolog_enabled"])
     if not job_id or os.environ.get("SLURM_STEP_ID") or not (suggest or hookclient.flag(settings["features_enabled"])):
         return 0
+    features = hookclient.flag(settings["features_enabled"]) and features_file is not None
     try:
-        text = hookclient.run_command(["scontrol", "show", "job", job_id], settings, timeout=5).decode("utf-8", "replace")
-    except hookclient.HookError:
+        job = slurmjob.read_job(hookclient.slurm_runner(settings, timeout=5), job_id,
+                                work_dir=features and not settings.get("features_dir"))
+    except (hookclient.HookError, ValueError):
         return 0
-    job = slurmjob.parse_scontrol_job(text)
     try:
         export_features_file(settings, job)
     except Exception:  # noqa: BLE001 - a features problem must never stop the job or its suggestion
         pass
     if not suggest:
         return 0
-    lines = slurmjob.advice_from_admin_comment(job.get("AdminComment", ""))
+    lines = slurmjob.advice_from_admin_comment(job.admin_comment)
     if not lines or not slurmjob.sane_advice(lines[0], float(settings["max_time_limit_s"])):
         return 0
     for line in lines:

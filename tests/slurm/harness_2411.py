@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hpcpredict.slurm_plugin import slurmjob
 
-from .harness import CLUSTER, Daemon, poll, write_hooks_conf
+from .harness import CLUSTER, Daemon, poll, scontrol_fields, write_hooks_conf
 
 SCRIPT = CLUSTER / "cluster-2411.sh"
 LOCK = "/tmp/hpcpredict-slurm-2411-test.lock"    # the 22.05 cluster's is another: other ports and dirs
@@ -111,7 +111,18 @@ class Cluster2411:
         return match.group(1), done.stdout, done.stderr, took
 
     def job(self, job_id: str) -> dict:
-        return slurmjob.parse_scontrol_job(self.run("scontrol", "show", "job", job_id, timeout=10).stdout)
+        """``scontrol show job``'s fields of a job a test submitted (see harness.scontrol_fields)."""
+        return scontrol_fields(self.run("scontrol", "show", "job", job_id, timeout=10).stdout)
+
+    def read_job(self, job_id: str, *, work_dir: bool = False) -> slurmjob.Job:
+        """The job as the hooks read it, with the root's 24.11 clients."""
+        def run(args, environment):
+            done = subprocess.run(self.command([*(f"{k}={v}" for k, v in environment.items()), *args]),
+                                  capture_output=True, timeout=30)
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr.decode(errors="replace"))
+            return done.stdout
+        return slurmjob.read_job(run, job_id, work_dir=work_dir)
 
     def state(self, job_id: str) -> str:
         return self.job(job_id).get("JobState", "")

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from hpcpredict.slurm_plugin import features_file, slurmjob
+from hpcpredict.slurm_plugin import features_file
 from hpcpredict.slurm_plugin.features_file import FeaturesFileRefused, take
 
 UID = os.getuid()
@@ -161,21 +161,16 @@ def test_a_squatted_name_in_a_shared_directory_does_not_block_the_jobs_features(
         subprocess.run(["rm", "-rf", shared], check=True)
 
 
-@pytest.mark.parametrize("settings, job, path", [
-    ({"features_dir": ""}, {"JobId": "5", "WorkDir": "/home/a b/run"}, "/home/a b/run/.hpcpredict-features-5"),
-    ({"features_dir": "/shared/f"}, {"JobId": "5", "WorkDir": "/home/a"}, "/shared/f/.hpcpredict-features-5"),
-    ({"features_dir": ""}, {"JobId": "5", "WorkDir": ""}, ""),
-    ({"features_dir": ""}, {"JobId": "5_1", "WorkDir": "/home/a"}, ""),
-    ({"features_dir": ""}, {"JobId": "../5", "WorkDir": "/home/a"}, ""),
-    ({"features_dir": ""}, {"JobId": "5", "WorkDir": "/home/a\nexport X=1"}, ""),
+@pytest.mark.parametrize("settings, job_id, work_dir, path", [
+    ({"features_dir": ""}, "5", "/home/a b/run", "/home/a b/run/.hpcpredict-features-5"),
+    ({"features_dir": "/shared/f"}, "5", "/home/a", "/shared/f/.hpcpredict-features-5"),
+    ({"features_dir": ""}, "5", "", ""),
+    ({"features_dir": ""}, "5_1", "/home/a", ""),
+    ({"features_dir": ""}, "../5", "/home/a", ""),
+    ({"features_dir": ""}, "5", "/home/a\nexport X=1", ""),
 ])
-def test_features_path(settings, job, path):
-    assert features_file.features_path(settings, job) == path
-
-
-@pytest.mark.parametrize("field, uid", [("alice(1001)", 1001), ("alice", None), ("(x)", None), ("", None)])
-def test_user_uid(field, uid):
-    assert slurmjob.user_uid(field) == uid
+def test_features_path(settings, job_id, work_dir, path):
+    assert features_file.features_path(settings, job_id, work_dir) == path
 
 
 def test_docstring_example():

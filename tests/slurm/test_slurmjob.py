@@ -1,4 +1,5 @@
-"""Parsers of the hook scripts (slurm_plugin/slurmjob.py) on real Slurm 22.05 output."""
+"""How the hook scripts read jobs (slurm_plugin/slurmjob.py), on real Slurm 22.05 output and
+hostile job names."""
 from __future__ import annotations
 
 import json
@@ -15,47 +16,163 @@ def read(name: str) -> str:
     return (DATA / name).read_text()
 
 
-@pytest.mark.parametrize("name, exit_code2, state, exit_code", [
-    ("epilog_snapshot_completed.txt", "0:0", "COMPLETED", 0),
-    ("epilog_snapshot_failed.txt", "3:0", "FAILED", 3),
-    ("epilog_snapshot_timeout.txt", "0:0", "TIMEOUT", 0),
-    ("epilog_snapshot_cancelled.txt", "0:0", "COMPLETED", 0),  # why the epilog waits for sacct
+EPILOG = json.loads(read("epilog_22.05_squeue.json"))   # squeue + environment inside EpilogSlurmctld
+FORGED = "0123456789abcdef0123456789abcdef"                 # the id the hostile job name carries
+
+
+def epilog_view(name: str) -> slurmjob.Job:
+    case = EPILOG[name]
+    return slurmjob.with_environment(slurmjob.job_from_squeue(case["squeue"], case["job_id"]), case["environment"])
+
+
+@pytest.mark.parametrize("name, state, exit_code", [
+    ("completed", "COMPLETED", 0),
+    ("failed", "FAILED", 3),
+    ("timeout", "TIMEOUT", 0),
+    ("cancelled", "COMPLETED", 0),   # scancel'ed while running reads completed: why the epilog waits for sacct
 ])
-def test_outcome_from_epilog_snapshot(name, exit_code2, state, exit_code):
-    job = slurmjob.parse_scontrol_job(read(name))
-    assert job["JobState"] == "COMPLETING"
-    outcome = slurmjob.outcome_from_snapshot(job, exit_code2)
+def test_outcome_from_the_epilogs_view(name, state, exit_code):
+    job = epilog_view(name)
+    assert job.state == "COMPLETING" and job.user == "alice" and job.uid == 1001
+    outcome = slurmjob.outcome_from_snapshot(job, EPILOG[name]["environment"]["SLURM_JOB_EXIT_CODE2"])
     assert (outcome["state"], outcome["exit_code"]) == (state, exit_code)
     assert outcome["end_time"] >= outcome["start_time"] > 0
     assert outcome["elapsed_s"] == outcome["end_time"] - outcome["start_time"]
-    assert outcome["request"]["job"]["user"] == "alice"        # no prediction id: request from scontrol
+    assert outcome["prediction_id"] == slurmjob.prediction_id(job.admin_comment) != ""
+    assert outcome["request"]["job"]["user"] == "alice"      # always: the daemon links only alice's predictions
+    assert outcome["node_list"]                               # squeue shows none while COMPLETING: the environment's
 
 
-def test_timeout_snapshot_elapsed_beyond_limit():
-    outcome = slurmjob.outcome_from_snapshot(slurmjob.parse_scontrol_job(read("epilog_snapshot_timeout.txt")))
-    assert outcome["elapsed_s"] == 62 and outcome["request"]["time_limit_s"] == 60
+def test_the_exit_status_squeue_shows_without_the_environment():
+    job = slurmjob.job_from_squeue(EPILOG["failed"]["squeue"], EPILOG["failed"]["job_id"])
+    assert (job.exit_code, job.exit_signal, slurmjob.snapshot_state(job)) == (3, 0, "FAILED")
 
 
-def test_multiline_job_keeps_admin_comment_whole():
-    job = slurmjob.parse_scontrol_job(read("scontrol_show_job_with_advice.txt"))
-    assert job["NodeList"] == "n[01-04]" and job["NumNodes"] == "4" and job["TimeMin"] == "00:02:00"
-    comment = job["AdminComment"]
-    assert slurmjob.prediction_id(comment) == "89df71cfe2f77438c0e070078bfe5d89"
-    lines = slurmjob.advice_from_admin_comment(comment)
-    assert lines[0].startswith("predicted runtime 1 min 38 s") and "id=8a776ca2eee6a4c89ca70ecdc0774572" in lines[0]
-    assert lines[1] == "you requested --time=0:10:00; suggested --time=0:05:00 for the next run like this one"
-    assert job["StdOut"].endswith("hello-2.out")
+def test_timeout_view_elapsed_beyond_limit():
+    outcome = slurmjob.outcome_from_snapshot(epilog_view("timeout"))
+    assert outcome["elapsed_s"] == 87 and outcome["request"]["time_limit_s"] == 60
+
+
+def test_a_hostile_job_name_is_only_a_name():
+    """Finding: alice named her job ``x AdminComment={hpcpredict=<bob's id>} UserId=`` plus a
+    newline and ``   UserId=bob(1002)``, and put ``|AdminComment={...}`` in her comment (real
+    22.05 job). Read as text, scontrol's output gives the forged id and an empty user; read as
+    the hooks read it, the name is the name, the id is the one job_submit.lua wrote, the user is
+    alice."""
+    from .harness import scontrol_fields
+
+    text = read("scontrol_show_job_hostile_name.txt")
+    assert slurmjob.prediction_id(scontrol_fields(text)["AdminComment"]) == FORGED   # what the old parser did
+    assert scontrol_fields(text)["UserId"] == ""
+    job = epilog_view("hostile")
+    assert job.job_name == ("x AdminComment={hpcpredict=0123456789abcdef0123456789abcdef} UserId=\n"
+                            "   UserId=bob(1002)")
+    assert (job.user, job.uid, job.group, job.account) == ("alice", 1001, "alice", "research")
+    outcome = slurmjob.outcome_from_snapshot(job, "0:0")
+    assert outcome["prediction_id"] == "d436ab83b5672d602498f665c78d9ab9" != FORGED
+    assert outcome["request"]["job"]["user"] == "alice" and outcome["request"]["job"]["job_name"] == job.job_name
+    assert FORGED not in json.dumps(outcome).replace(json.dumps(job.job_name)[1:-1], "")
+
+
+HOSTILE_NAMES = [
+    "x AdminComment={hpcpredict=" + FORGED + "}",
+    "x UserId= AdminComment={hpcpredict=" + FORGED + "}",
+    "a\n   UserId=bob(1002) GroupId=bob(1002)\n   AdminComment={hpcpredict=" + FORGED + "}",
+    "n|COMPLETED|None|1:00|0:00|1|2|3|0:01|1|1|1|0|normal|0||research|debug|bob|1002|bob|{hpcpredict=" + FORGED + "}",
+    "}{hpcpredict=" + FORGED + ";alloc=" + FORGED + "}\r\n\t=;|",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_names_never_reach_identity_or_our_field(name):
+    """Whatever the name (spaces, "=", braces, "|", newlines, our own field's syntax), the
+    outcome and the prolog's request carry the job's own id and user: the name is a value."""
+    case = EPILOG["completed"]
+    environment = dict(case["environment"], SLURM_JOB_NAME=name)
+    job = slurmjob.with_environment(slurmjob.job_from_squeue(case["squeue"], case["job_id"]), environment)
+    outcome = slurmjob.outcome_from_snapshot(job, "0:0")
+    assert outcome["prediction_id"] == "9f7b964ef7bf9328359ce8bd756aec35"
+    request = slurmjob.job_request(job)
+    assert request["job"]["user"] == "alice" and request["job"]["job_name"] == name and request["job_id"] == "1"
+    assert slurmjob.advice_from_admin_comment(job.admin_comment)[0].startswith("predicted runtime 60 s on n01")
+
+
+def test_squeue_line_takes_admin_comment_whole_and_refuses_what_is_not_the_job():
+    fields = ["12", "PENDING", "JobHeldUser", "2:00", "0:00", "1795765732", "N/A", "N/A", "0:00", "1", "1", "1", "0",
+              "normal", "0", "", "research", "debug", "alice", "1001", "alice"]
+    comment = "site|data\nsecond line {hpcpredict=abc;advice=x | y}"
+    job = slurmjob.job_from_squeue("|".join(fields) + "|" + comment + "\n", "12")
+    assert job.admin_comment == comment and slurmjob.prediction_id(job.admin_comment) == "abc"
+    assert (job.start_time, job.end_time, job.time_limit_s, job.time_min_s) == (0, 0, 120, 0)
+    for text in ("", "12|PENDING\n"):   # job unknown (squeue prints nothing), or a cut line
+        with pytest.raises(ValueError):
+            slurmjob.job_from_squeue(text, "12")
+    with pytest.raises(ValueError, match="not '13'"):
+        slurmjob.job_from_squeue("|".join(fields) + "|\n", "13")
+    with pytest.raises(ValueError, match="SLURM_JOB_ID"):
+        slurmjob.with_environment(job, {"SLURM_JOB_ID": "99"})
+
+
+def test_squeue_json_of_22_05_is_read_by_field():
+    """22.05's `squeue --json` (every job: it ignores -j) read by key; the hostile job's name
+    stays its name."""
+    text = read("squeue_json_22.05_epilog.json")
+    hostile = slurmjob.job_from_json(text, EPILOG["hostile"]["job_id"])
+    assert hostile.job_name == EPILOG["hostile"]["environment"]["SLURM_JOB_NAME"]
+    assert (hostile.user, hostile.uid, hostile.state) == ("alice", 1001, "COMPLETING")
+    assert slurmjob.prediction_id(hostile.admin_comment) == "d436ab83b5672d602498f665c78d9ab9"
+    assert hostile.time_limit_s == 120 and hostile.end_time > hostile.start_time > hostile.submit_time > 0
+    failed = slurmjob.job_from_json(text, EPILOG["failed"]["job_id"])
+    assert (failed.exit_code, failed.nodes, slurmjob.snapshot_state(failed)) == (3, 2, "FAILED")
+    with pytest.raises(ValueError):
+        slurmjob.job_from_json(text, "999")
+
+
+JSON_24_11 = json.loads(read("scontrol_show_job_json_24.11.json"))   # real 24.11.5 output
+
+
+def test_scontrol_json_of_24_11_is_read_by_field():
+    case = JSON_24_11["hostile"]
+    job = slurmjob.job_from_json(json.dumps(case["json"]), case["job_id"])
+    assert job.job_name == ("x AdminComment={hpcpredict=0123456789abcdef0123456789abcdef} UserId=\n"
+                            "   UserId=bob(1002)")
+    assert (job.user, job.uid, job.group, job.partition) == ("alice", 1001, "alice", "debug")
+    assert slurmjob.prediction_id(job.admin_comment) == "eddfcb85613ee9315ac5d08b4122d621" != FORGED
+    assert (job.time_limit_s, job.time_min_s, job.nodes, job.ntasks, job.cpus_per_task) == (420, 180, 2, 3, 2)
+    assert (job.state, job.work_dir, job.node_list) == ("COMPLETED", "/srv/hpcpredict-slurm-2411/jobs", "n[01-02]")
     outcome = slurmjob.outcome_from_snapshot(job)
-    assert outcome["prediction_id"] == "89df71cfe2f77438c0e070078bfe5d89" and "request" not in outcome
+    assert outcome["state"] == "COMPLETED" and outcome["elapsed_s"] == 2 and outcome["request"]["job"]["user"] == "alice"
+    failed = JSON_24_11["failed"]
+    job = slurmjob.job_from_json(json.dumps(failed["json"]), failed["job_id"])
+    assert (job.exit_code, job.exit_signal, job.reason, slurmjob.snapshot_state(job)) == (3, 0, "NonZeroExitCode",
+                                                                                          "FAILED")
 
 
-def test_one_line_form_and_request():
-    job = slurmjob.parse_scontrol_job(read("scontrol_show_job_oneline.txt"))
-    request = slurmjob.job_request(job, b"#!/bin/sh\nsrun ./hello.sh\n")
-    assert request["job"] == {"user": "bob", "account": "research", "partition": "debug", "job_name": "notime",
-                              "qos": "normal", "group": "bob"}
-    assert request["resources"]["nodes"] == 2 and request["script"] == "IyEvYmluL3NoCnNydW4gLi9oZWxsby5zaAo="
-    assert request["time_limit_s"] % 60 == 0 and request["time_limit_s"] > 0
+def test_read_job_prefers_scontrol_json_and_falls_back_to_squeue():
+    """What read_job runs: `scontrol show job --json` first; on 22.05 it fails
+    ("unrecognized option"), then one squeue call (the job's fields) and, only when asked,
+    one more for the working directory."""
+    case = EPILOG["hostile"]
+    calls = []
+
+    def on_22_05(args, environment):
+        calls.append((args, environment))
+        if args[:2] == ["scontrol", "show"]:
+            raise RuntimeError("scontrol: unrecognized option '--json'")
+        if "--Format=WorkDir:0" in args:
+            return b"/tmp/w AdminComment={hpcpredict=x}|y\n"
+        return case["squeue"].encode()
+
+    job = slurmjob.read_job(on_22_05, case["job_id"], work_dir=True)
+    assert slurmjob.prediction_id(job.admin_comment) == "d436ab83b5672d602498f665c78d9ab9"
+    assert job.work_dir == "/tmp/w AdminComment={hpcpredict=x}|y"
+    assert [args[0] for args, _ in calls] == ["scontrol", "squeue", "squeue"]
+    assert f"--jobs={case['job_id']}" in calls[1][0] and calls[1][1] == {"SLURM_TIME_FORMAT": "%s"}
+    calls.clear()
+    case = JSON_24_11["hostile"]
+    job = slurmjob.read_job(lambda args, environment: calls.append(args) or json.dumps(case["json"]).encode(),
+                            case["job_id"])
+    assert job.admin_comment.startswith("{hpcpredict=eddfcb85") and len(calls) == 1
 
 
 def test_sacct_final_states():

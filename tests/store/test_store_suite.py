@@ -23,8 +23,8 @@ def record(job_id, end, runtime=100.0, user="u", state="COMPLETED", cluster="", 
                      state=state, application="app", inputs={"size": 4.0}, cluster=cluster, partition=partition)
 
 
-def prediction(prediction_id, job_id, runtime=120.0, created=1.0, cluster="", bound=200.0):
-    return PredictionRow(prediction_id, job_id, "submit", "u", "app", created, runtime, 90.0, 150.0, bound, 0.0,
+def prediction(prediction_id, job_id, runtime=120.0, created=1.0, cluster="", bound=200.0, user="u"):
+    return PredictionRow(prediction_id, job_id, "submit", user, "app", created, runtime, 90.0, 150.0, bound, 0.0,
                          None, "hpcpredict", "7", False, b"\x01\x00", cluster)
 
 
@@ -60,6 +60,16 @@ def test_jobs_and_predictions_are_keyed_by_cluster(store):
     assert store.prediction_for_job("7", since=7.0) is None
     assert store.count_jobs(cluster="beta") == 1
     assert [r["runtime_s"] for r in store.job_rows("7", cluster="beta")] == [50.0]
+
+
+def test_a_jobs_prediction_is_looked_up_with_its_user(store):
+    """Anyone's prediction may carry a job id; the outcome of bob's job asks for bob's."""
+    store.record_prediction(prediction("bob-alloc", "7", created=5.0, user="bob"))
+    store.record_prediction(prediction("eve-later", "7", created=6.0, user="eve"))
+    assert store.prediction_for_job("7").prediction_id == "eve-later"
+    assert store.prediction_for_job("7", user="bob").prediction_id == "bob-alloc"
+    assert store.prediction_for_job("7", user="carol") is None
+    assert store.prediction_for_job("7", user="bob", since=5.5) is None
 
 
 def test_streamed_training_and_start_up_replay(store, kth_jobs):
