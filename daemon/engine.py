@@ -31,6 +31,7 @@ from .model_kinds import SITE_KEY, get_model_kind
 from .registry import Artifact, ModelRegistry
 from .scaling.advice import ScalingModel, node_advice
 from .sources import SOURCES
+from .suggestion import RECENT_RUNS, request_warning, suggested_time_limit
 from .timefmt import human
 from .walltime_policy import ceil_minute, plan_limits
 from ..topology.hostlist import expand as expand_nodes
@@ -253,14 +254,27 @@ class PredictionEngine:
                     [line for line in explanation if not line.startswith("no history")]
 
         bound = max(bound, point)
-        time_limit = max(policy.min_time_limit_s, ceil_minute(bound))
-        # time_min is a kill limit on Slurm 22.05: the risk-bounded value or nothing (walltime_policy).
-        time_min = plan_limits(bound_s=bound, requested_s=requested or 0, floor_s=policy.min_time_limit_s,
+        # What the job's recent runs needed: the suggestion never goes below it, and a request
+        # below it is the one warning about the request we give (hpcpredict.daemon.suggestion).
+        runs, scope = self.recent.runs(spec.user, spec.application, requested, job.procs) if not fallback else ([], "")
+        time_limit = suggested_time_limit(bound, runs, floor_s=policy.min_time_limit_s)
+        # time_min is a kill limit on Slurm 22.05: the risk-bounded value or nothing (walltime_policy);
+        # from the suggestion, as the hooks compute it from suggested_time_limit_s.
+        time_min = plan_limits(bound_s=time_limit, requested_s=requested or 0, floor_s=policy.min_time_limit_s,
                                fallback=fallback).time_min_s or 0
-        if requested:
-            if bound > requested:
-                explanation.append(f"your request of {human(requested)} may be too short "
-                                   f"(bound at {risk:.0%} risk: {human(bound)})")
+        warning = request_warning(requested, runs, scope.format(n=min(len(runs), RECENT_RUNS)))
+        if warning:
+            explanation.append(warning)
+        elif requested and not runs and ceil_minute(bound) > ceil_minute(requested):
+            explanation.append(f"the job may outlive your request of {human(requested)}: "
+                               f"{100 * (1 - risk):.0f} % of such jobs end within {human(bound)}")
+        if time_limit > ceil_minute(bound):
+            explanation.append(f"suggested --time: what your recent runs needed ({human(time_limit)})")
+        elif requested and runs and time_limit >= ceil_minute(requested) and \
+                max(runs[-RECENT_RUNS:]) * 1.2 < requested:
+            explanation.append(f"suggested --time: your request; {scope.format(n=min(len(runs), RECENT_RUNS))} "
+                               f"took up to {human(max(runs[-RECENT_RUNS:]))}, but too few jobs like this one "
+                               f"ended that far below their request to promise a shorter limit at {risk:.0%} risk")
         explanation.extend(spec.warnings[:3])
         return Answer(runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
                       time_limit_s=time_limit, time_min_s=time_min, model_name=name, model_version=str(version),
