@@ -16,7 +16,7 @@ not "too short", whatever a request-proportional estimate says.
 >>> suggested_time_limit(0.0, runs, floor_s=300)    # the longest run, in whole minutes
 9780
 >>> print(request_warning(3600, runs, "your last 5 runs of this job"))
-your last 5 runs of this job took up to 2.7 h: a 1.0 h limit will likely kill it (4 of 5 ran longer)
+your last 5 runs of this job took up to 2.7 h: --time=01:00:00 will likely kill it (4 of 5 ran longer)
 >>> request_warning(43200, runs, "your last 5 runs of this job") is None
 True
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .timefmt import human
+from .timefmt import human, slurm_time
 from .walltime_policy import ceil_minute
 
 RECENT_RUNS = 5        # "what the job needed": the longest of its last this many runs
@@ -58,5 +58,5 @@ def request_warning(requested_s: float, runtimes: Sequence[float], scope: str) -
         return None
     longer = sum(runtime > requested_s for runtime in recent)
     verdict = "will likely kill it" if 2 * longer > len(recent) else "may kill it"
-    return (f"{scope} took up to {human(longest)}: a {human(requested_s)} limit {verdict} "
+    return (f"{scope} took up to {human(longest)}: --time={slurm_time(requested_s)} {verdict} "
             f"({longer} of {len(recent)} ran longer)")

@@ -23,6 +23,7 @@ from hpcpredict.daemon.jobspec import JobSpec
 from hpcpredict.daemon.registry import ModelRegistry
 from hpcpredict.daemon.store import open_store
 from hpcpredict.daemon.suggestion import RECENT_RUNS
+from hpcpredict.daemon.timefmt import slurm_time
 
 KTH = Path(__file__).resolve().parents[1] / "data" / "traces" / "KTH-SP2.swf"
 HOUR = 3600
@@ -67,11 +68,10 @@ def test_the_advice_follows_the_runs_whatever_the_request(kth):
         answer = engine.estimate(user91(latest, request))
         text = "\n".join(answer.explanation)
         assert "too short" not in text and " x " not in text, text
-        warned = [line for line in answer.explanation if "limit will likely kill it" in line]
+        warned = [line for line in answer.explanation if "will likely kill it" in line]
         if request < needed:
-            limit = f"{hours:.1f} h".replace("1.0 h", "60.0 min")
-            assert warned == [f"your last {RECENT_RUNS} runs of this job took up to 2.7 h: a {limit} limit will "
-                              f"likely kill it ({RECENT_RUNS} of {RECENT_RUNS} ran longer)"], text
+            assert warned == [f"your last {RECENT_RUNS} runs of this job took up to 2.7 h: --time={slurm_time(request)} "
+                              f"will likely kill it ({RECENT_RUNS} of {RECENT_RUNS} ran longer)"], text
         else:
             assert not warned and "kill" not in text, (hours, text)
         # never below what the runs needed, and never more than that or the request
@@ -110,3 +110,12 @@ def test_report_does_not_tell_a_user_to_ask_for_more_than_their_jobs_take(kth):
     [latest] = engine.store.user_history("39", math.inf, 1)
     [row] = json.loads(cli(data_dir, "report", "--json", "--user", "39").stdout)["rows"]
     assert row["suggested_time"] <= max(latest.requested_time_s, latest.runtime_s) + 60
+
+
+def test_suggestion_examples():
+    import doctest
+
+    from hpcpredict.daemon import suggestion
+
+    failures, tried = doctest.testmod(suggestion)
+    assert tried >= 3 and failures == 0
