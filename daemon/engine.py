@@ -31,7 +31,7 @@ from .model_kinds import SITE_KEY, get_model_kind
 from .registry import Artifact, ModelRegistry
 from .scaling.advice import ScalingModel, node_advice
 from .sources import SOURCES
-from .suggestion import RECENT_RUNS, request_warning, suggested_time_limit
+from .suggestion import RECENT_RUNS, request_warning, runs_limit, suggested_time_limit
 from .timefmt import human
 from .walltime_policy import ceil_minute, plan_limits
 from ..topology.hostlist import expand as expand_nodes
@@ -268,8 +268,8 @@ class PredictionEngine:
         elif requested and not runs and ceil_minute(bound) > ceil_minute(requested):
             explanation.append(f"the job may outlive your request of {human(requested)}: "
                                f"{100 * (1 - risk):.0f} % of such jobs end within {human(bound)}")
-        if time_limit > ceil_minute(bound):
-            explanation.append(f"suggested --time: what your recent runs needed ({human(time_limit)})")
+        if runs_limit(runs) > bound and time_limit == suggested_time_limit(0.0, runs, floor_s=policy.min_time_limit_s):
+            explanation.append(f"suggested --time: what your recent runs needed ({human(runs_limit(runs))})")
         elif requested and runs and time_limit >= ceil_minute(requested) and \
                 max(runs[-RECENT_RUNS:]) * 1.2 < requested:
             explanation.append(f"suggested --time: your request; {scope.format(n=min(len(runs), RECENT_RUNS))} "

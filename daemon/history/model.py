@@ -8,6 +8,11 @@ runs down), the last runtime, the last runtime of a run with the same request an
 last run of the same application, the median of the last five, the request, and the request x
 the largest recent runtime/request ratio, the request x the last (or the most typical)
 runtime/request ratio, and the median of the last three runs with the same request and size.
+The ratio experts scale the request only on evidence that the user's runs follow it: a user whose
+past requests all lie within ``ratio_evidence_factor`` (2) of each other, asking for one beyond
+that, gets the runs' medoid from them (users who always ask 3 h and run 2.7 h, asking 12 h, are
+predicted 2.7 h, not 81 % of 12 h; on KTH-SP2 and HPC2N the accuracy is unchanged to 0.001, where
+scaling only by ratios of nearby requests lost up to 0.03).
 Each expert's accuracy min(p, r)/max(p, r) is tracked per user (exponentially weighted) and over
 all users. A learned selector picks the expert: one linear model per expert predicts its
 accuracy on this job from the user's and the cluster's expert scores, how far each expert lies
