@@ -646,8 +646,8 @@ class HpcPredictModel(OnlinePredictor):
         lines = [f"your last {len(runs)} runs{what}: {human_range(math.exp(low), math.exp(high))}",
                  f"estimate: {basis}" + (" (where most estimates from your history agree)" if blended else "")]
         if math.isfinite(shift):
-            lines.append(f"limit: {100 * (1 - risk):.0f} % of comparable jobs shortened this much ended "
-                         f"within x{math.exp(shift):.2f} of their estimate")
+            lines.append(f"limit: the estimate + {math.exp(shift) - 1:.0%}; {100 * (1 - risk):.0f} % of comparable "
+                         "jobs given such a limit ended within it")
         return tuple(lines)
 
     # ------------------------------------------------------------------ persistence helpers
