@@ -32,6 +32,7 @@ from .policy_scope import limits_withheld
 from .registry import Artifact, ModelRegistry
 from .scaling.advice import ScalingModel, node_advice
 from .sources import SOURCES
+from .suggestion import RECENT_RUNS, request_warning, runs_limit, suggested_time_limit
 from .timefmt import human
 from .policy_mode import PolicyMode
 from .walltime_policy import LimitChange, ceil_minute, plan_limits, user_line
@@ -258,20 +259,34 @@ class PredictionEngine:
                     [line for line in explanation if not line.startswith("no history")]
 
         bound = max(bound, point)
-        time_limit = max(policy.min_time_limit_s, ceil_minute(bound))
+        # What the job's recent runs needed: the suggestion never goes below it, and a request
+        # below it is the one warning about the request we give (hpcpredict.daemon.suggestion).
+        runs, scope = self.recent.runs(spec.user, spec.application, requested, job.procs) if not fallback else ([], "")
+        time_limit = suggested_time_limit(bound, runs, floor_s=policy.min_time_limit_s)
         # Limits are set at submission only: later answers (allocation, runtime features) refine.
+        # They start from the suggestion (the bound, never below what recent runs needed), so the
+        # sbatch line, `hpcpredict predict` and the job-output line name the same --time.
         limits, message = LimitChange(None, None, "not_at_submission", "advise"), ""
         if decide_limits and not at_allocation:
             withheld = limits_withheld(self.config.policy, user=spec.user, account=spec.account,
                                        partition=spec.partition)
-            limits, message = self._limits(spec, point, low, high, coverage, bound, risk, fallback,
+            limits, message = self._limits(spec, point, low, high, coverage, time_limit, risk, fallback,
                                            withheld=bool(withheld))
             if withheld:
                 explanation.append(f"limits left as submitted: {withheld}")
-        if requested:
-            if bound > requested:
-                explanation.append(f"your request of {human(requested)} may be too short "
-                                   f"(bound at {risk:.0%} risk: {human(bound)})")
+        warning = request_warning(requested, runs, scope.format(n=min(len(runs), RECENT_RUNS)))
+        if warning:
+            explanation.append(warning)
+        elif requested and not runs and ceil_minute(bound) > ceil_minute(requested):
+            explanation.append(f"the job may outlive your request of {human(requested)}: "
+                               f"{100 * (1 - risk):.0f} % of such jobs end within {human(bound)}")
+        if runs_limit(runs) > bound and time_limit == suggested_time_limit(0.0, runs, floor_s=policy.min_time_limit_s):
+            explanation.append(f"suggested --time: what your recent runs needed ({human(runs_limit(runs))})")
+        elif requested and runs and time_limit >= ceil_minute(requested) and \
+                max(runs[-RECENT_RUNS:]) * 1.2 < requested:
+            explanation.append(f"suggested --time: your request; {scope.format(n=min(len(runs), RECENT_RUNS))} "
+                               f"took up to {human(max(runs[-RECENT_RUNS:]))}, but too few jobs like this one "
+                               f"ended that far below their request to promise a shorter limit at {risk:.0%} risk")
         explanation.extend(spec.warnings[:3])
         return Answer(runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
                       time_limit_s=time_limit, time_min_s=limits.time_min_s or 0, model_name=name, model_version=str(version),

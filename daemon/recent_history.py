@@ -24,6 +24,9 @@ def _quantile(ordered: list[float], level: float) -> float:
     return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
 
 
+NEAR_REQUEST = 2.0     # runs that asked for within this factor of a job's request are "like it"
+
+
 class RecentHistoryModel:
     name = "recent-history"
     version = "1"
@@ -37,13 +40,37 @@ class RecentHistoryModel:
     def observe(self, record: JobRecord) -> None:
         if record.runtime_s <= 0:
             return
-        entry = (float(record.runtime_s), bool(record.censored))
+        # (runtime, killed at its limit, request, size): the last two pick the runs of "this job"
+        entry = (float(record.runtime_s), bool(record.censored), float(record.requested_time_s), int(record.procs))
         key = (record.user, record.application)
         self._by_user_app.setdefault(key, deque(maxlen=self.window)).append(entry)
         self._by_user.setdefault(record.user, deque(maxlen=self.window)).append(entry)
 
     def history(self, user: str, application: str) -> list[float]:
-        return [runtime for runtime, _ in self._by_user_app.get((user, application), ())]
+        return [entry[0] for entry in self._by_user_app.get((user, application), ())]
+
+    def runs(self, user: str, application: str, request_s: float = 0.0, procs: int = 0) -> tuple[list[float], str]:
+        """The runtimes (oldest first) of the user's recent runs of *this job*, and how to name
+        them to the user (a template with ``{n}``, the number of runs shown).
+
+        This job: the runs of ``application`` (else all the user's jobs), narrowed to those of
+        the same size and then to those that asked for about as much time (within a factor of
+        :data:`NEAR_REQUEST`), each narrowing only when some runs remain, so a job asking for
+        less than its runs took still finds them. Reads only, like :meth:`predict`."""
+        recent = tuple(self._by_user_app.get((user, application)) or ())
+        scope = f"your last {{n}} runs of {application or 'this job'}"
+        if not recent:
+            recent = tuple(self._by_user.get(user) or ())
+            scope = "your last {n} jobs"
+        if procs > 0:
+            same_size = [entry for entry in recent if entry[3] == procs]
+            if same_size and len(same_size) < len(recent):
+                recent, scope = same_size, scope + " of this size"
+        if request_s > 0:
+            near = [entry for entry in recent if request_s / NEAR_REQUEST <= entry[2] <= request_s * NEAR_REQUEST]
+            if near and len(near) < len(recent):
+                recent, scope = near, scope + " asking for about this much time"
+        return [entry[0] for entry in recent], scope
 
     def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate | None:
         """The estimate from this user's recent runs, or None when the user has none.
@@ -60,11 +87,11 @@ class RecentHistoryModel:
         if not runs:
             return None
         # At most `window` values: plain Python beats numpy's per-call overhead here (~40x).
-        runtimes = [r for r, _ in runs]
+        runtimes = [entry[0] for entry in runs]
         ordered = sorted(runtimes)
         point = sum(runtimes[-2:]) / len(runtimes[-2:])
         bound = _quantile(ordered, 1.0 - risk) * 1.1
-        if any(censored for _, censored in runs):
+        if any(entry[1] for entry in runs):
             bound = max(bound, ordered[-1] * 1.5)  # a run was killed: its true length is unknown
         if request > 0:
             point, bound = min(point, request), min(bound, request)

@@ -13,8 +13,10 @@ processor-hours asked for and used; ``killed_by_our_limit`` jobs that ended in T
 their own request (more than a minute short of it, or without a request) while a prediction
 of ours had a bound below it: killed at a limit we set (``--time`` or a ``--time-min`` that
 backfill used), not at the user's own;
-``suggested_time`` the limit the user's runtimes in the period suggest: their (1 - risk)
-quantile plus 10 %, at most their largest request, in whole minutes.
+``suggested_time`` the --time ``hpcpredict predict`` suggests for the group's latest job run
+again (same user, application, size, request and cluster): the same engine and the same rule
+(:mod:`hpcpredict.daemon.suggestion`), from the published models and the user's recent runs of
+that application, so the report and ``predict`` never disagree about one job.
 """
 from __future__ import annotations
 
@@ -66,8 +68,6 @@ def summarize(jobs, *, by: str = "user", risk: float = 0.03):
     import numpy as np
     import pandas as pd
 
-    from ..walltime_policy import ceil_minute
-
     columns = ["jobs", "predicted", "our_accuracy", "request_accuracy", "requested_h", "used_h",
                "killed_by_our_limit", "median_request", "suggested_time"]
     if jobs.empty:
@@ -99,10 +99,38 @@ def summarize(jobs, *, by: str = "user", risk: float = 0.03):
         "used_h": groups["used_h"].sum(),
         "killed_by_our_limit": groups["killed_by_our_limit"].sum(),
         "median_request": groups["request"].median(),
-        "suggested_time": np.fmin(groups["runtime_s"].quantile(1.0 - risk).mul(1.1),
-                                  groups["request"].max()).map(ceil_minute),
+        "suggested_time": np.nan,     # filled by suggested_times (needs the models and the store)
     })
     return table.sort_values(["requested_h", "used_h"], ascending=False)
+
+
+def suggested_times(config, store, jobs, *, by: str = "user") -> dict:
+    """Per ``by`` group of ``jobs``: the suggested --time (seconds) for its latest job run again,
+    as the daemon's engine answers ``predict`` for it (the published models, the store's recent
+    history); groups whose latest job is no longer stored are left out."""
+    from ..engine import PredictionEngine
+    from ..jobspec import JobSpec
+    from ..registry import ModelRegistry
+    from ..server import BUNDLED_MODELS
+
+    engine = PredictionEngine(config, store, ModelRegistry(
+        config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None))
+    engine.reload()
+    suggestions = {}
+    for key, group in jobs.groupby(by, sort=False):
+        latest = group.iloc[-1]     # outcome rows come in end-time order
+        rows = [row for row in store.job_rows(str(latest["job_id"]), str(latest["cluster"]))
+                if row["user"] == latest["user"]]
+        if not rows:
+            continue
+        job = rows[-1]
+        request = int(job["requested_time_s"] or 0)
+        spec = JobSpec(user=job["user"], application=job["application"] or "", account=job["account"] or "",
+                       partition=job["partition"] or "", cluster=job["cluster"] or "", nodes=int(job["nodes"] or 0),
+                       ntasks=int(job["requested_procs"] or job["allocated_procs"] or 0),
+                       time_limit_s=max(request, 0), time_limit_is_default=request <= 0)
+        suggestions[key] = engine.estimate(spec).time_limit_s
+    return suggestions
 
 
 def plot_report(table, path: str, title: str, top: int = 15) -> None:
@@ -150,11 +178,12 @@ def _report(args) -> int:
     store = open_store(config)
     try:
         jobs = outcome_frame(store, user=args.user, account=args.account, since=since, cluster=args.cluster)
+        if jobs.empty:
+            raise HpcPredictError("no ended job matches (check --user/--account/--since, or ingest history first)")
+        table = summarize(jobs, by=args.by, risk=config.policy.risk)
+        table["suggested_time"] = table.index.map(suggested_times(config, store, jobs, by=args.by))
     finally:
         store.close()
-    if jobs.empty:
-        raise HpcPredictError("no ended job matches (check --user/--account/--since, or ingest history first)")
-    table = summarize(jobs, by=args.by, risk=config.policy.risk)
     overall = summarize(jobs.assign(everyone="all"), by="everyone", risk=config.policy.risk).iloc[0]
     if args.plot:
         what = ", ".join(f"{k} {v}" for k, v in (("user", args.user), ("account", args.account),

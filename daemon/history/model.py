@@ -8,6 +8,11 @@ runs down), the last runtime, the last runtime of a run with the same request an
 last run of the same application, the median of the last five, the request, and the request x
 the largest recent runtime/request ratio, the request x the last (or the most typical)
 runtime/request ratio, and the median of the last three runs with the same request and size.
+The ratio experts scale the request only on evidence that the user's runs follow it: a user whose
+past requests all lie within ``ratio_evidence_factor`` (2) of each other, asking for one beyond
+that, gets the runs' medoid from them (users who always ask 3 h and run 2.7 h, asking 12 h, are
+predicted 2.7 h, not 81 % of 12 h; on KTH-SP2 and HPC2N the accuracy is unchanged to 0.001, where
+scaling only by ratios of nearby requests lost up to 0.03).
 Each expert's accuracy min(p, r)/max(p, r) is tracked per user (exponentially weighted) and over
 all users. A learned selector picks the expert: one linear model per expert predicts its
 accuracy on this job from the user's and the cluster's expert scores, how far each expert lies
@@ -66,12 +71,14 @@ _EXPERT_TEXT = {
     "same_request": "your last run with this request and size",
     "same_application": "your last run of this application",
     "median5": "the median of your last 5 runs",
-    "request": "your request (your runs have been close to it)",
-    "max_ratio5": "your request x the largest runtime/request ratio of your last 5 runs",
-    "ratio_last": "your request x the runtime/request ratio of your last run",
-    "ratio_medoid": "your request x your most typical runtime/request ratio",
+    "request": "your request (your runs have used about all of theirs)",
+    "max_ratio5": "{share} of your request: the largest share of their request your last 5 runs used",
+    "ratio_last": "{share} of your request: the share of its request your last run used",
+    "ratio_medoid": "{share} of your request: the share of their request your runs typically use",
     "same_request_median3": "the median of your last 3 runs with this request and size",
 }
+# Experts that scale the request: without one they are the medoid (see _experts).
+_SCALES_REQUEST = ("request", "max_ratio5", "ratio_last", "ratio_medoid")
 # Selector inputs: bias, user experience, then per expert: user score, cluster score, offset from
 # the experts' mean, distance to their median, user score minus the user's best, room below the
 # request; last, whether the user ran this request and size before.
@@ -108,6 +115,10 @@ class ModelParams:
     blend_power: float = 4.0         # blend weight = predicted accuracy ** this (0: never blend)
     blend_user_rate: float = 0.1     # per-user rate of the blend-minus-selected accuracy score
     blend_global_rate: float = 0.01  # ... cluster-wide (used for users without a score)
+    # A user whose past requests all lie within this factor of each other, asking for one beyond
+    # it: their runtime/request ratios are no evidence that their runs follow the request, so the
+    # ratio experts give the runs' medoid (0: always scale the request).
+    ratio_evidence_factor: float = 2.0
     batch_window_s: float = 600.0    # a job submitted this close to the last of a run of its user's jobs with
                                      # the same request and size joins that batch (0: every job is its own)
 
@@ -305,6 +316,12 @@ class HpcPredictModel(OnlinePredictor):
                                  len(with_request))
         same_runs = [j.log_runtime for j in past if j.log_request == log_request and j.procs == job.procs][-3:]
         has_request = log_request != -1.0
+        if has_request and p.ratio_evidence_factor > 0:
+            asked = [j.log_request for j in past if j.log_request != -1.0]
+            reach = math.log(p.ratio_evidence_factor)
+            if asked and max(asked) - min(asked) <= reach and \
+                    min(abs(a - log_request) for a in asked) > reach:
+                ratios, with_request = [], []
         experts = np.array([
             medoid, runtimes[-1],
             medoid if same_request is None else same_request,
@@ -487,7 +504,9 @@ class HpcPredictModel(OnlinePredictor):
         return RuntimeEstimate(
             runtime_s=max(math.exp(point), 1.0), bound_s=max(math.exp(answered_bound), 1.0),
             low_s=max(math.exp(min(low, point)), 1.0), high_s=max(math.exp(max(high, point)), 1.0),
-            coverage=coverage, explanation=self._explain(job, chosen, risk, shift, point != estimate) if explain else (),
+            coverage=coverage, explanation=self._explain(
+                job, chosen if point == estimate else int(np.argmin(np.abs(experts - point))),
+                risk, shift, point != estimate, point) if explain else (),
             fallback=experts is None, model_name=self.name), (experts, features, estimate, regime, bound, risk, blend)
 
     def observe(self, record: JobRecord) -> None:
@@ -603,23 +622,32 @@ class HpcPredictModel(OnlinePredictor):
 
     # ------------------------------------------------------------------ explanation
     def _explain(self, job: JobRecord, chosen: int, risk: float, shift: float,
-                 blended: bool = False) -> tuple[str, ...]:
+                 blended: bool = False, estimate: float = math.nan) -> tuple[str, ...]:
         past: list[PastJob] = self.state.history.recent(job.user)
         if chosen < 0:
             if job.requested_time_s > 0:
                 ratio = math.exp(min(self._typical_ratio_published(), 0.0))
-                return (f"no history for this user: request x {ratio:.2f} (typical on this cluster)",)
+                return (f"no history for you: {ratio:.0%} of your request, the share jobs on this cluster "
+                        "typically use of theirs",)
             return ("no history and no request: default 1 h",)
+        expert = EXPERTS[chosen]
+        if expert in _SCALES_REQUEST and job.requested_time_s <= 0:
+            expert = "medoid"     # without a request these experts are the medoid
+        share = math.exp(estimate) / job.requested_time_s if job.requested_time_s > 0 and math.isfinite(estimate) \
+            else 1.0
         same = [j for j in past if job.application and j.application == job.application][-5:]
         runs = same or past[-5:]
         what = f" of {job.application}" if same else ""
         low, high = min(j.log_runtime for j in runs), max(j.log_runtime for j in runs)
+        if job.requested_time_s > 0 and share >= 0.999 and expert != "request":   # capped: the job cannot run past its limit
+            basis = "your request (the job stops at its limit)"
+        else:
+            basis = _EXPERT_TEXT[expert].format(share=f"{share:.0%}")
         lines = [f"your last {len(runs)} runs{what}: {human_range(math.exp(low), math.exp(high))}",
-                 "estimate: the value agreeing best with all estimates from your history, weighted by "
-                 "how well each has done" if blended else f"estimate: {_EXPERT_TEXT[EXPERTS[chosen]]}"]
+                 f"estimate: {basis}" + (" (where most estimates from your history agree)" if blended else "")]
         if math.isfinite(shift):
-            lines.append(f"limit: {100 * (1 - risk):.0f} % of comparable jobs shortened this much ended "
-                         f"within x{math.exp(shift):.2f} of their estimate")
+            lines.append(f"limit: the estimate + {math.exp(shift) - 1:.0%}; {100 * (1 - risk):.0f} % of comparable "
+                         "jobs given such a limit ended within it")
         return tuple(lines)
 
     # ------------------------------------------------------------------ persistence helpers

@@ -47,7 +47,7 @@ def test_blend_answers_only_for_a_user_where_it_scored_better():
     model.state.blend_advantage = {user: 0.05, None: -0.05}
     with_blend = model.predict(probe)
     assert with_blend.runtime_s == pytest.approx(math.exp(blend))
-    assert "weighted by how well each has done" in " ".join(with_blend.explanation)
+    assert "where most estimates from your history agree" in " ".join(with_blend.explanation)
     model.state.blend_advantage = {user: -0.05, None: 0.05}
     without = model.predict(probe)
     assert without.runtime_s == pytest.approx(math.exp(selected))
