@@ -592,7 +592,7 @@ class HookServer:
         if not isinstance(envelope, dict):
             return {"ok": False, "error": "request must be a JSON object"}
         method = envelope.get("method")
-        if method not in METHODS:
+        if not isinstance(method, str) or method not in METHODS:   # a list or an object is unhashable
             return {"ok": False, "error": f"method: must be one of {', '.join(METHODS)}, got {method!r}"}
         body = envelope.get("request", {})
         if not isinstance(body, dict):

@@ -85,6 +85,8 @@ def test_several_requests_on_one_connection(daemon):
     (b"not json\n", "request is not JSON"),
     (b"[1, 2]\n", "request must be a JSON object"),
     (b'{"method": "Shutdown", "request": {}}\n', "method: must be one of"),
+    (b'{"method": ["Predict"], "request": {}}\n', "method: must be one of"),
+    (b'{"method": {"a": 1}, "request": {}}\n', "method: must be one of"),
     (b'{"method": "Predict", "request": ' + b'{"a": ' * 100_000 + b'1' + b'}' * 100_001 + b'\n', "nested too deeply"),
     (b'[' * 100_000 + b']' * 100_000 + b'\n', "nested too deeply"),
     (b'{"method": "Predict", "request": 7}\n', "request: must be a JSON object"),
