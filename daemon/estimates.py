@@ -28,3 +28,6 @@ class RuntimeEstimate:
     model_name: str                # the model (or rule) that answered
     model_version: str = "1"
     fallback: bool = False         # True when no model knew this job (request or site default)
+    # The runtime the job outlives with probability [policy] soft_risk: what a soft --time-min
+    # plans with. 0: not asked (only in soft mode, at submission) or the source has none.
+    soft_s: float = 0.0
