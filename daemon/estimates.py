@@ -19,7 +19,7 @@ from dataclasses import dataclass
 class RuntimeEstimate:
     """How long one job will run (seconds), and which model says so."""
 
-    runtime_s: float               # point estimate (what time_min is planned from)
+    runtime_s: float               # point estimate (a soft time_min plans with soft_s when it is given)
     low_s: float                   # [low_s, high_s]: central interval of nominal `coverage`
     high_s: float
     coverage: float                # 0 when the source gives no interval

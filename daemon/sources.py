@@ -48,7 +48,7 @@ def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job
     history = recent.predict(job, risk)
     # No soft_s: the inputs model's calibrated interval is two-sided at the bound's coverage
     # (its upper end at 1 - soft_risk would take another calibrated width); the soft
-    # --time-min plans with its point estimate, the median of its log-runtime distribution.
+    # --time-min plans with its point estimate (the centre of its log-runtime distribution).
     return RuntimeEstimate(
         runtime_s=by_inputs.runtime_s, low_s=by_inputs.low_s, high_s=by_inputs.high_s,
         coverage=by_inputs.coverage, bound_s=max(by_inputs.bound_s, by_inputs.high_s, by_inputs.runtime_s),
