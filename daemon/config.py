@@ -144,8 +144,8 @@ class PolicyConfig:
     history_window: int = 20                      # recent runs kept per (user, application)
     set_time_limit_when_absent: bool = True       # job_submit: no --time -> time_limit = bound
     set_time_min_when_given: bool = True          # job_submit: --time given -> time_min = point
-    # What the daemon does to a job's limits (walltime_policy.plan_limits): "soft" = the point
-    # estimate as --time-min, only where slurmctld runs with time_min_as_soft_limit (it then never
+    # What the daemon does to a job's limits (walltime_policy.plan_limits): "soft" = the estimate
+    # at `soft_risk` as --time-min, only where slurmctld runs with time_min_as_soft_limit (it then never
     # kills); "bound" = the runtime bound at `risk` as a kill-limit --time-min / --time (opt-in: a
     # site that accepts that risk); "advise" = no limit changes; "auto" = soft where the
     # controller has the option, else advise.
@@ -153,6 +153,10 @@ class PolicyConfig:
     # soft only: set the soft --time-min only when the job's limit is at most this many times the
     # estimate (--time - time_min is how far a waiting job's reservation can slip); 0 = no guard.
     soft_max_ratio: float = 0.0
+    # soft only: the soft --time-min is the runtime the job outlives with this probability (the
+    # walltime model's bound at this risk, read beside the one at `risk`): above the point
+    # estimate, so a waiting job's reservation slips less when the estimate is short.
+    soft_risk: float = 0.3
     # How the daemon reads the controller's live configuration (SchedulerParameters), and how
     # often (seconds; off the request path). A controller it cannot read gets no soft limit.
     controller_config_command: str = "scontrol show config"
@@ -358,6 +362,8 @@ def load_config(path: str | os.PathLike | None = None, environ: Mapping[str, str
 def _validate(config: Config) -> None:
     if not 0.0 < config.policy.risk < 1.0:
         raise ConfigError(f"[policy] risk must be in (0, 1), got {config.policy.risk}")
+    if not 0.0 < config.policy.soft_risk < 1.0:
+        raise ConfigError(f"[policy] soft_risk must be in (0, 1), got {config.policy.soft_risk}")
     if config.policy.mode not in ("auto", "soft", "bound", "advise"):
         raise ConfigError(f"[policy] mode must be auto|soft|bound|advise, got {config.policy.mode!r}")
     if config.policy.soft_max_ratio < 0 or config.policy.controller_check_s <= 0:

@@ -178,8 +178,8 @@ class PredictionEngine:
                 self._pending.append(record)
 
     # ------------------------------------------------------------------ predicting
-    def _runtime_estimate(self, spec: JobSpec, job: JobRecord, risk: float,
-                          models: ModelSet) -> tuple[RuntimeEstimate, list[str], str]:
+    def _runtime_estimate(self, spec: JobSpec, job: JobRecord, risk: float, models: ModelSet,
+                          soft_risk: float | None = None) -> tuple[RuntimeEstimate, list[str], str]:
         """The first source's estimate that is not a fallback, else the first fallback; why
         the sources that could have answered did not; the model kind that answered ("" = a rule)."""
         recent = self.recent
@@ -187,7 +187,7 @@ class PredictionEngine:
         notes: list[str] = []
         for source in SOURCES:
             try:
-                estimate = source.estimate(models, recent, spec, job, risk)
+                estimate = source.estimate(models, recent, spec, job, risk, soft_risk)
             except HpcPredictError as error:
                 notes.append(f"{source.name} not used: {error}")
                 continue
@@ -229,8 +229,16 @@ class PredictionEngine:
         risk = spec.risk or policy.risk
         requested = 0 if spec.time_limit_is_default else spec.time_limit_s
         job = spec.record()
-        answer, notes, kind = self._runtime_estimate(spec, job, risk, models)
+        # Limits are set at submission only: later answers (allocation, runtime features) refine.
+        deciding = decide_limits and not at_allocation
+        withheld = limits_withheld(policy, user=spec.user, account=spec.account,
+                                   partition=spec.partition) if deciding else None
+        mode = "advise" if withheld or not deciding else self.policy_mode.current()[0]
+        # Only a soft --time-min reads the soft_risk quantile: asked of the same pass, only then.
+        soft_risk = policy.soft_risk if mode == "soft" else None
+        answer, notes, kind = self._runtime_estimate(spec, job, risk, models, soft_risk)
         point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
+        soft = answer.soft_s or point      # a source without a quantile: plan with its point estimate
         name, version, fallback = answer.model_name, answer.model_version, answer.fallback
         name, version = self._provenance(models, kind, spec.application, name, version, spec.cluster)
         explanation = list(answer.explanation) + notes
@@ -250,7 +258,7 @@ class PredictionEngine:
             if fallback and at_request is not None:
                 # No history and no inputs model, but the scaling model knows this size.
                 point = at_request.runtime_s
-                low = high = point
+                low = high = soft = point       # no quantile: the soft --time-min plans with the point
                 coverage = 0.0
                 name, version = self._provenance(models, "scaling", spec.application, f"scaling/{spec.application}",
                                                  getattr(scaling, "modeler", "1"))
@@ -263,15 +271,11 @@ class PredictionEngine:
         # below it is the one warning about the request we give (hpcpredict.daemon.suggestion).
         runs, scope = self.recent.runs(spec.user, spec.application, requested, job.procs) if not fallback else ([], "")
         time_limit = suggested_time_limit(bound, runs, floor_s=policy.min_time_limit_s)
-        # Limits are set at submission only: later answers (allocation, runtime features) refine.
-        # They start from the suggestion (the bound, never below what recent runs needed), so the
-        # sbatch line, `hpcpredict predict` and the job-output line name the same --time.
+        # The limits start from the suggestion (the bound, never below what recent runs needed), so
+        # the sbatch line, `hpcpredict predict` and the job-output line name the same --time.
         limits, message = LimitChange(None, None, "not_at_submission", "advise"), ""
-        if decide_limits and not at_allocation:
-            withheld = limits_withheld(self.config.policy, user=spec.user, account=spec.account,
-                                       partition=spec.partition)
-            limits, message = self._limits(spec, point, low, high, coverage, time_limit, risk, fallback,
-                                           withheld=bool(withheld))
+        if deciding:
+            limits, message = self._limits(spec, mode, point, soft, low, high, coverage, time_limit, risk, fallback)
             if withheld:
                 explanation.append(f"limits left as submitted: {withheld}")
         warning = request_warning(requested, runs, scope.format(n=min(len(runs), RECENT_RUNS)))
@@ -294,17 +298,17 @@ class PredictionEngine:
                       explanation=tuple(explanation), comm_time_s=comm_time, feature_class=feature_class,
                       comm_model=comm_model, node_advice=advice, limits=limits, user_message=message)
 
-    def _limits(self, spec: JobSpec, point: float, low: float, high: float, coverage: float, bound: float,
-                risk: float, fallback: bool, withheld: bool = False) -> tuple[LimitChange, str]:
+    def _limits(self, spec: JobSpec, mode: str, point: float, soft: float, low: float, high: float,
+                coverage: float, bound: float, risk: float, fallback: bool) -> tuple[LimitChange, str]:
         """The limits the submission hook applies, decided here once (walltime_policy), and the
-        line telling the user what they do. ``withheld``: the job is outside the site's
-        ``[policy]`` scope (policy_scope), so it is only advised, whatever the mode."""
+        line telling the user what they do. ``mode``: the policy mode resolved against the
+        controller, ``advise`` for a job outside the site's ``[policy]`` scope (policy_scope);
+        ``soft``: the runtime the job outlives with probability ``[policy] soft_risk``."""
         policy = self.config.policy
-        mode = "advise" if withheld else self.policy_mode.current()[0]
         given = math.inf if spec.time_limit_unlimited else 0 if spec.time_limit_is_default else spec.time_limit_s
         # soft: the job's limit is its --time, else the partition's DefaultTime (else MaxTime)
         requested = given or (spec.default_time_s if mode == "soft" else 0)
-        limits = plan_limits(mode=mode, runtime_s=point, bound_s=bound, requested_s=requested,
+        limits = plan_limits(mode=mode, runtime_s=soft, bound_s=bound, requested_s=requested,
                              user_time_min_s=spec.time_min_s, max_time_s=spec.max_time_s or None,
                              floor_s=policy.min_time_limit_s, site_cap_s=self.config.limits.max_time_s,
                              fallback=fallback, soft_max_ratio=policy.soft_max_ratio,

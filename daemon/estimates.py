@@ -19,7 +19,7 @@ from dataclasses import dataclass
 class RuntimeEstimate:
     """How long one job will run (seconds), and which model says so."""
 
-    runtime_s: float               # point estimate (what time_min is planned from)
+    runtime_s: float               # point estimate (a soft time_min plans with soft_s when it is given)
     low_s: float                   # [low_s, high_s]: central interval of nominal `coverage`
     high_s: float
     coverage: float                # 0 when the source gives no interval
@@ -28,3 +28,6 @@ class RuntimeEstimate:
     model_name: str                # the model (or rule) that answered
     model_version: str = "1"
     fallback: bool = False         # True when no model knew this job (request or site default)
+    # The runtime the job outlives with probability [policy] soft_risk: what a soft --time-min
+    # plans with. 0: not asked (only in soft mode, at submission) or the source has none.
+    soft_s: float = 0.0

@@ -72,11 +72,12 @@ class RecentHistoryModel:
                 recent, scope = near, scope + " asking for about this much time"
         return [entry[0] for entry in recent], scope
 
-    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate | None:
+    def predict(self, job: JobRecord, risk: float = 0.03, soft_risk: float | None = None) -> RuntimeEstimate | None:
         """The estimate from this user's recent runs, or None when the user has none.
 
         Reads only, from any thread: each deque is copied in one step (``tuple``) before use,
-        so a concurrent :meth:`observe` never breaks an iteration."""
+        so a concurrent :meth:`observe` never breaks an iteration. ``soft_risk`` also fills
+        ``soft_s``: the empirical (1 - soft_risk) quantile of the same runs."""
         request = float(job.requested_time_s or 0.0)
         recent = self._by_user_app.get((job.user, job.application))
         scope = f"your last {{n}} runs of {job.application or 'this job'}"
@@ -93,12 +94,14 @@ class RecentHistoryModel:
         bound = _quantile(ordered, 1.0 - risk) * 1.1
         if any(entry[1] for entry in runs):
             bound = max(bound, ordered[-1] * 1.5)  # a run was killed: its true length is unknown
+        soft = _quantile(ordered, 1.0 - soft_risk) if soft_risk is not None else 0.0
         if request > 0:
-            point, bound = min(point, request), min(bound, request)
+            point, bound, soft = min(point, request), min(bound, request), min(soft, request)
         low, high = ordered[0], ordered[-1]
         text = scope.format(n=len(runtimes)) + ": " + human_range(low, high)
         return RuntimeEstimate(runtime_s=point, bound_s=max(bound, point), low_s=low, high_s=high, coverage=0.0,
-                               explanation=(text,), model_name=self.name, model_version=self.version)
+                               explanation=(text,), model_name=self.name, model_version=self.version,
+                               soft_s=max(soft, point) if soft_risk is not None else 0.0)
 
     def request_or_default(self, job: JobRecord) -> RuntimeEstimate:
         """The answer when no model knows the job: the user's request, else the site default

@@ -1,6 +1,6 @@
 """The sources of a job's runtime estimate, in the order the engine asks them.
 
-Each source is a function ``(models, recent, spec, job, risk) -> RuntimeEstimate | None``:
+Each source is a function ``(models, recent, spec, job, risk, soft_risk) -> RuntimeEstimate | None``:
 None when it has nothing to say, :class:`~hpcpredict.daemon.errors.HpcPredictError` when it could
 have answered but the request did not fit it (the engine notes why and asks the next one).
 The first estimate that is not a fallback answers; when every source falls back, the first
@@ -12,6 +12,11 @@ fallback does (the walltime model's cold start before the plain request).
 4. the user's request, else the site default (a fallback).
 
 Every source only reads its model: no lock is taken on the prediction path.
+
+``soft_risk`` (None = not asked): the engine asks it only when it will set a soft
+``--time-min``; the source then fills ``soft_s``, the runtime the job outlives with that
+probability, from the same pass where it has a quantile (the walltime and recent-history
+models), and leaves it 0 (the engine then plans with the point estimate) where it has none.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ if TYPE_CHECKING:
 
 
 def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
-                risk: float) -> RuntimeEstimate | None:
+                risk: float, soft_risk: float | None = None) -> RuntimeEstimate | None:
     if models.runtime is None or not spec.application:
         return None
     # The bound at the risk target is the upper end of the two-sided interval whose upper tail
@@ -41,6 +46,9 @@ def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job
     # last runs of APP" at a fraction of the walltime model's cost, and the walltime model is
     # not asked for an answer it would then be scored on without having served it.
     history = recent.predict(job, risk)
+    # No soft_s: the inputs model's calibrated interval is two-sided at the bound's coverage
+    # (its upper end at 1 - soft_risk would take another calibrated width); the soft
+    # --time-min plans with its point estimate (the centre of its log-runtime distribution).
     return RuntimeEstimate(
         runtime_s=by_inputs.runtime_s, low_s=by_inputs.low_s, high_s=by_inputs.high_s,
         coverage=by_inputs.coverage, bound_s=max(by_inputs.bound_s, by_inputs.high_s, by_inputs.runtime_s),
@@ -49,26 +57,27 @@ def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job
 
 
 def from_walltime_model(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
-                        risk: float) -> RuntimeEstimate | None:
+                        risk: float, soft_risk: float | None = None) -> RuntimeEstimate | None:
     # submit: the job's outcome will score this very answer (a dict entry, not a lock on the model)
     walltime = models.walltime_for(spec.cluster)
-    return walltime.submit(job, risk) if walltime is not None else None
+    return walltime.submit(job, risk, soft_risk=soft_risk) if walltime is not None else None
 
 
 def from_recent_history(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
-                        risk: float) -> RuntimeEstimate | None:
-    return recent.predict(job, risk)
+                        risk: float, soft_risk: float | None = None) -> RuntimeEstimate | None:
+    return recent.predict(job, risk, soft_risk=soft_risk)
 
 
 def from_request(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
-                 risk: float) -> RuntimeEstimate | None:
+                 risk: float, soft_risk: float | None = None) -> RuntimeEstimate | None:
     return recent.request_or_default(job)
 
 
 @dataclass(frozen=True)
 class Source:
     name: str     # as the explanation names it when it could not answer ("runtime model not used: ...")
-    estimate: Callable[["ModelSet", RecentHistoryModel, JobSpec, JobRecord, float], Optional[RuntimeEstimate]]
+    estimate: Callable[["ModelSet", RecentHistoryModel, JobSpec, JobRecord, float, Optional[float]],
+                       Optional[RuntimeEstimate]]
     kind: str = ""  # the published model kind it answers from ("" = a rule, not a published model)
 
 

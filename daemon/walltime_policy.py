@@ -6,7 +6,8 @@ applies them. What a limit we set does depends on the controller:
 
 - ``soft``: Slurm >= 23.11 with ``SchedulerParameters=time_min_as_soft_limit``. Backfill may
   start a job on its ``--time-min`` and the job keeps its ``--time``: a soft ``time_min`` never
-  kills, so it is the point estimate (no floor). ``--time`` is never touched. Measured on 24.11.5,
+  kills, so it is the runtime the job outlives with probability ``[policy] soft_risk`` (0.3: the
+  daemon passes it as ``runtime_s``; no floor). ``--time`` is never touched. Measured on 24.11.5,
   every *other* job is planned against the soft job's hard end once it runs, so a waiting job's
   reservation can slip by up to ``--time`` − ``time_min``: ``soft_max_ratio`` (k > 0) sets the
   soft ``time_min`` only when the job's limit is at most k × the estimate.
@@ -27,7 +28,7 @@ below the site floor), only when that is below ``--time`` and at most the partit
 No ``--time``: ``time_limit`` = the bound rounded up to a minute, at least the site floor,
 clamped to the partition's ``MaxTime``, the QOS's ``MaxWall`` and the site cap.
 
-``soft``: ``time_min`` = the estimate rounded up to a minute, only when below the job's limit
+``soft``: ``time_min`` = ``runtime_s`` rounded up to a minute, only when below the job's limit
 (``requested_s``: its ``--time``, or the partition's ``DefaultTime`` the caller passes when none
 was given; with neither, ``max_time_s``; with none known, nothing).
 
@@ -83,6 +84,8 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
                 soft_max_ratio: float = 0.0, set_time_min: bool = True, set_time_limit: bool = True) -> LimitChange:
     """The limits to set for a job estimated to run ``runtime_s``, ``bound_s`` at the site's risk.
 
+    ``runtime_s`` is only read in ``soft`` mode: the runtime the soft ``time_min`` plans with
+    (the daemon and the scheduling replay pass the estimate at ``[policy] soft_risk``).
     ``requested_s``: the user's ``--time`` (0 = none; in ``soft`` mode the caller may pass the
     partition's ``DefaultTime`` instead: the limit the job will run with); ``user_time_min_s``:
     the user's ``--time-min`` (0 = none); ``max_time_s``: the smallest of the partition's
@@ -122,7 +125,7 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
 
 def _plan_soft(runtime_s: float, requested_s: float, max_time_s: float | None, cap: float,
                soft_max_ratio: float, set_time_min: bool) -> LimitChange:
-    # No floor: a soft time_min cannot kill, so the point estimate itself is the best plan.
+    # No floor: a soft time_min cannot kill; runtime_s is the plan (the soft_risk quantile).
     known = [s for s in (requested_s, max_time_s) if s is not None and 0 < s]
     if not known:
         return LimitChange(None, None, "job_limit_unknown", "soft")

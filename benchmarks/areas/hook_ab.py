@@ -1,10 +1,14 @@
 """The local (hook) socket of this tree against an earlier revision's, interleaved A/B.
 
     python -m benchmarks run hook_ab [--baseline REV] [--rates 500 1000] [--rounds 3] [--seconds 8]
+                                     [--env NAME=VALUE ...]
 
 Two ``hpcpredictd`` processes, phases interleaved (benchmarks/load/interleaved.py): ``current``
 runs this tree, ``baseline`` the package as it was at ``REV`` (``git archive``, put first on
-PYTHONPATH). Latency counts from each request's due time, as in the ``hook`` area.
+PYTHONPATH). Latency counts from each request's due time, as in the ``hook`` area. ``--env``
+sets the same configuration on both daemons, e.g. soft mode with a controller that has the option:
+``--env HPCPREDICT_POLICY_MODE=soft "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=echo
+SchedulerParameters=time_min_as_soft_limit"``.
 """
 from __future__ import annotations
 
@@ -41,10 +45,15 @@ def run(argv: list[str]) -> dict:
     parser.add_argument("--rates", type=float, nargs="+", default=[500.0, 1000.0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--env", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="environment (HPCPREDICT_* settings) of both daemons")
     args = parser.parse_args(argv)
+    env = dict(item.split("=", 1) for item in args.env)
     base = Path(tempfile.mkdtemp(prefix="hpd-hook-ab-"))
-    settings = {"current": {}, "baseline": {"PYTHONPATH": str(export(args.baseline, base / "baseline-src"))}}
+    settings = {"current": dict(env),
+                "baseline": {**env, "PYTHONPATH": str(export(args.baseline, base / "baseline-src"))}}
     try:
-        return {"baseline": args.baseline, **interleaved_ab(settings, args.rates, args.rounds, args.seconds)}
+        return {"baseline": args.baseline, "env": env,
+                **interleaved_ab(settings, args.rates, args.rounds, args.seconds)}
     finally:
         shutil.rmtree(base, ignore_errors=True)

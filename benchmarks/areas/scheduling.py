@@ -11,10 +11,11 @@ in tests/data/traces, EASY backfilling (daemon/scheduling/easy.py, bf_resolution
    risk 0.03) on each cluster: Slurm 22.05, 24.11 with ``time_min_as_soft_limit`` (the product's
    main path), 24.11 without it, 25.05 (>= 25.05.3) without it.
 2. ``soft``: the soft ``--time-min`` (Slurm 24.11 with the option) fed each candidate *value*
-   (``point``: our point estimate, what the hook sets; ``bound@r``: our bound at risk r from
-   its own online pass, an upper quantile; ``answer@r``: the same bound as the risk-0.03 model
-   answers it, i.e. what a daemon configured with ``risk = 0.03`` would give if asked for that
-   quantile; ``low``: the low end of our 80 % interval) under each
+   (``point``: our point estimate; ``bound@r``: our bound at risk r from its own online pass,
+   an upper quantile; ``answer@r``: the same bound as the risk-0.03 model answers it beside its
+   own (``online_predictions(..., soft_risk=r)``), what a daemon configured with ``risk = 0.03``
+   and ``soft_risk = r`` sets: ``answer@0.3`` is the product's default; ``low``: the low end of
+   our 80 % interval) under each
    ``soft_max_ratio`` k (0 = no guard), through :func:`plan_limits` exactly as the hook calls
    it; EASY++ beside them. A single replay of a trace is chaotic (one job starting a second
    earlier reshuffles the queue behind it), so every figure is the mean over the trace and
@@ -53,6 +54,7 @@ SHAKE_S = 30.0
 KEPT = ("mean_bounded_slowdown", "mean_wait_s", "p99_wait_s", "max_wait_s", "wide_mean_wait_s", "wide_p99_wait_s",
         "wide_max_wait_s", "killed", "shortened", "backfilled")
 GOAL_SHARE, GOAL_WIDE_P99 = 0.6, 0.05
+DEFAULT_VARIANT = "answer@0.3 k=0"     # [policy] soft_risk and soft_max_ratio's defaults
 
 
 def _rounded(scores: dict) -> dict:
@@ -91,39 +93,18 @@ def _summary(per_copy: list[dict], users: list[dict], oracles: list[dict], easy:
     return out
 
 
-def _extra_answers(records, risk: float, extra: list[float]) -> dict:
-    """As ``online_predictions(records, risk)``, plus at every submission the same model's
-    read-only answer at each of the ``extra`` risks: what a daemon configured with ``risk``
-    would answer if asked for another quantile (its adaptive risk offset follows ``risk``)."""
-    import heapq
-
-    from hpcpredict.daemon.history.evaluate import end_time, scorable
-    from hpcpredict.daemon.history.model import HpcPredictModel
-
-    model, ordered = HpcPredictModel(), scorable(records)
-    out: dict = {r: {} for r in extra}
-    running: list = []
-    for index, record in enumerate(ordered):
-        while running and running[0][0] <= record.submit_time:
-            model.observe(ordered[heapq.heappop(running)[1]])
-        for r in extra:
-            out[r][id(record)] = model.answer(record, r, explain=False)
-        model.submit(record, risk, explain=False)
-        heapq.heappush(running, (end_time(record), index))
-    return out
-
-
 def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]) -> dict:
     from hpcpredict.daemon.history.traces import read_trace
     from hpcpredict.daemon.scheduling import policies
-    from hpcpredict.daemon.scheduling.policies import last_two_predictions, online_predictions
+    from hpcpredict.daemon.scheduling.policies import SOFT_RISK, last_two_predictions, online_predictions
     from hpcpredict.daemon.scheduling.replay import replay_jobs, replay_policies
     from hpcpredict.daemon.scheduling.workload import Workload, sim_jobs, trace_machine_size
 
     records = read_trace(path)
     procs = trace_machine_size(path)
     workload = sim_jobs(records, procs)
-    ours = online_predictions(records, 0.03)
+    # The daemon's default answers: risk 0.03, the soft value at [policy] soft_risk (soft_s).
+    ours = online_predictions(records, 0.03, soft_risk=SOFT_RISK)
     out = {"trace": path.name, "procs": procs, "jobs": len(workload.jobs), "dropped": dict(workload.dropped),
            "releases": {}, "soft": {}}
     for name, (slurm, soft) in CLUSTERS.items():
@@ -132,12 +113,11 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
 
     slurm, soft = CLUSTERS[SOFT_CLUSTER]
     fed = {"point": (ours, "runtime_s"), "low": (ours, "low_s")}
-    extra = [float(value.split("@")[1]) for value in values if value.startswith("answer@")]
-    if extra:
-        for risk, answers in _extra_answers(records, 0.03, extra).items():
-            fed[f"answer@{risk:g}"] = (answers, "bound_s")
     for value in values:
-        if value.startswith("bound@"):
+        if value.startswith("answer@"):
+            risk = float(value.split("@")[1])
+            fed[value] = (ours if risk == SOFT_RISK else online_predictions(records, 0.03, soft_risk=risk), "soft_s")
+        elif value.startswith("bound@"):
             fed[value] = (online_predictions(records, float(value.split("@")[1])), "bound_s")
     last_two = last_two_predictions(records)
     copies = [Workload(_shaken(workload.jobs, seed), workload.records, workload.dropped, procs)
@@ -158,8 +138,8 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
     ours_named = []
     for value in values:
         answers, field = fed[value]
-        valued = {key: dataclasses.replace(estimate, runtime_s=getattr(estimate, field))
-                  for key, estimate in answers.items()}
+        valued = {key: dataclasses.replace(estimate, runtime_s=getattr(estimate, field) or estimate.runtime_s,
+                                           soft_s=0.0) for key, estimate in answers.items()}
         for ratio in ratios:
             def policy(job, estimate, soft_flag, ratio=ratio):
                 return policies.hpcpredict(job, estimate, soft_flag, soft_max_ratio=ratio)
@@ -177,7 +157,8 @@ def _headline(traces: dict) -> dict:
         head[key] = {name: {"share": s["share"]["mean"], "wide_p99_vs_user": s["wide_p99_vs_user"]["mean"],
                             "bsld": s["mean_bounded_slowdown"]["mean"], "killed": s["killed"]["max"],
                             "goal_met": s["goal_met"]}
-                     for name, s in soft.items() if name in ("easy++", "point k=0", trace["best_meeting_goal"])}
+                     for name, s in soft.items()
+                     if name in ("easy++", "point k=0", DEFAULT_VARIANT, trace["best_meeting_goal"])}
         head[key]["best_meeting_goal"] = trace["best_meeting_goal"]
     return head
 

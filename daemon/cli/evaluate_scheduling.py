@@ -17,8 +17,9 @@ product's main path: a job backfill starts on its ``--time-min`` keeps its ``--t
 planned at its hard end once running; ``--no-soft-limit`` replays those releases without the
 option (24.11: every start runs under exactly its ``--time-min``; 25.05: the limit is lowered
 only to the room before the next reservation). ``hpcpredict`` is the product's default policy
-for that cluster: the soft ``--time-min`` where the option is set (``--soft-max-ratio`` as
-``[policy] soft_max_ratio``), nothing changed (``advise``) where it is not.
+for that cluster: the soft ``--time-min`` where the option is set (the estimate at
+``--soft-risk``, ``--soft-max-ratio`` as ``[policy] soft_risk`` and ``soft_max_ratio``),
+nothing changed (``advise``) where it is not.
 ``--resubmit-killed`` makes kills cost what they cost: a job a policy's limit killed is
 submitted again at its kill with the user's own request, and scored from its first submission
 to its final end (its lost run counted as waiting); each policy then also has ``resubmitted``.
@@ -55,6 +56,9 @@ def register(families) -> None:
     parser.add_argument("--soft-max-ratio", type=float, default=None, metavar="K",
                         help="hpcpredict's soft --time-min only where --time <= K x the estimate "
                              "(0: no guard; default: [policy] soft_max_ratio's default)")
+    parser.add_argument("--soft-risk", type=float, default=None, metavar="R",
+                        help="hpcpredict's soft --time-min is the runtime a job outlives with probability R "
+                             "(default: [policy] soft_risk's default)")
     parser.add_argument("--resubmit-killed", action="store_true",
                         help="a job killed by a limit below its request is submitted again at its kill "
                              "with the user's request (no --time-min) and scored from its first "
@@ -84,9 +88,13 @@ def run(args) -> int:
         raise ParseError("no job with a known submit time and runtime", source=args.trace)
     if args.soft_max_ratio is not None and not (0 <= args.soft_max_ratio < float("inf")):
         raise InvalidRequest("--soft-max-ratio", f"must be a finite number >= 0, got {args.soft_max_ratio}")
+    if args.soft_risk is not None:
+        _check_risk(args.soft_risk, "--soft-risk")
     policies = list(POLICIES) if args.all_policies else list(DEFAULT_POLICIES)
     options = dict(slurm=args.slurm, soft_limit=False if args.no_soft_limit else None,
                    resubmit_killed=args.resubmit_killed, soft_max_ratio=args.soft_max_ratio)
+    if args.soft_risk is not None:
+        options["soft_risk"] = args.soft_risk
     if len(jobs) > 5000 and sys.stderr.isatty() and not args.json:
         scores = _with_progress(jobs, procs, args.risk, policies, options)
     else:

@@ -44,11 +44,11 @@ def register(families) -> None:
     parser.set_defaults(handler=run)
 
 
-def _check_risk(risk: float) -> None:
+def _check_risk(risk: float, option: str = "--risk") -> None:
     from ..errors import InvalidRequest
 
     if not (0.0 < risk < 1.0) or math.isnan(risk):
-        raise InvalidRequest("--risk", f"must be between 0 and 1 (exclusive), got {risk}")
+        raise InvalidRequest(option, f"must be between 0 and 1 (exclusive), got {risk}")
 
 
 def run(args) -> int:

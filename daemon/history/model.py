@@ -447,13 +447,18 @@ class HpcPredictModel(OnlinePredictor):
     def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
         return self._assess(job, risk, explain=True)[0]
 
-    def answer(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> RuntimeEstimate:
-        """:meth:`predict`, optionally without the (costlier) explanation text."""
-        return self._assess(job, risk, explain)[0]
+    def answer(self, job: JobRecord, risk: float = 0.03, explain: bool = True,
+               soft_risk: float | None = None) -> RuntimeEstimate:
+        """:meth:`predict`, optionally without the (costlier) explanation text. ``soft_risk``
+        also fills ``soft_s``: the bound at that risk from the same pass (equal to
+        ``answer(job, soft_risk).bound_s``), read only."""
+        return self._assess(job, risk, explain, soft_risk)[0]
 
-    def submit(self, job: JobRecord, risk: float = 0.03, explain: bool = True) -> RuntimeEstimate:
-        """:meth:`answer`, remembering it (by ``job.job_id``) so the job's outcome scores it."""
-        prediction, submitted = self._assess(job, risk, explain)
+    def submit(self, job: JobRecord, risk: float = 0.03, explain: bool = True,
+               soft_risk: float | None = None) -> RuntimeEstimate:
+        """:meth:`answer`, remembering it (by ``job.job_id``) so the job's outcome scores it
+        (the answer at ``risk``; ``soft_s`` is never scored)."""
+        prediction, submitted = self._assess(job, risk, explain, soft_risk)
         if job.job_id:
             with self._pending_lock:
                 pending = self.state.pending
@@ -462,10 +467,12 @@ class HpcPredictModel(OnlinePredictor):
                     pending.popitem(last=False)
         return prediction
 
-    def _assess(self, job: JobRecord, risk: float, explain: bool) -> tuple[RuntimeEstimate, tuple]:
+    def _assess(self, job: JobRecord, risk: float, explain: bool,
+                soft_risk: float | None = None) -> tuple[RuntimeEstimate, tuple]:
         """The answer for ``job`` and what its outcome will be scored against; reads only."""
-        if not 0.0 < risk < 1.0:
-            raise ValueError(f"risk must be in (0, 1), got {risk}")
+        for value in (risk, soft_risk):
+            if value is not None and not 0.0 < value < 1.0:
+                raise ValueError(f"risk must be in (0, 1), got {value}")
         candidates = self._experts(job)
         experts = features = None
         if candidates is None:
@@ -484,17 +491,12 @@ class HpcPredictModel(OnlinePredictor):
                 point = blend
         else:
             blend = None
-        state = self.state
         log_request = math.log(job.requested_time_s) if job.requested_time_s > 0 else math.inf
-        # Without history of its own a job keeps its request as limit: correlated batches (a
-        # job array after two test runs) break the exchangeability the calibration relies on.
-        effective = min(max(risk + state.risk_offset, 1e-3), 0.5)
-        shift = self._bound_shift(job.user, regime, 1.0 - effective) if regime == WARM or log_request == math.inf \
-            else math.inf
-        bound = min(estimate + shift, log_request)
-        if not math.isfinite(bound):       # no calibration yet and no request
-            bound = estimate + math.log(4.0)
+        bound, shift = self._log_bound(job.user, regime, estimate, log_request, risk)
         answered_bound = max(bound, point)   # a limit below the point estimate would be incoherent
+        # Another quantile costs one more shift lookup, not a second pass over the experts.
+        soft = max(math.exp(max(self._log_bound(job.user, regime, estimate, log_request, soft_risk)[0], point)), 1.0) \
+            if soft_risk is not None else 0.0
         low = estimate + self._quantile(job.user, regime, _INTERVAL[0])
         high = min(estimate + self._quantile(job.user, regime, _INTERVAL[1]), log_request)
         coverage = _INTERVAL[1] - _INTERVAL[0]
@@ -507,7 +509,20 @@ class HpcPredictModel(OnlinePredictor):
             coverage=coverage, explanation=self._explain(
                 job, chosen if point == estimate else int(np.argmin(np.abs(experts - point))),
                 risk, shift, point != estimate, point) if explain else (),
-            fallback=experts is None, model_name=self.name), (experts, features, estimate, regime, bound, risk, blend)
+            fallback=experts is None, model_name=self.name, soft_s=soft), (experts, features, estimate, regime, bound, risk, blend)
+
+    def _log_bound(self, user: str, regime: str, estimate: float, log_request: float,
+                   risk: float) -> tuple[float, float]:
+        """(the log bound at ``risk``, its shift above the estimate); the adaptive offset applies."""
+        # Without history of its own a job keeps its request as limit: correlated batches (a
+        # job array after two test runs) break the exchangeability the calibration relies on.
+        effective = min(max(risk + self.state.risk_offset, 1e-3), 0.5)
+        shift = self._bound_shift(user, regime, 1.0 - effective) if regime == WARM or log_request == math.inf \
+            else math.inf
+        bound = min(estimate + shift, log_request)
+        if not math.isfinite(bound):       # no calibration yet and no request
+            bound = estimate + math.log(4.0)
+        return bound, shift
 
     def observe(self, record: JobRecord) -> None:
         if record.runtime_s < 0 or self._already_trained(record):

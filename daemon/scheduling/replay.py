@@ -16,7 +16,7 @@ from ..errors import InvalidRequest
 from ..records import JobRecord
 from .easy import SLURM_BF_RESOLUTION_S, SOFT_LIMIT_SINCE, semantics, simulate
 from .metrics import summarize
-from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, hpcpredict,
+from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, SOFT_RISK, hpcpredict,
                        last_two_predictions, online_predictions, shortened)
 from .workload import Workload, sim_jobs
 
@@ -26,14 +26,16 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
                         resolution_s: float = SLURM_BF_RESOLUTION_S, slurm: str = SOFT_LIMIT_SINCE,
                         soft_limit: bool | None = None,
                         progress: Callable[[int, int], None] | None = None,
-                        resubmit_killed: bool = False, soft_max_ratio: float | None = None) -> dict[str, dict]:
+                        resubmit_killed: bool = False, soft_max_ratio: float | None = None,
+                        soft_risk: float = SOFT_RISK) -> dict[str, dict]:
     """Metrics per policy (``n``, ``mean_wait_s``, ``mean_bounded_slowdown``, ``utilization``,
     ``killed``, ``killed_node_hours``, ``backfilled``, ``lowered``, ``shortened``, ``procs``,
     ``dropped``, the wait tail of :mod:`.metrics`; with ``resubmit_killed`` every killed job is
     submitted again with its user's request and scored from its first submission to its final
     end, and ``resubmitted`` is added). ``slurm``, ``soft_limit``: the release replayed and
     whether ``time_min_as_soft_limit`` is set (:func:`.easy.simulate`); ``soft_max_ratio``:
-    the guard of ``hpcpredict``'s soft ``--time-min`` (None: the configuration's default)."""
+    the guard of ``hpcpredict``'s soft ``--time-min`` (None: the configuration's default);
+    ``soft_risk``: its value, the estimate at that risk (``[policy] soft_risk``)."""
     names = list(policies)
     unknown = [name for name in names if name not in POLICIES]
     if unknown:
@@ -47,7 +49,8 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
     if not workload.jobs:
         reasons = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in workload.dropped.items())
         raise InvalidRequest("trace", f"no job to replay on {procs} processors ({reasons or 'no jobs'})")
-    answers = online_predictions(records, risk, progress=progress) if PREDICTED_POLICIES & set(names) else {}
+    answers = online_predictions(records, risk, progress=progress, soft_risk=soft_risk) \
+        if PREDICTED_POLICIES & set(names) else {}
     return replay_policies(workload, answers, names, resolution_s, slurm, soft_limit, resubmit_killed,
                            soft_max_ratio)
 

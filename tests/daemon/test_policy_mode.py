@@ -75,7 +75,8 @@ def test_a_check_that_stopped_refreshing_falls_back_to_advise(monkeypatch):
     assert resolved.current() == ("advise", "controller configuration not re-read for too long")
 
 
-@pytest.mark.parametrize("key, value", [("mode", "hard"), ("soft_max_ratio", "-1"), ("controller_check_s", "0")])
+@pytest.mark.parametrize("key, value", [("mode", "hard"), ("soft_max_ratio", "-1"), ("controller_check_s", "0"),
+                                        ("soft_risk", "0"), ("soft_risk", "1")])
 def test_bad_policy_settings_are_refused(key, value):
     with pytest.raises(ConfigError, match=r"\[policy\]"):
         policy(**{key: value})
@@ -90,9 +91,9 @@ def _service(world_dir, **policy_values):
     return daemon
 
 
-def _with_history(service, user="ann"):
+def _with_history(service, user="ann", runs=(2400.0, 2500.0, 2600.0)):
     request = pb.JobRequest(job=pb.JobIdentity(user=user, application="lmp"), resources=pb.Resources(nodes=1, ntasks=4))
-    for number, elapsed in enumerate((2400.0, 2500.0, 2600.0)):
+    for number, elapsed in enumerate(runs):
         service.call("ReportOutcome", pb.Outcome(job_id=f"{user}{number}", elapsed_s=elapsed, state="COMPLETED",
                                                  end_time=1_700_000_000 + number, request=request), 0)
     return request
@@ -125,6 +126,33 @@ def test_soft_answer_carries_the_point_estimate_the_line_and_is_stored(world_dir
         assert service.call("Predict", request, 0).policy_reason == "user_time_min"
     finally:
         daemon.store.close()
+
+
+@pytest.mark.parametrize("mode", ["soft", "bound"])
+def test_the_soft_time_min_is_the_estimate_at_soft_risk_and_bound_mode_ignores_it(world_dir, mode):
+    # recent runs 60, 50, 20, 25 min: point = the last two's mean (22.5 min); the runtime
+    # outlived with probability 0.3 is their 70 % quantile (51 min); at 0.9 it is below the
+    # point estimate, so the point is planned with
+    decided = {}
+    for soft_risk in (0.3, 0.9):
+        daemon = _service(world_dir / f"{mode}{soft_risk}", mode=mode, soft_risk=soft_risk,
+                          controller_config_command="echo SchedulerParameters = time_min_as_soft_limit")
+        try:
+            daemon.engine.policy_mode.refresh()
+            request = _with_history(daemon.service, runs=(3600.0, 3000.0, 1200.0, 1500.0))
+            request.time_limit_s = 4 * 3600
+            estimate = daemon.service.call("Predict", request, 0)
+            assert estimate.runtime_s == 1350.0 and estimate.policy_mode == mode
+            decided[soft_risk] = estimate.apply_time_min_s
+            if mode == "soft":
+                minutes = decided[soft_risk] // 60
+                assert f"planned with {minutes} min, never stopped before your --time=04:00:00" in estimate.user_message
+        finally:
+            daemon.store.close()
+    if mode == "soft":
+        assert decided == {0.3: 51 * 60, 0.9: 23 * 60}
+    else:
+        assert decided[0.3] == decided[0.9] > 51 * 60      # the bound at [policy] risk, soft_risk not read
 
 
 def test_soft_refused_by_the_daemon_when_the_controller_lacks_the_option(world_dir):

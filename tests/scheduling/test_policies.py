@@ -52,6 +52,38 @@ def test_soft_time_min_is_the_point_estimate_rounded_up_and_guarded_by_the_ratio
     assert policies.hpcpredict(job(7200), None, True) == job(7200)
 
 
+def test_soft_time_min_plans_with_the_estimate_at_soft_risk_when_the_answer_carries_it():
+    """The engine's choice: soft_s (the bound at [policy] soft_risk) when the source gave one,
+    else the point estimate; the guard reads the same value."""
+    import dataclasses
+
+    carried = dataclasses.replace(prediction(4000, runtime=1000.0), soft_s=1500.0)
+    assert policies.hpcpredict(job(7200), carried, True, soft_max_ratio=0).time_min_s == 1500
+    assert policies.hpcpredict(job(7200), carried, True, soft_max_ratio=5).time_min_s == 1500   # 7200 <= 5 x 1500
+    assert policies.hpcpredict(job(7200), carried, True, soft_max_ratio=4).time_min_s == 0      # 7200 > 4 x 1500
+    assert policies.hpcpredict_soft(job(7200), carried, True).time_min_s == 1500
+    assert policies.hpcpredict(job(7200), carried, False) == job(7200)                        # advise: nothing
+    assert policies.hpcpredict_bound(job(7200), carried, True).time_min_s == 4020             # bound: soft_s unused
+
+
+def test_online_predictions_carry_the_soft_value_of_the_same_model(kth_slice):
+    from hpcpredict.daemon.history.traces import read_trace
+
+    records = read_trace(kth_slice)[:600]
+    plain = policies.online_predictions(records, 0.03)
+    soft = policies.online_predictions(records, 0.03, soft_risk=0.3)
+    assert plain.keys() == soft.keys()
+    assert all(dataclasses_equal_but_soft(plain[key], soft[key]) for key in plain)
+    assert all(soft[key].runtime_s <= soft[key].soft_s <= soft[key].bound_s for key in soft)
+    assert sum(soft[key].soft_s > soft[key].runtime_s for key in soft) > 50
+
+
+def dataclasses_equal_but_soft(a, b):
+    import dataclasses
+
+    return dataclasses.replace(a, soft_s=0.0) == dataclasses.replace(b, soft_s=0.0) and a.soft_s == 0.0
+
+
 def test_site_alternatives_and_oracles():
     assert policies.hpcpredict_bound(job(7200), prediction(1000), True).time_min_s == 1020
     assert policies.hpcpredict_soft(job(7200), prediction(1000), False).time_min_s == 540
@@ -92,7 +124,7 @@ def test_online_predictions_only_see_jobs_ended_before_submission(kth_slice):
         def observe(self, record):
             self.seen.append(record)
 
-        def submit(self, record, risk, explain=False):
+        def submit(self, record, risk, explain=False, soft_risk=None):
             assert all(r.end_time <= record.submit_time for r in self.seen)
             return prediction(600.0)
 
