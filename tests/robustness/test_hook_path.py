@@ -272,9 +272,11 @@ def test_main_exits_non_zero_when_the_local_socket_dies(tmp_path, monkeypatch):
     for key, value in {"HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_CONFIG_PATH": "",
                        "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_MODELS_BUNDLED": "false"}.items():
         monkeypatch.setenv(key, value)
+    umask = os.umask(0o022)   # main() sets the daemon's umask (0077) for the process: this one is pytest
     try:
         assert server.main(["--socket", str(tmp_path / "g.sock")]) == 2
     finally:
+        os.umask(umask)
         import logging
         logging.getLogger().handlers[:] = []
 

@@ -31,6 +31,7 @@
 # (munged insists that its socket and log directories belong to root, not to SlurmUser).
 # Provenance and differences from the 22.05 cluster: README.md.
 set -euo pipefail
+umask 022   # the cluster's files are read by job users and SlurmUser, whatever umask the caller runs under
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../../.." && pwd)"
 DEBIAN_MAJOR="$(cut -d. -f1 /etc/debian_version 2>/dev/null || echo 0)"

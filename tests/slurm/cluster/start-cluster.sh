@@ -26,6 +26,7 @@
 #   HOOK_FILES      extra files copied into $SLURM_TEST_DIR/etc next to the hooks
 #                   (hpcpredict: hookclient.py, hpcpredict-hooks.conf) [unset]
 set -euo pipefail
+umask 022   # the cluster's files are read by job users and SlurmUser, whatever umask the caller runs under
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DIR="${SLURM_TEST_DIR:-/tmp/slurm-test}"
