@@ -57,7 +57,7 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
                         f"scheduler planned with it; the job is never stopped before its --time="
                         f"{slurmjob.slurm_minutes(requested_s)}")
     flags = (";limit=auto" if automatic else "") + (";time_min=auto" if time_min_ours else "") + \
-        (";time_min=soft" if time_min_soft else "")
+        (";time_min=soft" if time_min_soft else "") + f";runtime_s={float(estimate['runtime_s']):.0f}"
     new_field = slurmjob.admin_field(submit_id, str(estimate.get("prediction_id", "")), lines, flags=flags)
     update = ["scontrol", "update", f"jobid={job_id}", f"AdminComment={slurmjob.with_our_field(comment, new_field)}"]
     bound = int(float(estimate["suggested_time_limit_s"]))

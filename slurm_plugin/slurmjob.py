@@ -401,8 +401,7 @@ def suggestion_lines(estimate: dict, requested_s: int, node_list: str, *, time_m
     bound = float(estimate.get("suggested_time_limit_s", 0) or 0) or high or runtime
     kind = f"{coverage:.0%} interval" if coverage > 0 else "range of recent runs"
     span = f" ({human(low)} - {human(high)}, {kind})" if high > low > 0 else ""
-    lines = [f"predicted runtime {human(runtime)}{span} on {node_list} [runtime_s={runtime:.0f} "
-             f"low_s={low:.0f} high_s={high:.0f} id={estimate.get('prediction_id', '')}]"]
+    lines = [f"predicted runtime {human(runtime)}{span} on {node_list}"]
     if requested_s and time_min_s:
         asked = (f"time limit {slurm_minutes(requested_s)} (hpcpredict set --time-min={slurm_minutes(time_min_s)}: "
                  f"backfill may lower --time to it to start a job early)")
@@ -425,15 +424,16 @@ def suggestion_lines(estimate: dict, requested_s: int, node_list: str, *, time_m
 
 
 def admin_field(submit_id: str, allocation_id: str, lines: list[str], *, flags: str = "") -> str:
-    """Our AdminComment field: both prediction ids, the submission's flags (";limit=auto",
-    ";time_min=auto") and the suggestion for the TaskProlog."""
+    """Our AdminComment field: both prediction ids, the flags (";limit=auto", ";time_min=auto",
+    ";runtime_s=N") and the suggestion for the TaskProlog."""
     head = f"{ADMIN_PREFIX}{submit_id}{flags};alloc={allocation_id};advice="
     return head + ADVICE_SEPARATOR.join(lines)
 
 
-def sane_advice(first_line: str, cap_s: float) -> bool:
-    """The advice's first line carries a sane ``runtime_s=`` (see :func:`suggestion_lines`)."""
-    match = re.search(r"\[runtime_s=([^\s\]]+)", first_line or "")
+def sane_advice(field: str, cap_s: float) -> bool:
+    """Our AdminComment ``field`` (:func:`our_field`) carries the sane ``;runtime_s=`` the
+    PrologSlurmctld stored beside its advice (the numbers stay out of the job's output)."""
+    match = re.search(r";runtime_s=([^;\s}]+)", field or "")
     return match is not None and sane_seconds(match.group(1), cap_s) is not None
 
 

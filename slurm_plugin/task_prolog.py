@@ -60,7 +60,7 @@ def main() -> int:
     if not suggest:
         return 0
     lines = slurmjob.advice_from_admin_comment(job.admin_comment)
-    if not lines or not slurmjob.sane_advice(lines[0], float(settings["max_time_limit_s"])):
+    if not lines or not slurmjob.sane_advice(slurmjob.our_field(job.admin_comment), float(settings["max_time_limit_s"])):
         return 0
     for line in lines:
         sys.stdout.write(f"print [hpcpredict] {line}\n")

@@ -197,8 +197,7 @@ def test_suggestion_lines_from_estimate():
                 "suggested_time_limit_s": 2400, "explanation": ["your last 5 runs of lmp: 20-35 min", "a|b"],
                 "node_advice": [{"nodes": 2, "runtime_s": 2900, "node_hours": 1.6, "recommended": True}]}
     lines = slurmjob.suggestion_lines(estimate, 3600, "n[01-04]")
-    assert lines[0] == ("predicted runtime 25.0 min (20.0 min - 35.0 min, 80% interval) on n[01-04] "
-                        "[runtime_s=1500 low_s=1200 high_s=2100 id=abc]")
+    assert lines[0] == "predicted runtime 25.0 min (20.0 min - 35.0 min, 80% interval) on n[01-04]"   # no debug fields
     assert lines[1] == "you requested --time=1:00:00; suggested --time=0:40:00 for the next run like this one"
     assert lines[3] == "a/b"                                  # the separator never leaks into a line
     assert lines[4].startswith("node-count advice: 2 nodes")
@@ -226,8 +225,9 @@ def test_suggestion_says_the_limit_the_job_has_when_hpcpredict_set_time_min():
     ({"runtime_s": "x", "suggested_time_limit_s": 960}, True)])
 def test_insane_estimates(estimate, insane):
     assert bool(slurmjob.insane_estimate(estimate, 31622400)) is insane
-    line = f"predicted runtime ? on n01 [runtime_s={estimate['runtime_s']} low_s=0 high_s=0 id=x]"
-    assert slurmjob.sane_advice(line, 31622400) is not (insane and estimate.get("suggested_time_limit_s") == 960)
+    field = slurmjob.admin_field("s1", "x", ["predicted runtime ? on n01"], flags=f";runtime_s={estimate['runtime_s']}")
+    assert slurmjob.sane_advice(field, 31622400) is not (insane and estimate.get("suggested_time_limit_s") == 960)
+    assert not slurmjob.sane_advice(slurmjob.admin_field("s1", "x", ["predicted runtime ? on n01"]), 31622400)
 
 
 def test_hook_log_line_the_file_refuses_goes_to_stderr_with_the_reason(tmp_path, capsys):
