@@ -24,12 +24,14 @@ A run stops ``--drain`` seconds after its last submission: jobs still pending th
 and count with their wait so far (``unfinished``). Times are reported in trace seconds
 (measured x ``--compress``; Slurm's timestamps have 1 s resolution, i.e. ``--compress`` trace
 seconds); bounded slowdown with tau = 10 trace seconds. ``killed``: jobs that ended TIMEOUT under
-a limit below their request (a limit the policy set). Holds the release's test-cluster lock
+a limit below their request (a limit the policy set). ``simulator`` (``--simulator on``, the
+default; ``only``: no cluster, no root): the simulator's prediction for the same window, policies
+``user`` and ``hpcpredict-soft`` (see :func:`simulate_window`). Holds the release's test-cluster lock
 (``/tmp/hpcpredict-slurm-test.lock``, ``/tmp/hpcpredict-slurm-2411-test.lock``) for the whole
 run, as tests/slurm/conftest.py does.
 
     sudo .venv/bin/python -m benchmarks run slurm_replay [--slurm 22.05|24.11] [--jobs 150] [--start 18940]
-        [--compress 60] [--drain 120] [--policies hpcpredict@0.03,hpcpredict@0.2,user]
+        [--compress 60] [--drain 120] [--policies hpcpredict@0.03,hpcpredict@0.2,user] [--simulator on|off|only]
 """
 from __future__ import annotations
 
@@ -150,6 +152,60 @@ def score(submitted: list[dict], jobcomp: dict[str, dict], cut: float, compress:
             "shortened": sum(job["time_min_set"] for job in submitted),
             "time_limit_set": sum(job["time_limit_set"] for job in submitted),
             "fallback": sum(job["fallback"] for job in submitted)}
+
+
+# The simulator's policy for each replay policy it models (daemon/scheduling/policies.py).
+SIMULATED = {"user": "user", "hpcpredict-soft": "hpcpredict-soft"}
+BF_RESOLUTION_S = {"22.05": 60.0, "24.11": 10.0}     # the test clusters' bf_resolution (replay seconds)
+
+
+def compressed(record, origin: float, compress: float, name: str):
+    """``record`` as the replay submits it: times / ``compress`` from ``origin``, the request in
+    whole minutes (rounded up), the user ``kth<uid>``."""
+    import dataclasses
+
+    def shift(value: float) -> float:
+        return (value - origin) / compress if value >= 0 else value
+    return dataclasses.replace(record, user=f"kth{record.user}", submit_time=shift(record.submit_time),
+                               start_time=shift(record.start_time), end_time=shift(record.end_time),
+                               runtime_s=record.runtime_s / compress, job_name=name,
+                               requested_time_s=minutes(record.requested_time_s / compress) * 60.0
+                               if record.requested_time_s > 0 else 0.0)
+
+
+def simulate_window(history, window, compress: float, slurm: str, procs: int, policies) -> dict:
+    """The simulator's prediction for the replayed window: the same compressed jobs on an empty
+    machine of ``procs`` processors, EASY backfilling with the release's --time-min semantics
+    (24.11: time_min_as_soft_limit on) and the cluster's bf_resolution, the model's online
+    answers after the same history (daemon/scheduling); metrics as :func:`score` reports them."""
+    from hpcpredict.daemon.config import PolicyConfig
+    from hpcpredict.daemon.scheduling.easy import simulate
+    from hpcpredict.daemon.scheduling.policies import POLICIES as SIM_POLICIES, online_predictions
+    from hpcpredict.daemon.scheduling.workload import sim_jobs
+
+    origin = window[0].submit_time
+    before = [compressed(r, origin, compress, JOB_NAME) for r in history]
+    during = [compressed(r, origin, compress, JOB_NAME) for r in window]
+    answers = online_predictions(before + during, risk=PolicyConfig().risk)   # the site's: the hook asks 0
+    workload = sim_jobs(during, procs)
+    soft = slurm != "22.05"
+    results = {}
+    for policy in policies:
+        if policy not in SIMULATED:
+            continue
+        chosen = SIM_POLICIES[SIMULATED[policy]]
+        jobs = [chosen(job, answers.get(id(record)), soft) for job, record in zip(workload.jobs, workload.records)]
+        outcomes = simulate(jobs, procs, BF_RESOLUTION_S[slurm], slurm, soft)
+        waits = [(o.start_s - o.job.submit_s) * compress for o in outcomes]
+        runs = [(o.end_s - o.start_s) * compress for o in outcomes]
+        results[policy] = {
+            "n": len(outcomes), "mean_wait_s": round(sum(waits) / len(waits), 1),
+            "mean_bounded_slowdown": round(sum(max(1.0, (w + r) / max(r, TAU_S)) for w, r in zip(waits, runs))
+                                           / len(outcomes), 3),
+            "killed": sum(o.killed and o.limit_s < o.job.request_limit_s for o in outcomes),
+            "shortened": sum(0 < job.time_min_s < job.limit_s or job.limit_s < before_job.limit_s
+                             for job, before_job in zip(jobs, workload.jobs))}
+    return results
 
 
 class Cluster2205:
@@ -338,17 +394,23 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--cpus", type=int, default=10, help="CPUs per emulated node")
     parser.add_argument("--policies", default=None,
                         help=f"default: {','.join(POLICIES)} (22.05), {','.join(Cluster2411.policies)} (24.11)")
+    parser.add_argument("--simulator", choices=("on", "off", "only"), default="on",
+                        help="also (on) or only (only: no cluster) the simulator's prediction for the window")
     options = parser.parse_args(args)
-    if os.geteuid() != 0:
-        raise SystemExit("benchmarks run slurm_replay: run as root (starts slurmctld/slurmd, submits as users)")
     from hpcpredict.daemon.history.traces import read_trace
 
     kind = CLUSTERS[options.slurm]
     policies = (options.policies or ",".join(kind.policies)).split(",")
     modes = {policy: parse_policy(policy) for policy in policies}
     history, window = select_window(read_trace(TRACE), options.start, options.jobs)
-    users = sorted({f"kth{r.user}" for r in window})
     procs = options.nodes * options.cpus
+    if options.simulator == "only":
+        return {"trace": TRACE.name, "slurm": options.slurm, "window_start": options.start, "jobs": len(window),
+                "compress": options.compress, "procs": procs,
+                "simulator": simulate_window(history, window, options.compress, options.slurm, procs, policies)}
+    if os.geteuid() != 0:
+        raise SystemExit("benchmarks run slurm_replay: run as root (starts slurmctld/slurmd, submits as users)")
+    users = sorted({f"kth{r.user}" for r in window})
     work = Path(tempfile.mkdtemp(prefix="hpcpredict-bench-replay-"))
     work.chmod(0o755)
     cluster = kind(work, options.nodes, options.cpus, users)
@@ -410,4 +472,6 @@ def run(args: list[str]) -> dict:
             if daemon is not None:
                 daemon.stop()
             lock.close()
+    if options.simulator == "on":
+        results["simulator"] = simulate_window(history, window, options.compress, options.slurm, procs, policies)
     return results
