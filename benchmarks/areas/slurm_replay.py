@@ -183,7 +183,7 @@ def simulate_window(history, window, compress: float, slurm: str, procs: int, po
     from hpcpredict.daemon.scheduling.policies import POLICIES as SIM_POLICIES, online_predictions
     from hpcpredict.daemon.scheduling.workload import sim_jobs
 
-    origin = window[0].submit_time
+    origin = min(r.submit_time for r in history + window)     # times stay >= 0 (unknown: -1)
     before = [compressed(r, origin, compress, JOB_NAME) for r in history]
     during = [compressed(r, origin, compress, JOB_NAME) for r in window]
     answers = online_predictions(before + during, risk=PolicyConfig().risk)   # the site's: the hook asks 0
