@@ -1,10 +1,11 @@
-"""A window of the KTH-SP2 trace replayed on the real Slurm test cluster, time-compressed, with
-and without hpcpredict: wait, bounded slowdown and kills per policy, as Slurm 22.05 really
-schedules and enforces them.
+"""A window of the KTH-SP2 trace replayed on a real Slurm test cluster, time-compressed, with
+and without hpcpredict: wait, bounded slowdown and kills per policy, as the release really
+schedules and enforces them (``--slurm 22.05``: tests/slurm's cluster; ``--slurm 24.11``: the
+24.11.5 one of cluster-2411.sh, with SchedulerParameters=time_min_as_soft_limit).
 
 The window (``--jobs`` consecutive jobs from ``--start``, by submission) is submitted through the
-real ``job_submit.lua`` to the cluster of tests/slurm (real slurmctld with sched/backfill,
-``--nodes`` emulated nodes of ``--cpus`` CPUs: 10 x 10 = KTH-SP2's 100 processors; each job asks
+real ``job_submit.lua`` to the cluster (real slurmctld with sched/backfill, ``--nodes`` emulated
+nodes of ``--cpus`` CPUs shared by CPU: 10 x 10 = KTH-SP2's 100 processors; each job asks
 ``-n`` its trace processors and is a ``sleep`` of its compressed runtime). Every trace time is
 divided by ``--compress``; a request becomes whole minutes (Slurm's unit), rounded up, so short
 requests grow to a minute. Before the window, the real hpcpredictd ingests the earlier part of the
@@ -13,18 +14,24 @@ during the replay it learns from the outcomes the epilog reports. The hook's flo
 (``min_time_limit_s``) is one minute here (the site default, 5 minutes, would be hours of trace
 time) and its budget 2 s (this measures the policy, not the hook's latency: see the ``slurm`` area).
 
-Policies (``--policies``): ``hpcpredict@RISK`` (the hook on, asking for that risk target) and
-``user`` (the hook off: the requests as given). Each ``hpcpredict`` run gets a fresh daemon that
-ingests and trains on the history only, so it never learns the window before predicting it.
+Policies (``--policies``): ``hpcpredict@RISK`` (the hook on, the daemon in ``[policy] mode =
+"bound"``, asking for that risk target: kill limits, the 22.05 default), ``hpcpredict-soft`` (the
+daemon in soft mode, reading the controller's live ``scontrol show config``: a soft --time-min;
+the 24.11 default with ``user``) and ``user`` (the hook off: the requests as given). Each
+``hpcpredict`` run gets a fresh daemon that ingests and trains on the history only, so it never
+learns the window before predicting it.
 A run stops ``--drain`` seconds after its last submission: jobs still pending then are cancelled
 and count with their wait so far (``unfinished``). Times are reported in trace seconds
 (measured x ``--compress``; Slurm's timestamps have 1 s resolution, i.e. ``--compress`` trace
 seconds); bounded slowdown with tau = 10 trace seconds. ``killed``: jobs that ended TIMEOUT under
-a limit below their request (a limit the policy set). Uses the test cluster's lock
-(``/tmp/hpcpredict-slurm-test.lock``) for the whole run, as tests/slurm/conftest.py does.
+a limit below their request (a limit the policy set). ``simulator`` (``--simulator on``, the
+default; ``only``: no cluster, no root): the simulator's prediction for the same window, policies
+``user`` and ``hpcpredict-soft`` (see :func:`simulate_window`). Holds the release's test-cluster lock
+(``/tmp/hpcpredict-slurm-test.lock``, ``/tmp/hpcpredict-slurm-2411-test.lock``) for the whole
+run, as tests/slurm/conftest.py does.
 
-    sudo .venv/bin/python -m benchmarks run slurm_replay [--jobs 150] [--start 18940] [--compress 60] [--drain 120]
-        [--policies hpcpredict@0.03,hpcpredict@0.2,user]
+    sudo .venv/bin/python -m benchmarks run slurm_replay [--slurm 22.05|24.11] [--jobs 150] [--start 18940]
+        [--compress 60] [--drain 120] [--policies hpcpredict@0.03,hpcpredict@0.2,user] [--simulator on|off|only]
 """
 from __future__ import annotations
 
@@ -46,6 +53,9 @@ JOB_NAME = "kth-replay"
 SLEEPER = "#!/bin/bash\n# a trace job: sleeps its compressed runtime\nsleep \"$1\"\n"
 TAU_S = 10.0
 POLICIES = ("hpcpredict@0.03", "hpcpredict@0.2", "user")
+# The hook's floor is a minute (the site default, 5 minutes, would be hours of trace time) and its
+# budget 2 s (this measures the policy, not the hook's latency); on/off per policy.
+HOOK_SETTINGS = {"budget_s": "2", "min_time_limit_s": "60", "enabled": "false"}
 
 
 def minutes(seconds: float) -> int:
@@ -144,30 +154,195 @@ def score(submitted: list[dict], jobcomp: dict[str, dict], cut: float, compress:
             "fallback": sum(job["fallback"] for job in submitted)}
 
 
-class Replay:
-    def __init__(self, harness, daemon, staging: Path, conf: dict, users: list[str]):
-        self.h, self.daemon, self.conf, self.users = harness, daemon, conf, users
-        self.etc_conf = harness.SLURM_DIR / "etc" / "hpcpredict-hooks.conf"
-        self.lua = harness.SLURM_DIR / "etc" / "job_submit.lua"
-        self.env = dict(os.environ, SLURM_CONF=str(harness.SLURM_DIR / "etc" / "slurm.conf"))
+# The simulator's policy for each replay policy it models (daemon/scheduling/policies.py).
+SIMULATED = {"user": "user", "hpcpredict-soft": "hpcpredict-soft"}
+BF_RESOLUTION_S = {"22.05": 60.0, "24.11": 10.0}     # the test clusters' bf_resolution (replay seconds)
+
+
+def compressed(record, origin: float, compress: float, name: str):
+    """``record`` as the replay submits it: times / ``compress`` from ``origin``, the request in
+    whole minutes (rounded up), the user ``kth<uid>``."""
+    import dataclasses
+
+    def shift(value: float) -> float:
+        return (value - origin) / compress if value >= 0 else value
+    return dataclasses.replace(record, user=f"kth{record.user}", submit_time=shift(record.submit_time),
+                               start_time=shift(record.start_time), end_time=shift(record.end_time),
+                               runtime_s=record.runtime_s / compress, job_name=name,
+                               requested_time_s=minutes(record.requested_time_s / compress) * 60.0
+                               if record.requested_time_s > 0 else 0.0)
+
+
+def simulate_window(history, window, compress: float, slurm: str, procs: int, policies) -> dict:
+    """The simulator's prediction for the replayed window: the same compressed jobs on an empty
+    machine of ``procs`` processors, EASY backfilling with the release's --time-min semantics
+    (24.11: time_min_as_soft_limit on) and the cluster's bf_resolution, the model's online
+    answers after the same history (daemon/scheduling); metrics as :func:`score` reports them."""
+    from hpcpredict.daemon.config import PolicyConfig
+    from hpcpredict.daemon.scheduling.easy import simulate
+    from hpcpredict.daemon.scheduling.policies import POLICIES as SIM_POLICIES, online_predictions
+    from hpcpredict.daemon.scheduling.workload import sim_jobs
+
+    origin = min(r.submit_time for r in history + window)     # times stay >= 0 (unknown: -1)
+    before = [compressed(r, origin, compress, JOB_NAME) for r in history]
+    during = [compressed(r, origin, compress, JOB_NAME) for r in window]
+    answers = online_predictions(before + during, risk=PolicyConfig().risk)   # the site's: the hook asks 0
+    workload = sim_jobs(during, procs)
+    soft = slurm != "22.05"
+    results = {}
+    for policy in policies:
+        if policy not in SIMULATED:
+            continue
+        chosen = SIM_POLICIES[SIMULATED[policy]]
+        jobs = [chosen(job, answers.get(id(record)), soft) for job, record in zip(workload.jobs, workload.records)]
+        outcomes = simulate(jobs, procs, BF_RESOLUTION_S[slurm], slurm, soft)
+        waits = [(o.start_s - o.job.submit_s) * compress for o in outcomes]
+        runs = [(o.end_s - o.start_s) * compress for o in outcomes]
+        results[policy] = {
+            "n": len(outcomes), "mean_wait_s": round(sum(waits) / len(waits), 1),
+            "mean_bounded_slowdown": round(sum(max(1.0, (w + r) / max(r, TAU_S)) for w, r in zip(waits, runs))
+                                           / len(outcomes), 3),
+            "killed": sum(o.killed and o.limit_s < o.job.request_limit_s for o in outcomes),
+            "shortened": sum(0 < job.time_min_s < job.limit_s or job.limit_s < before_job.limit_s
+                             for job, before_job in zip(jobs, workload.jobs))}
+    return results
+
+
+class Cluster2205:
+    """The 22.05 test cluster of tests/slurm (start-cluster.sh), clients run on the host."""
+
+    release = "22.05"
+    lock = "/tmp/hpcpredict-slurm-test.lock"
+    policies = POLICIES
+
+    def __init__(self, work: Path, nodes: int, cpus: int, users: list[str]):
+        from tests.slurm import harness
+        self.h, self.work = harness, work
+        etc = harness.SLURM_DIR / "etc"
         self.jobs = harness.SLURM_DIR / "jobs"
+        self.jobcomp = harness.SLURM_DIR / "log" / "jobcomp.txt"
+        self.slurm_conf = str(etc / "slurm.conf")
+        self.conf = {"hook_socket": str(work / "none.sock"), "slurm_conf": self.slurm_conf,
+                     "log_file": str(harness.SLURM_DIR / "log" / "hpcpredict-hooks.log"), "outcome_wait_s": "5",
+                     **HOOK_SETTINGS}
+        staging = work / "hooks"
+        staging.mkdir()
+        harness.write_hooks_conf(staging / "hpcpredict-hooks.conf", self.conf)
+        self.env = dict(harness.cluster_env(staging), ACCOUNTING="0", NODES=str(nodes), CPUS_PER_NODE=str(cpus),
+                        TEST_USERS=" ".join(["alice", "bob", "carol", *users]))
         self.bump = 0
+
+    def start(self) -> None:
+        self.stop()
+        started = subprocess.run([str(self.h.CLUSTER / "start-cluster.sh")], env=self.env, capture_output=True,
+                                 text=True, timeout=300)
+        if started.returncode != 0:
+            raise RuntimeError(started.stdout[-2000:] + started.stderr[-2000:])
+
+    def stop(self) -> None:
+        subprocess.run([str(self.h.CLUSTER / "stop-cluster.sh")], env=self.env, capture_output=True, timeout=120)
+
+    def run(self, *args: str, user: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+        prefix = ["runuser", "-u", user, "--"] if user else []
+        return subprocess.run([*prefix, "env", f"SLURM_CONF={self.slurm_conf}", *args], cwd=self.jobs,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def new_daemon(self, name: str, mode: str):
+        """A fresh hpcpredictd in ``mode`` and its hook socket as the hooks reach it."""
+        daemon = self.h.Daemon(self.work / f"daemon-{name}")
+        daemon.env.update(HPCPREDICT_POLICY_MODE=mode, HPCPREDICT_POLICY_MIN_TIME_LIMIT_S="60")
+        daemon.start()
+        return daemon, daemon.hook_socket
 
     def configure(self, **changes) -> None:
         """Hook settings; a newer mtime makes slurmctld reload the script and its settings."""
         self.conf.update(changes)
-        self.h.write_hooks_conf(self.etc_conf, self.conf)
+        self.h.write_hooks_conf(self.h.SLURM_DIR / "etc" / "hpcpredict-hooks.conf", self.conf)
         self.bump += 1
         stamp = time.time() + self.bump
-        os.utime(self.lua, (stamp, stamp))
+        os.utime(self.h.SLURM_DIR / "etc" / "job_submit.lua", (stamp, stamp))
+
+
+class Cluster2411:
+    """The 24.11 test cluster of tests/slurm (cluster-2411.sh: a trixie root on Debian 12) with
+    SchedulerParameters=time_min_as_soft_limit, nodes shared by CPU (OverSubscribe=NO, as on
+    22.05). Clients run in the root; every daemon lives under one host directory that the root
+    sees at /run/hpcpredict, and reads the controller's live configuration through the root."""
+
+    release = "24.11"
+    policies = ("hpcpredict-soft", "user")
+
+    def __init__(self, work: Path, nodes: int, cpus: int, users: list[str]):
+        from tests.slurm import harness, harness_2411
+        self.h, self.h24 = harness, harness_2411
+        self.lock = harness_2411.LOCK
+        self.daemons = work / "daemons"            # bind-mounted at the root's /run/hpcpredict
+        self.daemons.mkdir()
+        self.daemons.chmod(0o755)
+        inner = harness_2411.SLURM_DIR_2411
+        self.conf = {"hook_socket": "/run/hpcpredict/none/hook.sock", "slurm_conf": f"{inner}/etc/slurm.conf",
+                     "log_file": f"{inner}/log/hpcpredict-hooks.log", "outcome_wait_s": "0",   # no slurmdbd
+                     **HOOK_SETTINGS}
+        staging = work / "hooks"
+        staging.mkdir()
+        harness.write_hooks_conf(staging / "hpcpredict-hooks.conf", self.conf)
+        self.env = dict(harness_2411.script_env(None, staging / "hpcpredict-hooks.conf"),
+                        DAEMON_DIR=str(self.daemons), NODES=str(nodes), CPUS=str(cpus), OVERSUBSCRIBE="NO",
+                        TEST_USERS=" ".join(["alice", "bob", "carol", *users]))
+        self.cluster = harness_2411.Cluster2411(None, self.conf, self.env["SCHED_PARAMS"])
+        self.jobs = self.cluster.jobs
+        self.jobcomp = self.cluster.dir / "log" / "jobcomp.txt"
+
+    def start(self) -> None:
+        self.stop()
+        started = self.h24.run_script("start", self.env, timeout=1200)
+        if started.returncode != 0:
+            raise RuntimeError(started.stdout[-2000:] + started.stderr[-2000:])
+
+    def stop(self) -> None:
+        self.h24.run_script("stop", self.env, timeout=120)
+
+    def run(self, *args: str, user: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+        return self.cluster.run(*args, user=user, cwd=f"{self.cluster.inner_dir}/jobs", timeout=timeout)
+
+    def new_daemon(self, name: str, mode: str):
+        daemon = self.h.Daemon(self.daemons / name)
+        daemon.env.update(HPCPREDICT_POLICY_MODE=mode, HPCPREDICT_POLICY_MIN_TIME_LIMIT_S="60",
+                          HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=" ".join(
+                              self.cluster.command(["scontrol", "show", "config"])))
+        daemon.start()
+        (self.daemons / name).chmod(0o755)         # slurmctld (SlurmUser) reaches the socket through it
+        return daemon, f"/run/hpcpredict/{name}/hook.sock"
+
+    def configure(self, **changes) -> None:
+        self.conf.update(changes)
+        for key, value in changes.items():
+            self.cluster.set_hook_setting(key, value)
+
+
+CLUSTERS = {"22.05": Cluster2205, "24.11": Cluster2411}
+
+
+def parse_policy(policy: str) -> tuple[str | None, float | None]:
+    """(daemon mode, risk) of a policy name: ``user`` -> (None, None); ``hpcpredict@0.3`` ->
+    ("bound", 0.3); ``hpcpredict-soft`` -> ("soft", None: the site's); ``hpcpredict-MODE@RISK``."""
+    if policy == "user":
+        return None, None
+    match = re.fullmatch(r"hpcpredict(?:-(soft|bound|advise))?(?:@([0-9.]+))?", policy)
+    if not match:
+        raise SystemExit(f"slurm_replay: unknown policy {policy!r} (user, hpcpredict[-soft|-bound|-advise][@RISK])")
+    return match.group(1) or "bound", float(match.group(2)) if match.group(2) else None
+
+
+class Replay:
+    def __init__(self, cluster):
+        self.cluster = cluster
 
     def queue(self) -> list[str]:
-        return subprocess.run(["squeue", "-h", "-n", JOB_NAME, "-o", "%i"], env=self.env, capture_output=True,
-                              text=True, timeout=30).stdout.split()
+        return self.cluster.run("squeue", "-h", "-n", JOB_NAME, "-o", "%i").stdout.split()
 
     def sbatch(self, user: str, args: list[str]) -> tuple[str, str]:
-        done = subprocess.run(["runuser", "-u", user, "--", "env", f"SLURM_CONF={self.env['SLURM_CONF']}",
-                               "sbatch", *args], cwd=self.jobs, capture_output=True, text=True, timeout=120)
+        done = self.cluster.run("sbatch", *args, user=user, timeout=120)
         match = re.search(r"Submitted batch job (\d+)", done.stdout)
         if done.returncode != 0 or not match:
             raise RuntimeError(f"sbatch failed: {done.stderr.strip()[-500:]}")
@@ -201,14 +376,15 @@ class Replay:
         cut = time.time()
         left = self.queue()
         if left:
-            subprocess.run(["scancel", *left], env=self.env, capture_output=True, timeout=60)
-            self.h.poll(lambda: not self.queue(), 120, "the cancelled replay jobs to go", 1.0)
+            self.cluster.run("scancel", *left, timeout=60)
+            self.cluster.h.poll(lambda: not self.queue(), 120, "the cancelled replay jobs to go", 1.0)
         time.sleep(2.0)    # jobcomp lines are written as jobs end
         return submitted, cut
 
 
 def run(args: list[str]) -> dict:
     parser = argparse.ArgumentParser(prog="benchmarks run slurm_replay", description=DESCRIPTION)
+    parser.add_argument("--slurm", choices=sorted(CLUSTERS), default="22.05", help="the test cluster's Slurm release")
     parser.add_argument("--jobs", type=int, default=150, help="jobs in the replayed window")
     parser.add_argument("--start", type=int, default=18940,
                         help="index (by submission) of the window's first job; the default is a busy window")
@@ -216,69 +392,69 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--drain", type=float, default=120.0, help="seconds a run may go on after its last submission")
     parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--cpus", type=int, default=10, help="CPUs per emulated node")
-    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--policies", default=None,
+                        help=f"default: {','.join(POLICIES)} (22.05), {','.join(Cluster2411.policies)} (24.11)")
+    parser.add_argument("--simulator", choices=("on", "off", "only"), default="on",
+                        help="also (on) or only (only: no cluster) the simulator's prediction for the window")
     options = parser.parse_args(args)
+    from hpcpredict.daemon.history.traces import read_trace
+
+    kind = CLUSTERS[options.slurm]
+    policies = (options.policies or ",".join(kind.policies)).split(",")
+    modes = {policy: parse_policy(policy) for policy in policies}
+    history, window = select_window(read_trace(TRACE), options.start, options.jobs)
+    procs = options.nodes * options.cpus
+    if options.simulator == "only":
+        return {"trace": TRACE.name, "slurm": options.slurm, "window_start": options.start, "jobs": len(window),
+                "compress": options.compress, "procs": procs,
+                "simulator": simulate_window(history, window, options.compress, options.slurm, procs, policies)}
     if os.geteuid() != 0:
         raise SystemExit("benchmarks run slurm_replay: run as root (starts slurmctld/slurmd, submits as users)")
-    from hpcpredict.daemon.history.traces import read_trace
-    from tests.slurm import harness
-
-    history, window = select_window(read_trace(TRACE), options.start, options.jobs)
     users = sorted({f"kth{r.user}" for r in window})
-    procs = options.nodes * options.cpus
-    lock = open("/tmp/hpcpredict-slurm-test.lock", "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)           # one test cluster per machine
     work = Path(tempfile.mkdtemp(prefix="hpcpredict-bench-replay-"))
     work.chmod(0o755)
-    daemon = harness.Daemon(work / "daemon-none")    # replaced per hpcpredict run
-    daemon.start()
-    staging = work / "hooks"
-    staging.mkdir()
-    conf = {"hook_socket": daemon.hook_socket, "slurm_conf": str(harness.SLURM_DIR / "etc" / "slurm.conf"),
-            "log_file": str(harness.SLURM_DIR / "log" / "hpcpredict-hooks.log"), "outcome_wait_s": "5",
-            "budget_s": "2", "min_time_limit_s": "60", "enabled": "true"}
-    harness.write_hooks_conf(staging / "hpcpredict-hooks.conf", conf)
-    cluster_env = dict(harness.cluster_env(staging), ACCOUNTING="0", NODES=str(options.nodes),
-                       CPUS_PER_NODE=str(options.cpus), TEST_USERS=" ".join(["alice", "bob", "carol", *users]))
-    subprocess.run([str(harness.CLUSTER / "stop-cluster.sh")], env=cluster_env, capture_output=True, timeout=120)
-    started = subprocess.run([str(harness.CLUSTER / "start-cluster.sh")], env=cluster_env, capture_output=True,
-                             text=True, timeout=300)
-    results: dict = {"trace": TRACE.name, "window_start": options.start, "jobs": len(window),
+    cluster = kind(work, options.nodes, options.cpus, users)
+    lock = open(cluster.lock, "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)           # one test cluster of a release per machine
+    daemon = None
+    results: dict = {"trace": TRACE.name, "slurm": options.slurm, "window_start": options.start, "jobs": len(window),
                      "history_jobs": len(history), "users": len(users), "compress": options.compress,
                      "nodes": options.nodes, "cpus_per_node": options.cpus,
                      "window_trace_span_h": round((window[-1].submit_time - window[0].submit_time) / 3600, 2),
                      "hook": {"min_time_limit_s": 60, "budget_s": 2.0}, "policies": {}}
     try:
-        if started.returncode != 0:
-            raise RuntimeError(started.stdout[-2000:] + started.stderr[-2000:])
-        replay = Replay(harness, daemon, staging, conf, users)
-        (replay.jobs / "sleeper.sh").write_text(SLEEPER)
-        (replay.jobs / "sleeper.sh").chmod(0o755)
-        jobcomp_path = harness.SLURM_DIR / "log" / "jobcomp.txt"
-        for policy in options.policies.split(","):
-            risk = float(policy.split("@")[1]) if policy.startswith("hpcpredict@") else None
-            if risk is not None:     # a fresh daemon that knows the history only
-                daemon.stop()
-                daemon = harness.Daemon(work / f"daemon-{policy}")
-                daemon.env["HPCPREDICT_POLICY_MIN_TIME_LIMIT_S"] = "60"
-                daemon.start()
-                replay.daemon = daemon
-                csv_path = work / f"history-{policy}.csv"
+        cluster.start()
+        if options.slurm == "24.11":
+            results["scheduler_parameters"] = cluster.env["SCHED_PARAMS"]
+        replay = Replay(cluster)
+        (cluster.jobs / "sleeper.sh").write_text(SLEEPER)
+        (cluster.jobs / "sleeper.sh").chmod(0o755)
+        for policy in policies:
+            mode, risk = modes[policy]
+            if mode is not None:     # a fresh daemon that knows the history only
+                if daemon is not None:
+                    daemon.stop()
+                name = re.sub(r"[^A-Za-z0-9.-]", "-", policy)
+                daemon, socket_path = cluster.new_daemon(name, mode)
+                csv_path = work / f"history-{name}.csv"
                 write_history_csv(history, csv_path, time.time() - 1.0, window[0].submit_time, options.compress)
                 csv_path.chmod(0o644)
                 for step in (("ingest", "--format", "sacct-csv", str(csv_path)), ("train", "--json")):
                     done = daemon.cli(*step, timeout=900)
                     if done.returncode != 0:
                         raise RuntimeError(f"hpcpredict {step[0]} failed: {done.stderr[-1000:]}")
-            replay.configure(enabled="true" if risk is not None else "false", hook_socket=daemon.hook_socket,
-                             risk=str(risk or 0))
-            harness.poll(lambda: not replay.queue(), 120, "an empty queue", 1.0)
+                cluster.configure(enabled="true", hook_socket=socket_path, risk=str(risk or 0))
+            else:
+                cluster.configure(enabled="false")
+            cluster.h.poll(lambda: not replay.queue(), 120, "an empty queue", 1.0)
             began = time.time()
-            offset = jobcomp_path.stat().st_size if jobcomp_path.exists() else 0
+            offset = cluster.jobcomp.stat().st_size if cluster.jobcomp.exists() else 0
             submitted, cut = replay.run(window, options.compress, options.drain, None)
-            scores = score(submitted, parse_jobcomp(jobcomp_path, offset), cut, options.compress, procs)
+            scores = score(submitted, parse_jobcomp(cluster.jobcomp, offset), cut, options.compress, procs)
             scores["wall_s"] = round(time.time() - began, 1)
             scores["max_submit_late_s"] = max(job["late_s"] for job in submitted)
+            if mode is not None:
+                scores["mode"] = mode
             if risk is not None:
                 scores["risk"] = risk
                 scores["kills_allowed"] = round(risk * scores["shortened"], 1)
@@ -289,9 +465,13 @@ def run(args: list[str]) -> dict:
                 ours["bsld_vs_user"] = round(ours["mean_bounded_slowdown"] / user["mean_bounded_slowdown"], 4)
                 ours["wait_vs_user"] = round(ours["mean_wait_s"] / user["mean_wait_s"], 4) if user["mean_wait_s"] else None
     finally:
-        subprocess.run(["scancel", "-n", JOB_NAME], env=dict(os.environ, SLURM_CONF=str(harness.SLURM_DIR / "etc" / "slurm.conf")),
-                       capture_output=True, timeout=60)
-        subprocess.run([str(harness.CLUSTER / "stop-cluster.sh")], env=cluster_env, capture_output=True, timeout=120)
-        daemon.stop()
-        lock.close()
+        try:
+            cluster.run("scancel", "-n", JOB_NAME, timeout=60)
+        finally:
+            cluster.stop()
+            if daemon is not None:
+                daemon.stop()
+            lock.close()
+    if options.simulator == "on":
+        results["simulator"] = simulate_window(history, window, options.compress, options.slurm, procs, policies)
     return results

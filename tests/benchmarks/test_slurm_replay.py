@@ -48,3 +48,19 @@ def test_score_counts_kills_only_under_a_lowered_limit(tmp_path):
     assert scores["killed"] == 1 and scores["timeouts"] == 2        # job 3 hit its own --time
     assert scores["shortened"] == 1 and scores["unfinished"] == 1 and scores["started"] == 3
     assert scores["mean_wait_s"] == (100.0 + 0 + 0 + 3000.0) / 4      # trace seconds (x10)
+
+
+def test_policy_names_say_the_daemon_mode():
+    assert slurm_replay.parse_policy("user") == (None, None)
+    assert slurm_replay.parse_policy("hpcpredict@0.3") == ("bound", 0.3)
+    assert slurm_replay.parse_policy("hpcpredict-soft") == ("soft", None)
+
+
+def test_the_simulator_replays_the_window_compressed_as_submitted():
+    history, window = slurm_replay.select_window(read_trace(slurm_replay.TRACE), 300, 30)
+    first = slurm_replay.compressed(window[0], window[0].submit_time, 60.0, "x")
+    assert first.submit_time == 0 and first.requested_time_s == 60 * slurm_replay.minutes(window[0].requested_time_s / 60)
+    sim = slurm_replay.simulate_window(history, window, 60.0, "24.11", 100, ["hpcpredict-soft", "user", "hpcpredict@0.3"])
+    assert sorted(sim) == ["hpcpredict-soft", "user"]          # a bound policy is not modelled
+    assert sim["user"]["n"] == 30 and sim["user"]["shortened"] == 0
+    assert sim["hpcpredict-soft"]["killed"] == 0               # a soft --time-min never kills on 24.11

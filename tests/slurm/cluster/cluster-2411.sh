@@ -20,6 +20,8 @@
 #   NODES, CPUS, MEM  nodes, CPUs and MB per node        [4, 4, 1000]
 #   CTLD_PORT, SLURMD_PORT_BASE                          [28817, 29001]
 #   SCHED_PARAMS      SchedulerParameters   [time_min_as_soft_limit,bf_interval=2,bf_resolution=10]
+#   OVERSUBSCRIBE     the partition's OverSubscribe: EXCLUSIVE = whole-node jobs (the tests'
+#                     scenarios), NO = jobs share nodes by CPU (the trace replay)  [EXCLUSIVE]
 #   TEST_USERS        job users: created on the host if missing, and in ROOT with the host's
 #                     uid/gid (the daemon knows callers by their kernel uid)  ["alice bob carol"]
 #   SLURM_USER        SlurmUser; must have the same uid on host and in ROOT   [slurm]
@@ -41,6 +43,7 @@ D="${SLURM_DIR:-/srv/hpcpredict-slurm-2411}"
 NODES="${NODES:-4}"; CPUS="${CPUS:-4}"; MEM="${MEM:-1000}"
 CTLD_PORT="${CTLD_PORT:-28817}"; SLURMD_PORT_BASE="${SLURMD_PORT_BASE:-29001}"
 SCHED_PARAMS="${SCHED_PARAMS:-time_min_as_soft_limit,bf_interval=2,bf_resolution=10}"
+OVERSUBSCRIBE="${OVERSUBSCRIBE:-EXCLUSIVE}"
 TEST_USERS="${TEST_USERS:-alice bob carol}"
 SLURM_USER="${SLURM_USER:-slurm}"
 PKGS="munge slurmctld slurmd slurm-client lua5.1 lua-socket lua-cjson python3 procps"
@@ -203,7 +206,7 @@ JobCompType=jobcomp/filetxt
 JobCompLoc=$D/log/jobcomp.txt
 $hooks
 NodeName=n[01-$(printf %02d "$NODES")] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$SLURMD_PORT_BASE-$((SLURMD_PORT_BASE + NODES - 1))] CPUs=$CPUS RealMemory=$MEM State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=$OVERSUBSCRIBE
 EOF
 }
 
