@@ -104,9 +104,11 @@ def oracle(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJo
     return dataclasses.replace(job, limit_s=max(job.work_s, 1.0), time_min_s=0.0)
 
 
-def easy_plus_plus(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
-    """``prediction``: the user's last-two average (:func:`last_two_predictions`)."""
-    return _plan(job, prediction, "soft")
+def easy_plus_plus(job: SimJob, prediction: RuntimeEstimate | None, soft: bool,
+                   soft_max_ratio: float = 0.0) -> SimJob:
+    """``prediction``: the user's last-two average (:func:`last_two_predictions`);
+    ``soft_max_ratio``: the guard a site would add to keep the wait tail (0 = none, as published)."""
+    return _plan(job, prediction, "soft", soft_max_ratio)
 
 
 def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:

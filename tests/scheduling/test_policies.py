@@ -112,6 +112,9 @@ def test_easy_plus_plus_is_the_mean_of_the_users_last_two_ended_runtimes():
     assert by_id["5"].runtime_s == 280.0          # the last two: 500 and 60
     after = policies.easy_plus_plus(job(3600), by_id["5"], True)
     assert (after.time_min_s, after.limit_s) == (300, 3600)     # a soft time_min, the request kept
+    guarded = policies.easy_plus_plus(job(3600), by_id["5"], True, soft_max_ratio=4)
+    assert (guarded.time_min_s, guarded.limit_s) == (0, 3600)   # 3600 > 4 x 280: left as the user asked
+    assert policies.easy_plus_plus(job(3600), by_id["5"], True, soft_max_ratio=16).time_min_s == 300
 
 
 def test_online_predictions_only_see_jobs_ended_before_submission(kth_slice):
