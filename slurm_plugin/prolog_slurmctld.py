@@ -51,7 +51,7 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
         return f"{insane}: job and AdminComment unchanged, nothing printed"
     time_min_s = job.time_min_s if time_min_ours else 0
     lines = slurmjob.suggestion_lines(estimate, requested_s, node_list, time_min_s=time_min_s)
-    soft_min_s = slurmjob.slurm_duration_s(job.get("TimeMin", "")) if time_min_soft else 0
+    soft_min_s = job.time_min_s if time_min_soft else 0
     if soft_min_s and requested_s:
         lines.insert(1, f"hpcpredict set --time-min={slurmjob.slurm_minutes(soft_min_s)} as a soft limit: the "
                         f"scheduler planned with it; the job is never stopped before its --time="

@@ -57,7 +57,8 @@ def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411):
     output = (cluster_2411.jobs / f"hello-{job_id}.out").read_text()
     first = output.splitlines()[0]
     assert first.startswith("[hpcpredict] predicted runtime"), output
-    refined = prediction(daemon_2411, dict(re.findall(r"(\w+)=([\w.]+)", first))["id"])
+    refined = prediction(daemon_2411, re.search(r";alloc=([\w-]+)",
+                                                slurmjob.our_field(cluster_2411.job(job_id)["AdminComment"])).group(1))
     assert refined.stage == "allocation" and refined.job_id == job_id
     assert output.count("rank ") == 8
 
