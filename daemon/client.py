@@ -105,8 +105,25 @@ class DaemonClient:
                     f"permission denied opening {self.socket_path} as user {_me()}: the daemon runs, but the "
                     f"socket or a directory above it does not let you in (ADMIN.md: RuntimeDirectoryMode=0755, "
                     f"[daemon] hook_socket_mode = 0o666)") from error
+            except socket.timeout as error:
+                raise DaemonUnavailable(
+                    f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s") from error
+            except OSError as error:
+                raise DaemonUnavailable(f"daemon at {self.socket_path}: {error}") from error
+        except BaseException:
+            conn.close()
+            raise
+        data = self._reply_to(conn, line, deadline)
+        try:
+            return json.loads(data)
+        except ValueError as error:
+            raise HpcPredictError(f"the daemon at {self.socket_path} answered something that is not JSON") from error
+
+    def _reply_to(self, conn: socket.socket, line: bytes, deadline: float) -> bytes:
+        """Send ``line`` on the connected ``conn`` and read one reply line by ``deadline``; closes ``conn``."""
+        data = b""
+        try:
             conn.sendall(line)
-            data = b""
             while not data.endswith(b"\n"):
                 conn.settimeout(max(0.001, deadline - time.monotonic()))
                 chunk = conn.recv(1 << 20)
@@ -121,10 +138,7 @@ class DaemonClient:
             conn.close()
         if not data:
             raise DaemonUnavailable(f"the daemon at {self.socket_path} closed the connection without an answer")
-        try:
-            return json.loads(data)
-        except ValueError as error:
-            raise HpcPredictError(f"the daemon at {self.socket_path} answered something that is not JSON") from error
+        return data
 
     def predict(self, request: pb.JobRequest) -> pb.Estimate:
         return self.call("Predict", request)

@@ -507,25 +507,7 @@ class RemoteClient(DaemonClient):
             raise DaemonUnavailable(f"cannot reach the daemon at {self.socket_path}: {error.strerror or error} "
                                     f"(is [daemon] remote_listen set on the controller, and the port open to "
                                     f"this host? ADMIN.md, \"Users on login nodes\")") from error
-        deadline = time.monotonic() + self.timeout
-        data = b""
-        try:
-            conn.sendall(signed)
-            while not data.endswith(b"\n"):
-                conn.settimeout(max(0.001, deadline - time.monotonic()))
-                chunk = conn.recv(1 << 20)
-                if not chunk:
-                    break
-                data += chunk
-        except socket.timeout as error:
-            raise DaemonUnavailable(
-                f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s") from error
-        except OSError as error:
-            raise DaemonUnavailable(f"daemon at {self.socket_path}: {error}") from error
-        finally:
-            conn.close()
-        if not data:
-            raise DaemonUnavailable(f"the daemon at {self.socket_path} closed the connection without an answer")
+        data = self._reply_to(conn, signed, time.monotonic() + self.timeout)
         try:
             return json.loads(data)
         except ValueError as error:
