@@ -13,14 +13,18 @@ from . import harness_2411
 from .harness import APP_SCRIPT, CLUSTER, SLURM_DIR, Cluster, Daemon, cluster_env, write_hooks_conf
 
 
-@pytest.fixture(scope="session")
-def daemon(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("hpcpredictd")
+def _daemon(tmp_path_factory, name: str):
+    data_dir = tmp_path_factory.mktemp(name)
     data_dir.chmod(0o755)
     server = Daemon(data_dir)
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def daemon(tmp_path_factory):
+    yield from _daemon(tmp_path_factory, "hpcpredictd")
 
 
 @pytest.fixture(scope="session")
@@ -55,12 +59,7 @@ def cluster(daemon, tmp_path_factory):
 @pytest.fixture(scope="session")
 def daemon_2411(tmp_path_factory):
     """The 24.11 cluster's own hpcpredictd (its job ids would collide with the 22.05 cluster's)."""
-    data_dir = tmp_path_factory.mktemp("hpcpredictd-2411")
-    data_dir.chmod(0o755)
-    server = Daemon(data_dir)
-    server.start()
-    yield server
-    server.stop()
+    yield from _daemon(tmp_path_factory, "hpcpredictd-2411")
 
 
 @pytest.fixture(scope="session")
