@@ -258,7 +258,15 @@ class ModelRegistry:
         final = home / version
         os.rename(staging, final)
         _fsync_dir(home)
-        pointer = home / f".{CURRENT}.{version}"
+        self._point_current(home, version, uid, gid)
+        logger.info("published %s model %s version %s", kind, key, version)
+        if self.keep_versions:
+            self.prune(kind, key, self.keep_versions)
+        return self._artifact(final, manifest)
+
+    def _point_current(self, home: Path, version: str, uid, gid) -> None:
+        """CURRENT names ``version``, atomically: written beside it, synced, handed over, renamed."""
+        pointer = home / f".{CURRENT}.{uuid.uuid4().hex[:8]}"
         with open(os.open(pointer, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE), "w", encoding="utf-8") as handle:
             os.fchmod(handle.fileno(), _FILE_MODE)
             handle.write(version + "\n")
@@ -267,10 +275,6 @@ class ModelRegistry:
         self._hand_over([pointer], uid, gid)
         os.replace(pointer, home / CURRENT)
         _fsync_dir(home)
-        logger.info("published %s model %s version %s", kind, key, version)
-        if self.keep_versions:
-            self.prune(kind, key, self.keep_versions)
-        return self._artifact(final, manifest)
 
     def make_current(self, kind: str, version: str, key: str = SITE_KEY) -> Artifact:
         """Serve the published ``version`` again (a rollback): verified and loaded before CURRENT moves."""
@@ -283,15 +287,7 @@ class ModelRegistry:
             get_model_kind(kind).load(artifact.model_path)
         except Exception as error:
             raise ModelArtifactError(f"refusing to serve {kind} version {version}: {error}") from error
-        pointer = home / f".{CURRENT}.{uuid.uuid4().hex[:8]}"
-        with open(os.open(pointer, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE), "w", encoding="utf-8") as handle:
-            os.fchmod(handle.fileno(), _FILE_MODE)
-            handle.write(version + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        self._hand_over([pointer], *_owner_of(self.owner, self.root))
-        os.replace(pointer, home / CURRENT)
-        _fsync_dir(home)
+        self._point_current(home, version, *_owner_of(self.owner, self.root))
         logger.info("%s model %s: serving version %s again", kind, key, version)
         return artifact
 
