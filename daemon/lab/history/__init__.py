@@ -1,0 +1,1 @@
+"""Walltime from job history: trace and accounting reading, evaluation (the served model is in daemon/history/)."""

@@ -1,0 +1,1 @@
+"""Scaling models: measurements, modelers, fitting (the served advice is in daemon/scaling/)."""
