@@ -15,8 +15,10 @@ import time
 
 from google.protobuf import json_format
 
-from .config import SITE_CONFIG
+from . import munge
+from .config import SITE_CONFIG, host_port
 from .errors import DaemonUnavailable, HpcPredictError, PermissionDenied
+from .munge import canonical_call
 from ..proto.v1 import hpcpredict_pb2 as pb
 
 _SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
@@ -48,8 +50,6 @@ def user_client(cli_socket: str | None, config, *, timeout: float = 10.0) -> "Da
     if not cli_socket and not os.environ.get("HPCPREDICT_SOCKET") and config.client.remote:
         path = config.daemon.hook_socket
         if not (path and os.path.exists(path)) and not os.path.exists(SITE_SOCKET):
-            from .remote import RemoteClient
-
             return RemoteClient(config.client.remote, munge_socket=config.daemon.munge_socket, timeout=timeout)
     return DaemonClient(resolve_socket(cli_socket, config), timeout=timeout)
 
@@ -154,3 +154,37 @@ def _me() -> str:
 def admin_client(socket_path: str, *, timeout: float = 60.0) -> DaemonClient:
     """A client for admin calls: the same local socket, with a deadline long enough for a reload."""
     return DaemonClient(socket_path, timeout=timeout)
+
+
+class RemoteClient(DaemonClient):
+    """The CLI's side: each call signed with a credential from this host's munged, sent to the
+    remote listener at ``address`` ("host:port")."""
+
+    def __init__(self, address: str, *, munge_socket: str = "", timeout: float = 10.0):
+        super().__init__(address, timeout=timeout)
+        self.address = host_port(address)
+        self.munge_socket = munge_socket
+
+    def _exchange(self, line: bytes):
+        envelope = json.loads(line)
+        try:
+            envelope["credential"] = munge.encode(munge.request_digest(canonical_call(envelope)), self.munge_socket)
+        except munge.MungeError as error:
+            raise DaemonUnavailable(f"{error}: the remote daemon at {self.socket_path} learns who you are from "
+                                    f"MUNGE, so this host's munged must run with the site's key") from error
+        signed = json.dumps(envelope, separators=(",", ":")).encode() + b"\n"
+        try:
+            conn = socket.create_connection(self.address, timeout=self.timeout)
+        except socket.timeout as error:
+            raise DaemonUnavailable(f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s "
+                                    f"(a firewall between this host and the controller? ADMIN.md, "
+                                    f"\"Users on login nodes\")") from error
+        except OSError as error:
+            raise DaemonUnavailable(f"cannot reach the daemon at {self.socket_path}: {error.strerror or error} "
+                                    f"(is [daemon] remote_listen set on the controller, and the port open to "
+                                    f"this host? ADMIN.md, \"Users on login nodes\")") from error
+        data = self._reply_to(conn, signed, time.monotonic() + self.timeout)
+        try:
+            return json.loads(data)
+        except ValueError as error:
+            raise DaemonUnavailable(f"the daemon at {self.socket_path} answered something that is not JSON") from error

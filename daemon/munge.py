@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import json
 from dataclasses import dataclass
 
 from .errors import HpcPredictError
@@ -145,3 +146,9 @@ def decode(credential: str, socket_path: str = "") -> Credential:
         if code != EMUNGE_SUCCESS:
             raise MungeError(context.error(code), code)
         return Credential(uid=uid.value, gid=gid.value, payload=payload)
+
+
+def canonical_call(envelope: dict) -> bytes:
+    """The bytes a credential vouches for: the call without its credential, one encoding."""
+    call = {key: value for key, value in envelope.items() if key != "credential"}
+    return json.dumps(call, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()

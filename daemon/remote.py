@@ -9,7 +9,7 @@ field, a credential the caller's munged made::
     -> {"ok": true, "response": {...}}\\n      (then the listener closes the connection)
 
 The credential's payload is :func:`.munge.request_digest` of the *call*, the line's object
-without ``credential`` encoded canonically (:func:`canonical_call`: keys sorted, no spaces,
+without ``credential`` encoded canonically (:func:`.munge.canonical_call`: keys sorted, no spaces,
 ASCII). The listener decodes the credential with its own munged (same site key), checks that
 the payload is the digest of the call it parsed, and hands the call to the same
 ``PredictionService.call`` with the uid munged vouched for: the same per-call rules as the
@@ -48,9 +48,8 @@ from concurrent.futures import ThreadPoolExecutor
 from google.protobuf import json_format
 
 from . import munge
-from .client import DaemonClient
 from .config import host_port
-from .errors import DaemonUnavailable
+from .munge import canonical_call
 from .service import ANYONE, METHODS as RULES, error_message, status_name
 from ..proto.v1 import hpcpredict_pb2 as pb
 
@@ -65,12 +64,6 @@ _TICK = 0.1
 _READ_BYTES = 65536
 _ACCEPTS_PER_ROUND = 32
 _ACCEPT_PAUSE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
-
-
-def canonical_call(envelope: dict) -> bytes:
-    """The bytes a credential vouches for: the call without its credential, one encoding."""
-    call = {key: value for key, value in envelope.items() if key != "credential"}
-    return json.dumps(call, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
 def _encode(reply: dict) -> bytes:
@@ -478,37 +471,3 @@ _ADVICE = {
     munge.EMUNGE_CRED_REWOUND: "check that the clocks of this host and the daemon's agree (NTP)",
     munge.EMUNGE_CRED_INVALID: "made with another key than the daemon's munged: every host needs the site's munge.key",
 }
-
-
-class RemoteClient(DaemonClient):
-    """The CLI's side: each call signed with a credential from this host's munged, sent to the
-    remote listener at ``address`` ("host:port")."""
-
-    def __init__(self, address: str, *, munge_socket: str = "", timeout: float = 10.0):
-        super().__init__(address, timeout=timeout)
-        self.address = host_port(address)
-        self.munge_socket = munge_socket
-
-    def _exchange(self, line: bytes):
-        envelope = json.loads(line)
-        try:
-            envelope["credential"] = munge.encode(munge.request_digest(canonical_call(envelope)), self.munge_socket)
-        except munge.MungeError as error:
-            raise DaemonUnavailable(f"{error}: the remote daemon at {self.socket_path} learns who you are from "
-                                    f"MUNGE, so this host's munged must run with the site's key") from error
-        signed = json.dumps(envelope, separators=(",", ":")).encode() + b"\n"
-        try:
-            conn = socket.create_connection(self.address, timeout=self.timeout)
-        except socket.timeout as error:
-            raise DaemonUnavailable(f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s "
-                                    f"(a firewall between this host and the controller? ADMIN.md, "
-                                    f"\"Users on login nodes\")") from error
-        except OSError as error:
-            raise DaemonUnavailable(f"cannot reach the daemon at {self.socket_path}: {error.strerror or error} "
-                                    f"(is [daemon] remote_listen set on the controller, and the port open to "
-                                    f"this host? ADMIN.md, \"Users on login nodes\")") from error
-        data = self._reply_to(conn, signed, time.monotonic() + self.timeout)
-        try:
-            return json.loads(data)
-        except ValueError as error:
-            raise DaemonUnavailable(f"the daemon at {self.socket_path} answered something that is not JSON") from error

@@ -152,7 +152,7 @@ def on_login_node(site, argv, user=None, munge="login", extra_env=None):
 PROBE = textwrap.dedent('''
     import json, socket, sys
     from hpcpredict.daemon import munge
-    from hpcpredict.daemon.remote import canonical_call
+    from hpcpredict.daemon.munge import canonical_call
 
     def send(line, timeout=10):
         conn = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=timeout)

@@ -9,7 +9,8 @@ import pytest
 
 from hpcpredict.daemon.config import host_port
 from hpcpredict.daemon.errors import ConfigError
-from hpcpredict.daemon.remote import RemoteServer, canonical_call
+from hpcpredict.daemon.munge import canonical_call
+from hpcpredict.daemon.remote import RemoteServer
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_the_cli_asks_remotely_only_where_no_local_socket_is_named_or_exists(tmp
     from hpcpredict.daemon import client as client_module
     from hpcpredict.daemon.client import DaemonClient, user_client
     from hpcpredict.daemon.config import load_config
-    from hpcpredict.daemon.remote import RemoteClient
+    from hpcpredict.daemon.client import RemoteClient
 
     monkeypatch.delenv("HPCPREDICT_SOCKET", raising=False)
     monkeypatch.setattr(client_module, "SITE_SOCKET", str(tmp_path / "no-site.sock"))
