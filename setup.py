@@ -3,6 +3,12 @@
 `daemon/` installs as `hpcpredict.daemon`, `topology/` as `hpcpredict.topology`, and so on, so
 no import can collide with a PyPI name (`daemon` is python-daemon's). Sub-packages are found
 by walking each folder, so adding one needs no edit here.
+
+The mapping is a folder, not a table: `build/namespace/hpcpredict/<folder>` is a symlink to
+`<folder>/`, and `build/namespace` is the one package root (`package_dir={"": ...}`). An
+import path is then a folder path, so an editable install is a plain `.pth` line naming
+`build/namespace` (setuptools' static-path strategy, not its import hook), which mypy, pyright
+and IDEs follow like Python does, and a new module is importable without reinstalling.
 Pure Python: nothing is compiled.
 """
 import os
@@ -10,25 +16,41 @@ import os
 from setuptools import setup
 
 FOLDERS = ("daemon", "topology", "slurm_plugin", "proto")
-DATA = ["*.lua", "*.proto", "*.pyi", "*.sh", "*.json", "*.toml", "*.skops", "*.npz", "*.txt", "*.swf", "*.service"]
+NAMESPACE = "hpcpredict"
+PACKAGE_ROOT = os.path.join("build", "namespace")   # git-ignored; made here, on every build
+DATA = ["py.typed", "*.lua", "*.proto", "*.pyi", "*.sh", "*.json", "*.toml", "*.skops", "*.npz", "*.txt", "*.swf", "*.service"]
+
+
+def _link_folders():
+    """`build/namespace/hpcpredict/<folder>` -> `<folder>/` for each folder (idempotent)."""
+    namespace_dir = os.path.join(PACKAGE_ROOT, NAMESPACE)
+    os.makedirs(namespace_dir, exist_ok=True)
+    for folder in FOLDERS:
+        link = os.path.join(namespace_dir, folder)
+        target = os.path.relpath(folder, namespace_dir)
+        if os.path.islink(link) and os.readlink(link) == target:
+            continue
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(target, link)
 
 
 def _packages():
-    packages, package_dir = [], {}
+    # The namespace itself is listed (it has no __init__.py) so that every package sits under
+    # one root, which is what lets setuptools use a static path for an editable install.
+    packages = [NAMESPACE]
     for folder in FOLDERS:
         for root, dirs, files in os.walk(folder):
             dirs[:] = [d for d in dirs if not d.startswith((".", "__"))]
-            if "__init__.py" not in files:
-                continue
-            name = "hpcpredict." + root.replace(os.sep, ".")
-            packages.append(name)
-            package_dir[name] = root
-    return packages, package_dir
+            if "__init__.py" in files:
+                packages.append(NAMESPACE + "." + root.replace(os.sep, "."))
+    return packages
 
 
-packages, package_dir = _packages()
+_link_folders()
+packages = _packages()
 package_data = {name: list(DATA) for name in packages}
 package_data["hpcpredict.daemon"].append("bundled_models/**/*")  # example models (not a package)
 
 
-setup(packages=packages, package_dir=package_dir, package_data=package_data)
+setup(packages=packages, package_dir={"": PACKAGE_ROOT}, package_data=package_data)

@@ -3,7 +3,9 @@
 #   1. Debian packages listed in contrib/apt-packages.txt (needs root; skipped if all present)
 #   2. a virtual environment (.venv, or $HPCPREDICT_VENV) from Debian's python3, so that every
 #      user (Slurm job users, the daemon's unprivileged user) can run it
-#   3. hpcpredict itself, editable, with the test and MPI extras
+#   3. hpcpredict itself, editable, with the test and MPI extras: setup.py links the folders
+#      under build/namespace/hpcpredict/ and the venv gets one .pth line naming build/namespace,
+#      which Python, mypy and IDEs all follow (new modules need no reinstall)
 #   4. Debian's SimGrid Python module made importable in the venv (reference fabrics of the communication models)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,14 +39,16 @@ PYTHON=/usr/bin/python3
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating $VENV with $("$PYTHON" --version)"
   "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q --upgrade pip
 fi
 
 # ---------------------------------------------------------------- 3. hpcpredict
 stamp="$VENV/.hpcpredict-installed"
-if [ ! -f "$stamp" ] || [ "$REPO/pyproject.toml" -nt "$stamp" ] || [ "$REPO/setup.py" -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ "$REPO/pyproject.toml" -nt "$stamp" ] || [ "$REPO/setup.py" -nt "$stamp" ] \
+   || [ ! -d "$REPO/build/namespace/hpcpredict" ]; then   # the link tree is git-ignored: `git clean -X` removes it
   log "installing hpcpredict and its Python dependencies"
-  "$VENV/bin/pip" install -q -e "$REPO[test,mpi]" 2>&1 | grep -v -e '^WARNING: Location' -e 'WheelFile' || true
+  # `python -m pip`, not bin/pip: a copied venv's bin/pip still names the original's python
+  "$VENV/bin/python" -m pip install -q -e "$REPO[test,mpi]" 2>&1 | grep -v -e '^WARNING: Location' -e 'WheelFile' || true
   "$VENV/bin/python" -c "import hpcpredict.daemon, grpc, sklearn" || { log "install failed"; exit 1; }
   touch "$stamp"
 fi

@@ -158,10 +158,11 @@ class HookServer:
         self._work: queue.SimpleQueue = queue.SimpleQueue()      # (connection, line) for the workers
         self._worker_threads: list[threading.Thread] = []
         self._running = 0           # calls handed to the workers, not yet delivered
-        self._selector: selectors.BaseSelector | None = None
-        self._listener: socket.socket | None = None
-        self._wake_reader: socket.socket | None = None
-        self._wake_writer: socket.socket | None = None
+        # made by start(), used only by the loop it starts (and stop(), after a start)
+        self._selector: selectors.BaseSelector
+        self._wake_reader: socket.socket
+        self._wake_writer: socket.socket
+        self._listener: socket.socket | None = None    # None once it stops accepting
         self._thread: threading.Thread | None = None
         self._connections: dict[int, _Connection] = {}
         self._per_uid: dict[int | None, int] = {}
@@ -287,7 +288,7 @@ class HookServer:
         if now >= self._tick:
             self._tick = now + _TICK
             self._sweep(now)
-        return self._stop_at is not None and self._stopping(now)
+        return self._stop_at is not None and self._stopping(now, self._stop_at)
 
     def _guarded(self, connection: _Connection, function, *args):
         """``function(*args)``; an exception closes only this connection (counted, logged): None."""
@@ -308,25 +309,25 @@ class HookServer:
         else:
             self._read(connection)
 
-    def _stopping(self, now: float) -> bool:
+    def _stopping(self, now: float, stop_at: float) -> bool:
         """Past stop(): no more accepts; True once the calls in flight and those waiting for their
-        turn are answered, or grace ran out."""
+        turn are answered, or grace (until ``stop_at``) ran out."""
         if self._listener is not None:
-            self._unlisten()
+            self._unlisten(self._listener)
         idle = self._running == 0 and not self._ready_privileged and not self._ready_users
-        return idle or now >= self._stop_at
+        return idle or now >= stop_at
 
-    def _unlisten(self) -> None:
+    def _unlisten(self, listener: socket.socket) -> None:
         if not self._accept_paused_until:
-            self._selector.unregister(self._listener)
-        self._listener.close()
+            self._selector.unregister(listener)
+        listener.close()
         self._listener = None
 
     def _close_all(self) -> None:
         for connection in list(self._connections.values()):
             self._close(connection)
         if self._listener is not None:
-            self._unlisten()
+            self._unlisten(self._listener)
         for sock in (self._wake_reader, self._wake_writer):
             sock.close()
         self._selector.close()
@@ -352,9 +353,11 @@ class HookServer:
 
     # ------------------------------------------------------------------ connections
     def _accept(self, now: float) -> None:
+        listener = self._listener
+        assert listener is not None, "only its own event calls this, and only while it listens"
         for _ in range(_ACCEPTS_PER_ROUND):
             try:
-                sock, _ = self._listener.accept()
+                sock, _ = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as error:
@@ -366,7 +369,7 @@ class HookServer:
                     return
                 # out of descriptors: stop accepting for a second (the kernel keeps the backlog)
                 logger.warning("local socket cannot accept (%s); pausing accepts for 1 s", error)
-                self._selector.unregister(self._listener)
+                self._selector.unregister(listener)
                 self._accept_paused_until = now + 1.0
                 return
             try:
@@ -487,6 +490,7 @@ class HookServer:
         """Answer the connection's waiting line (on this thread or a worker's); False when it
         needs a worker and none is free."""
         line = connection.line
+        assert line is not None, "a connection waits for its turn only with a line"
         method = _method_of(line)
         if time.monotonic() - connection.ready_at > self.max_lag:
             connection.line = None

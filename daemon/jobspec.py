@@ -10,6 +10,7 @@ import hashlib
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from .bytecache import ByteBoundedCache
 from .errors import InvalidRequest
@@ -114,7 +115,7 @@ class JobSpec:
         ``start_time``, ``end_time``, ``exit_code``, ``submit_time``...) the ended job they learn
         from. A default time limit is no request (0); with no task count the node count is the
         job's size."""
-        job = dict(job_id=self.job_id, user=self.user, submit_time=self.submit_time,
+        job: dict[str, Any] = dict(job_id=self.job_id, user=self.user, submit_time=self.submit_time,
                    requested_time_s=float(0 if self.time_limit_is_default else self.time_limit_s),
                    application=self.application, job_name=self.job_name, group=self.group,
                    account=self.account, partition=self.partition, qos=self.qos, nodes=self.nodes,

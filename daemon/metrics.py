@@ -119,6 +119,7 @@ class Metrics:
 def start_metrics_server(address: str, metrics: Metrics, **options) -> tuple["MetricsServer", int]:
     """Serve /metrics on host:port (port 0 = any free one); returns (server, bound port)."""
     server = MetricsServer(address, metrics.registry, **options).start()
+    assert server.port is not None, "start() bound it"
     return server, server.port
 
 
@@ -141,7 +142,7 @@ class MetricsServer:
         self.timeout = timeout
         self.port: int | None = None
         self.refused = 0
-        self._listener: socket.socket | None = None
+        self._listener: socket.socket    # bound by start(), for the loop it starts
         self._selector = selectors.DefaultSelector()
         self._connections: dict[socket.socket, list] = {}   # sock -> [received, unsent, deadline]
         self._stop = threading.Event()
@@ -245,7 +246,7 @@ class MetricsServer:
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split()
         headers = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
-        accept = next((v.strip() for k, v in headers.items() if k.strip().lower() == "accept"), None)
+        accept = next((v.strip() for k, v in headers.items() if k.strip().lower() == "accept"), "")
         if len(parts) < 2 or parts[0] not in ("GET", "HEAD"):
             self._answer(sock, 405, b"only GET\n", "text/plain")
         elif parts[1].split("?")[0] not in ("/", "/metrics"):

@@ -123,7 +123,9 @@ def encode(payload: bytes, socket_path: str = "") -> str:
             raise MungeError(f"munged{' at ' + socket_path if socket_path else ''} could not make a "
                              f"credential: {context.error(code)}", code)
         try:
-            return cred.value.decode("ascii")
+            value = cred.value
+            assert value is not None, "munge_encode succeeded: it set the credential"
+            return value.decode("ascii")
         finally:
             context.lib.free(ctypes.cast(cred, ctypes.c_void_p))
 

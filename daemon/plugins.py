@@ -26,7 +26,8 @@ class NamedRegistry(Generic[T]):
     """Name → class, each name registered once; ``unknown(message)`` builds the look-up error."""
 
     def __init__(self, what: str, unknown: Callable[[str], Exception]):
-        self.what, self._unknown, self._classes = what, unknown, {}
+        self.what, self._unknown = what, unknown
+        self._classes: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
         """Class decorator: register the class under ``name`` (a second, different class is refused)."""

@@ -10,6 +10,7 @@ their cold-start fallback.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 from .estimates import RuntimeEstimate
 from .records import JobRecord
@@ -57,7 +58,7 @@ class RecentHistoryModel:
         the same size and then to those that asked for about as much time (within a factor of
         :data:`NEAR_REQUEST`), each narrowing only when some runs remain, so a job asking for
         less than its runs took still finds them. Reads only, like :meth:`predict`."""
-        recent = tuple(self._by_user_app.get((user, application)) or ())
+        recent: Sequence[tuple[float, bool, float, int]] = tuple(self._by_user_app.get((user, application)) or ())
         scope = f"your last {{n}} runs of {application or 'this job'}"
         if not recent:
             recent = tuple(self._by_user.get(user) or ())

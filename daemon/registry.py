@@ -211,7 +211,7 @@ class ModelRegistry:
             source = earlier.model_path
         home = self.root / kind / key
         uid, gid = _owner_of(self.owner, self.root)   # before we create anything ourselves
-        made = []   # the folders we create, from the top down (the registry's parents too)
+        made: list[Path] = []   # the folders we create, from the top down (the registry's parents too)
         for folder in (home, *home.parents):
             if folder.exists() or folder.is_symlink():
                 break

@@ -106,10 +106,10 @@ class RemoteServer:
         self.max_rate_per_user = max_rate_per_user
         self._rate = _TokenBucket(max_rate)     # loop thread only
         self._user_rates: dict[int, _TokenBucket] = {}   # workers, under _lock
-        self.address: tuple | None = None       # where it listens, once started
+        self.address: tuple[str, int] | None = None   # where it listens, once started
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="remote-call")
-        self._selector: selectors.BaseSelector | None = None
-        self._listener: socket.socket | None = None
+        self._selector: selectors.BaseSelector  # made by start(), for the loop it starts
+        self._listener: socket.socket | None = None    # None once it stops accepting
         self._wake_reader, self._wake_writer = socket.socketpair()
         self._thread: threading.Thread | None = None
         self._connections: dict[int, _Connection] = {}
@@ -215,16 +215,18 @@ class RemoteServer:
                     "ok": False, "error": f"request line not complete within {self.request_timeout:g} s"}))
 
     def _accept(self) -> None:
+        listener = self._listener
+        assert listener is not None, "only its own event calls this, and only while it listens"
         now = time.monotonic()
         for _ in range(_ACCEPTS_PER_ROUND):
             if not self._rate.take(now):
                 # Over the rate: leave connections in the kernel's backlog (it drops what does
                 # not fit) instead of spending the interpreter on them; resume at the next tick.
-                self._selector.unregister(self._listener)
+                self._selector.unregister(listener)
                 self._accept_paused_until = now + _TICK / 2
                 return
             try:
-                sock, peer = self._listener.accept()
+                sock, peer = listener.accept()
             except (BlockingIOError, InterruptedError):
                 self._rate.give_back()
                 return
@@ -233,7 +235,7 @@ class RemoteServer:
                 if error.errno not in _ACCEPT_PAUSE_ERRNOS:
                     raise
                 logger.warning("remote listener cannot accept (%s); pausing accepts for 1 s", error)
-                self._selector.unregister(self._listener)
+                self._selector.unregister(listener)
                 self._accept_paused_until = now + 1.0
                 return
             sock.setblocking(False)

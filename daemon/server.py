@@ -33,8 +33,9 @@ from .config import Config, load_config
 from .engine import PredictionEngine
 from .errors import ConfigError, HpcPredictError
 from .hookserver import HookServer
-from .metrics import Metrics, start_metrics_server
+from .metrics import Metrics, MetricsServer, start_metrics_server
 from .registry import ModelRegistry
+from .remote import RemoteServer
 from .service import PredictionService
 from .servicer import grpc_server, set_serving
 from .store import open_store
@@ -56,7 +57,7 @@ def own_directory(path: str, mode: int) -> None:
     socket's directory can swap the local socket for their own (and read every job's script
     sent to it) or plant a model the daemon would serve."""
     path = os.path.abspath(path)
-    missing = []
+    missing: list[str] = []
     head = path
     while not os.path.lexists(head):
         missing.insert(0, head)
@@ -117,10 +118,10 @@ class Daemon:
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)  # a stale socket from a killed daemon
         self.server.add_insecure_port(f"unix:{self.socket_path}")
-        self.hook_server = None
-        self.remote_server = None
-        self.metrics_server = None
-        self.metrics_port = None
+        self.hook_server: HookServer | None = None
+        self.remote_server: RemoteServer | None = None
+        self.metrics_server: MetricsServer | None = None
+        self.metrics_port: int | None = None
         self._stopped = threading.Event()
         self.failed = threading.Event()    # a part cannot go on: main() exits non-zero
 
@@ -158,8 +159,6 @@ class Daemon:
                 # disk: answered on the socket's own thread, without a hand-off to a worker.
                 inline=frozenset({"Predict"}) if self.config.store.journal_mib else frozenset()).start()
         if daemon_cfg.remote_listen:   # users on login and compute nodes (remote.py)
-            from .remote import RemoteServer
-
             self.remote_server = RemoteServer(
                 daemon_cfg.remote_listen, self.service, munge_socket=daemon_cfg.munge_socket,
                 max_line_bytes=self.config.limits.max_script_bytes * 4 // 3 + (1 << 20),
@@ -181,9 +180,10 @@ class Daemon:
 
     def _write_runtime_info(self) -> None:
         """<data_dir>/hpcpredictd.json: where this daemon listens (for admins, tests, scripts)."""
+        remote = self.remote_server.address if self.remote_server else None
         info = {"pid": os.getpid(), "socket": self.socket_path,
                 "hook_socket": self.config.daemon.hook_socket if self.hook_server else "",
-                "remote": "%s:%d" % self.remote_server.address if self.remote_server else "",
+                "remote": "%s:%d" % remote if remote else "",
                 "metrics_port": self.metrics_port, "started": time.time()}
         path = Path(self.config.data_dir) / "hpcpredictd.json"
         temporary = path.with_name(f".{path.name}.{os.getpid()}")

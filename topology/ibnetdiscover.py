@@ -106,12 +106,12 @@ class _Reader:
         self.warn(line, "unrecognised line skipped", raw.strip()[:120])
 
     def finish(self, nodes: dict, what: str) -> None:
+        where = self.first_bad or (0, "")   # (none: the file's start)
         if not nodes:
-            where = self.first_bad or (0, "")
             raise ParseError(f"no {what} records found (empty, truncated or not {what} output)",
                              source=self.source, line=where[0], part=where[1].strip()[:120])
         if self.bad_lines * 4 > max(self.lines, 1):
-            line, raw = self.first_bad
+            line, raw = where
             raise ParseError(f"{self.bad_lines} of {self.lines} lines are not {what} output "
                              "(garbled file?); first", source=self.source, line=line,
                              part=raw.strip()[:120])

@@ -122,7 +122,8 @@ def placement_from_fabric(fabric: IbFabric, site_map: dict[str, str] | None = No
             rack = site_map.get(names[leaf], site_map.get(f"0x{leaf:016x}"))
             if rack is None:
                 missing.append(names[leaf])
-            upper[leaf] = rack
+            else:
+                upper[leaf] = rack
         if missing:
             raise InvalidTopology(f"site map gives no rack for leaf switch(es): "
                                   f"{', '.join(sorted(missing))}")
