@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.comm.service import CommModelSet, CommRequest
+from hpcpredict.daemon.comm.served import CommModelSet, CommRequest
 from hpcpredict.topology.placement import Placement
 
 

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.comm import service
+from hpcpredict.daemon.comm import served
 from hpcpredict.daemon.comm.models import ClassModel
-from hpcpredict.daemon.comm.service import CommModelSet, CommRequest
+from hpcpredict.daemon.comm.served import CommModelSet, CommRequest
 from hpcpredict.daemon.errors import InvalidRequest
 
 
@@ -25,8 +25,8 @@ def model_set():
 
 def test_repeated_request_is_built_once_and_answers_the_same(model_set, monkeypatch):
     calls = []
-    real = service.build_pattern
-    monkeypatch.setattr(service, "build_pattern", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = served.build_pattern
+    monkeypatch.setattr(served, "build_pattern", lambda *a, **k: calls.append(a) or real(*a, **k))
     fresh = CommModelSet(model_set.manifest, model_set.models, {})
     request = CommRequest(pattern="halo3d", message_bytes=4096, ntasks=27, nodes=3, ntasks_per_node=0)
     first = fresh.predict(request)

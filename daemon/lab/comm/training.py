@@ -3,7 +3,7 @@
 MODEL_DIR holds ``manifest.json`` (format version, placement kind/levels, per class the
 feature list and GBRT parameters, baseline coefficients, training summary) and one skops
 file per class (``classA.skops``, ``classB.skops``, ``classC.skops``).
-:meth:`hpcpredict.daemon.comm.service.CommModelSet.load` reads it.
+:meth:`hpcpredict.daemon.comm.served.CommModelSet.load` reads it.
 """
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import numpy as np
 
 from .baselines import AlphaBeta, AlphaBetaGamma, SingleVariable, first_level_feature
 from .dataset import feature_table
-from .features import CLASS_A, CLASS_B, class_c_model_candidates
-from .models import ClassModel, rank_features, tune_gbrt
-from .records import CommRecord
-from ..errors import InvalidRequest
-from ...topology.placement import Placement
+from ...comm.features import CLASS_A, CLASS_B, class_c_model_candidates
+from ...comm.models import ClassModel, rank_features, tune_gbrt
+from ...comm.records import CommRecord
+from ...errors import InvalidRequest
+from ....topology.placement import Placement
 
 logger = logging.getLogger(__name__)
 

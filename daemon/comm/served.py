@@ -20,11 +20,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .baselines import AlphaBeta, AlphaBetaGamma, SingleVariable
-from .dataset import phase_features
+from ..lab.comm.baselines import AlphaBeta, AlphaBetaGamma, SingleVariable
+from ..lab.comm.dataset import phase_features
 from .models import ClassModel
 from .patterns import PATTERNS, build_pattern
-from .train import FORMAT_VERSION
+from ..lab.comm.training import FORMAT_VERSION
 from ..errors import InvalidRequest, ModelArtifactError
 from ...topology.mapping import map_ranks
 from ...topology.placement import Placement

@@ -19,10 +19,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .features import feature_vector
-from .patterns import Messages
-from .records import CommRecord, record_messages
-from ...topology.placement import Placement
+from ...comm.features import feature_vector
+from ...comm.patterns import Messages
+from ...comm.records import CommRecord, record_messages
+from ....topology.placement import Placement
 
 
 def hops_max(messages: Messages, rank_node: np.ndarray, ancestors: np.ndarray) -> float:

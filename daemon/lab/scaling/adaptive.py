@@ -37,7 +37,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ModelArtifactError
+from ...errors import ModelArtifactError
 from .modelers import Modeler, register_modeler
 from .measurements import (
     MeasurementSet, deviation_skewness, location_variance_ratio, relative_deviation_range)

@@ -10,10 +10,10 @@ from typing import Sequence
 import numpy as np
 
 from .dataset import feature_table
-from .metrics import scores
-from .records import CommRecord
-from .service import CommModelSet
-from ...topology.placement import Placement
+from .accuracy import scores
+from ...comm.records import CommRecord
+from ...comm.served import CommModelSet
+from ....topology.placement import Placement
 
 MODEL_ORDER = ("classA", "classB", "classC", "alpha-beta", "alpha-beta-gamma", "single-variable")
 

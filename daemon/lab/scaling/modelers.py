@@ -23,15 +23,15 @@ import importlib
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import ConfigError, InvalidRequest
-from ..plugins import NamedRegistry
+from ...errors import ConfigError, InvalidRequest
+from ...plugins import NamedRegistry
 
 if TYPE_CHECKING:
     from .measurements import MeasurementSet
     from .regression import FittedModel
 
 # Modules whose import registers the modelers they define.
-PLUGIN_MODULES = ("hpcpredict.daemon.scaling.regression", "hpcpredict.daemon.scaling.adaptive")
+PLUGIN_MODULES = ("hpcpredict.daemon.lab.scaling.regression", "hpcpredict.daemon.lab.scaling.adaptive")
 
 
 class UnknownModeler(InvalidRequest, ConfigError):
