@@ -43,7 +43,7 @@ def predict_speed(model_dir: Path, topology: Path, repeat: int = 200) -> list[di
             x = np.array([[row[f] for f in model.features]])
 
             def new_request():
-                models._request_features.cache_clear()
+                models.request_features.cache_clear()
                 models.predict(request, **kwargs)
             reference = model.estimator_.predict(x)[0]
             rows.append({"request": f"{pattern} {ntasks} ranks / {nnodes} nodes", "class": label,

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
+from hpcpredict.daemon.comm.records import CommRecord, read_records, record_messages, write_records
+from hpcpredict.daemon.lab.comm.accuracy import mmre, pred25, rcc, scores
 from hpcpredict.daemon.lab.comm.baselines import AlphaBeta, AlphaBetaGamma, SingleVariable
 from hpcpredict.daemon.lab.comm.commbench_ingest import ingest_lines
-from hpcpredict.daemon.lab.comm.accuracy import mmre, pred25, rcc, scores
-from hpcpredict.daemon.comm.records import CommRecord, read_records, record_messages, write_records
 from hpcpredict.daemon.lab.comm.simulate import plan_points, tasks_per_node_string
 from hpcpredict.daemon.errors import ParseError
 

@@ -1,9 +1,8 @@
 """Records + placement -> feature matrices (one row per record).
 
-Also computes the inputs of the analytical baselines that are not paper features:
-``hops_max`` (max over ranks of the summed switch hops of its messages, from the placement:
-0 within a node, 2 (k + 1) when the lowest common ancestor is at level k, 2 (L + 1) when
-none is shared).
+Each row is :func:`~hpcpredict.daemon.comm.features.phase_features` of the record's phase,
+the same function the served models use on a request, so training and serving see the same
+columns (``hops_max`` included: the analytical baselines' input that is not a paper feature).
 
 >>> from hpcpredict.topology.placement import Placement
 >>> from hpcpredict.daemon.comm.records import CommRecord
@@ -19,33 +18,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ...comm.features import feature_vector
-from ...comm.patterns import Messages
+from ...comm.features import phase_features
 from ...comm.records import CommRecord, record_messages
 from ....topology.placement import Placement
-
-
-def hops_max(messages: Messages, rank_node: np.ndarray, ancestors: np.ndarray) -> float:
-    src_anc = ancestors[rank_node[messages.src]]
-    dst_anc = ancestors[rank_node[messages.dst]]
-    nlevels = ancestors.shape[1]
-    same = src_anc == dst_anc                                      # (M, L)
-    # first level where the ancestors agree (nlevels when none does)
-    common = np.where(same.any(axis=1), same.argmax(axis=1), nlevels)
-    hops = 2.0 * (common + 1)
-    hops[rank_node[messages.src] == rank_node[messages.dst]] = 0.0
-    return float(np.bincount(messages.src, weights=hops, minlength=messages.ntasks).max())
-
-
-def phase_features(messages: Messages, rank_node: np.ndarray, node_list: Sequence[str] | None,
-                   placement: Placement | None) -> dict[str, float]:
-    """All features of one phase: class A+B, and class C + hops when the placement is given."""
-    if placement is None or node_list is None:
-        return feature_vector(messages, rank_node, "B")
-    ancestors = placement.encode(list(node_list))
-    row = feature_vector(messages, rank_node, "C", ancestors, placement.kind, placement.levels)
-    row["hops_max"] = hops_max(messages, rank_node, ancestors)
-    return row
 
 
 def record_features(record: CommRecord, placement: Placement | None) -> dict[str, float]:
