@@ -118,15 +118,15 @@ def test_combination_may_drop_a_parameter_without_effect():
 
 def test_relative_fit_follows_the_small_values_under_relative_noise():
     from hpcpredict.daemon.lab.scaling.regression import (
-        REGRESSION_RELATIVE_FIT_BELOW, _loo_fit, combine, combine_for_noise)
+        REGRESSION_RELATIVE_FIT_BELOW, loo_fit, combine, combine_for_noise)
 
     ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
     lines = _lines(lambda p, n: 5 + 0.5 * p * n, ps, ns, noise=0.2, seed=1)
     data = parse_jsonlines(lines)[("<root>", "time")]
     y = data.medians()
     design = np.column_stack([np.ones(25), data.coordinates().prod(axis=1)])[None]
-    plain, plain_cv = _loo_fit(design, y)
-    weighted, weighted_cv = _loo_fit(design, y, 1 / y)
+    plain, plain_cv = loo_fit(design, y)
+    weighted, weighted_cv = loo_fit(design, y, 1 / y)
     # weighted least squares = ordinary least squares on rows divided by y
     direct = np.linalg.lstsq(design[0] / y[:, None], np.ones(25), rcond=None)[0]
     assert weighted[0] == pytest.approx(direct, rel=1e-9)

@@ -73,7 +73,7 @@ def make_combine(score: str, margin_noisy: float | None = None, drop: bool = Fal
         hyps.sort(key=lambda h: h[0])
         best = None
         for width, key, X in hyps:
-            coef, loo = regression._loo_fit(X[None], y)
+            coef, loo = regression.loo_fit(X[None], y)
             coef, loo = coef[0], float(loo[0])
             if (coef[1:] < 0).any():
                 continue

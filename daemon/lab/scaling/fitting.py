@@ -19,8 +19,8 @@ import numpy as np
 from ...errors import InvalidRequest, ParseError
 from ...scaling.advice import ScalingModel
 from .measurements import MeasurementSet
-from .modelers import Modeler, get_modeler
-from .regression import FittedModel
+from .abstract_modeler import FittedModel, Modeler
+from .modelers import get_modeler
 
 def fit_all(sets: Mapping[tuple[str, str], MeasurementSet], *, modeler: str | Modeler = "regression",
             negative: bool | str = "auto", source: str = "") -> dict[tuple[str, str], FittedModel]:
