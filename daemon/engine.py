@@ -40,7 +40,7 @@ from ..topology.hostlist import expand as expand_nodes
 from ..topology.placement import Placement
 
 if TYPE_CHECKING:   # loaded by their model kinds (hpcpredict.daemon.model_kinds)
-    from .comm.service import CommModelSet, CommRequest
+    from .comm.served import CommModelSet, CommRequest
     from .history.model import HpcPredictModel
     from .runtime.service import ApplicationModels
 

@@ -109,13 +109,13 @@ class CommKind(ModelKind):
 
     @staticmethod
     def load(folder: Path) -> Any:
-        from .comm.service import CommModelSet
+        from .comm.served import CommModelSet
 
         return CommModelSet.load(folder)
 
     @staticmethod
     def place(slots, key, model) -> None:
-        from .comm.service import CommRequest   # loaded with the model above
+        from .comm.served import CommRequest   # loaded with the model above
 
         slots["comm"][key] = model
         slots["comm_request"] = CommRequest

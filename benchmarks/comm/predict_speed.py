@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.comm.service import CommModelSet, CommRequest
+from hpcpredict.daemon.comm.served import CommModelSet, CommRequest
 from hpcpredict.topology.placement import Placement
 
 
@@ -43,7 +43,7 @@ def predict_speed(model_dir: Path, topology: Path, repeat: int = 200) -> list[di
             x = np.array([[row[f] for f in model.features]])
 
             def new_request():
-                models._request_features.cache_clear()
+                models.request_features.cache_clear()
                 models.predict(request, **kwargs)
             reference = model.estimator_.predict(x)[0]
             rows.append({"request": f"{pattern} {ntasks} ranks / {nnodes} nodes", "class": label,

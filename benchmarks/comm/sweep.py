@@ -12,12 +12,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from hpcpredict.daemon.comm.evaluation import evaluate, predict_all, scatter_plots
-from hpcpredict.daemon.comm.fabric import fabric_placement
 from hpcpredict.daemon.comm.records import read_records, write_records
-from hpcpredict.daemon.comm.service import CommModelSet
-from hpcpredict.daemon.comm.simulate import plan_points, simulate
-from hpcpredict.daemon.comm.train import train_model_set
+from hpcpredict.daemon.comm.served import CommModelSet
+from hpcpredict.daemon.lab.comm.evaluation import evaluate, predict_all, scatter_plots
+from hpcpredict.daemon.lab.comm.fabric import fabric_placement
+from hpcpredict.daemon.lab.comm.simulate import plan_points, simulate
+from hpcpredict.daemon.lab.comm.training import train_model_set
 from hpcpredict.topology.placement import Placement
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -55,10 +55,10 @@ from pathlib import Path
 import numpy as np
 
 from hpcpredict.daemon.scaling.advice import node_advice
-from hpcpredict.daemon.scaling.apmt import ProfiledRun, decompose
-from hpcpredict.daemon.scaling.fitting import fit_all, scaling_model
-from hpcpredict.daemon.scaling.measurements import parse_jsonlines
-from hpcpredict.daemon.scaling.profiles import parse_function_times, parse_mpi_profile, parse_perf_stat
+from hpcpredict.daemon.lab.scaling.apmt import ProfiledRun, decompose
+from hpcpredict.daemon.lab.scaling.fitting import fit_all, scaling_model
+from hpcpredict.daemon.lab.scaling.measurements import parse_jsonlines
+from hpcpredict.daemon.lab.scaling.profiles import parse_function_times, parse_mpi_profile, parse_perf_stat
 
 HERE = Path(__file__).parent
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",

@@ -68,9 +68,9 @@ def _placement(path):
 def _simulate(args) -> int:
     from rich.progress import Progress
 
-    from ..comm.fabric import fabric_placement
+    from ..lab.comm.fabric import fabric_placement
     from ..comm.records import write_records
-    from ..comm.simulate import plan_points, simulate
+    from ..lab.comm.simulate import plan_points, simulate
 
     from ..errors import InvalidRequest
 
@@ -97,7 +97,7 @@ def _simulate(args) -> int:
 def _ingest(args) -> int:
     from contextlib import ExitStack
 
-    from ..comm.commbench_ingest import ingest_lines
+    from ..lab.comm.commbench_ingest import ingest_lines
     from ..comm.records import write_records
     from ..errors import ParseError
 
@@ -118,7 +118,7 @@ def _train(args) -> int:
     from pathlib import Path
 
     from ..comm.records import read_records
-    from ..comm.train import train_model_set
+    from ..lab.comm.training import train_model_set
 
     records = read_records(args.data)
     manifest = train_model_set(records, _placement(args.topology), Path(args.out),
@@ -132,9 +132,9 @@ def _train(args) -> int:
 def _evaluate(args) -> int:
     from pathlib import Path
 
-    from ..comm.evaluation import evaluate, predict_all, scatter_plots
+    from ..lab.comm.evaluation import evaluate, predict_all, scatter_plots
     from ..comm.records import read_records
-    from ..comm.service import CommModelSet
+    from ..comm.served import CommModelSet
 
     model_set = CommModelSet.load(Path(args.model))
     records = read_records(args.data)

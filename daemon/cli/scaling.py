@@ -54,7 +54,7 @@ def register(subparsers) -> None:
     advise.set_defaults(handler=_advise)
 
     apmt = commands.add_parser("apmt", help="APMT decomposition from perf-stat and MPI profiles of a few runs")
-    apmt.add_argument("runs", type=Path, help="JSON manifest listing runs (see hpcpredict.daemon.scaling.apmt)")
+    apmt.add_argument("runs", type=Path, help="JSON manifest listing runs (see hpcpredict.daemon.lab.scaling.apmt)")
     apmt.add_argument("--predict-at", type=int, nargs="*", default=[], metavar="P")
     apmt.add_argument("--json", action="store_true")
     apmt.set_defaults(handler=_apmt)
@@ -70,9 +70,9 @@ def register(subparsers) -> None:
 def _fit(args) -> int:
     from ..errors import InvalidRequest
     from ..scaling.advice import save_scaling_model
-    from ..scaling.fitting import describe, fit_all, read_points_csv, scaling_model
-    from ..scaling.measurements import read_jsonlines
-    from ..scaling.modelers import get_modeler
+    from ..lab.scaling.fitting import describe, fit_all, read_points_csv, scaling_model
+    from ..lab.scaling.measurements import read_jsonlines
+    from ..lab.scaling.modelers import get_modeler
 
     cls = get_modeler(args.modeler)   # an unknown name: the error lists the registered ones
     if args.adapt_samples < 1:
@@ -111,7 +111,7 @@ def _fit(args) -> int:
 
 
 def _modelers(args) -> int:
-    from ..scaling.modelers import describe_modelers
+    from ..lab.scaling.modelers import describe_modelers
 
     for name, text in describe_modelers():
         print(f"{name:<12} {text}")
@@ -148,7 +148,7 @@ def _advise(args) -> int:
 
 
 def _apmt(args) -> int:
-    from ..scaling.apmt import decompose, load_runs
+    from ..lab.scaling.apmt import decompose, load_runs
 
     runs = load_runs(args.runs)
     result = decompose(runs)
@@ -168,7 +168,7 @@ def _apmt(args) -> int:
 def _pretrain(args) -> int:
     import time
 
-    from ..scaling.adaptive import PRETRAINED_PATH, pretrain
+    from ..lab.scaling.adaptive import PRETRAINED_PATH, pretrain
 
     output = args.output or PRETRAINED_PATH
     started = time.monotonic()

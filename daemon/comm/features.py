@@ -16,6 +16,10 @@ different nodes under the same switch/Aries). Statistics [min, avg, max] run ove
 >>> f = class_b(m, np.repeat(np.arange(4), 2))
 >>> f["ND_max"], f["iND_max"], f["TD"]
 (400.0, 200.0, 1600.0)
+
+:func:`phase_features` is what a request or a record becomes: every feature, and the switch
+hops (``hops_max``) the lab's analytical baselines use (0 within a node, 2 (k + 1) when the
+lowest common ancestor is at level k, 2 (L + 1) when none is shared).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from .patterns import Messages
+from ...topology.placement import Placement
 
 CLASS_A = ("n", "ppn", "l", "PD", "PM")
 _STATS = ("min", "avg", "max")
@@ -235,3 +240,26 @@ def feature_vector(messages: Messages, rank_node: np.ndarray, feature_class: str
         out.update(class_c(messages, rank_node, ancestors, kind, levels, traffic))
         out.update(relative_features(out))
     return out
+
+
+def hops_max(messages: Messages, rank_node: np.ndarray, ancestors: np.ndarray) -> float:
+    src_anc = ancestors[rank_node[messages.src]]
+    dst_anc = ancestors[rank_node[messages.dst]]
+    nlevels = ancestors.shape[1]
+    same = src_anc == dst_anc                                      # (M, L)
+    # first level where the ancestors agree (nlevels when none does)
+    common = np.where(same.any(axis=1), same.argmax(axis=1), nlevels)
+    hops = 2.0 * (common + 1)
+    hops[rank_node[messages.src] == rank_node[messages.dst]] = 0.0
+    return float(np.bincount(messages.src, weights=hops, minlength=messages.ntasks).max())
+
+
+def phase_features(messages: Messages, rank_node: np.ndarray, node_list: Sequence[str] | None,
+                   placement: Placement | None) -> dict[str, float]:
+    """All features of one phase: class A+B, and class C + hops when the placement is given."""
+    if placement is None or node_list is None:
+        return feature_vector(messages, rank_node, "B")
+    ancestors = placement.encode(list(node_list))
+    row = feature_vector(messages, rank_node, "C", ancestors, placement.kind, placement.levels)
+    row["hops_max"] = hops_max(messages, rank_node, ancestors)
+    return row

@@ -7,6 +7,7 @@ import pytest
 from hpcpredict.daemon.comm import compiled as compiled_module
 from hpcpredict.daemon.comm.compiled import CompiledGBRT
 from hpcpredict.daemon.comm.models import ClassModel
+from hpcpredict.daemon.lab.comm.training import fit_class_model, save_class_model
 from hpcpredict.daemon.errors import ModelArtifactError
 
 NAMES = ("n", "ppn", "l", "PD", "PM", "hops")
@@ -25,7 +26,7 @@ def _data(rows: int, seed: int):
 def fitted():
     X, y = _data(1500, 0)
     params = {"n_estimators": 120, "learning_rate": 0.1, "max_depth": 6, "min_samples_leaf": 2}
-    return ClassModel("B", list(NAMES[:5]) + ["hops"], params).fit(X, NAMES, y, seed=0)
+    return fit_class_model(ClassModel("B", list(NAMES[:5]) + ["hops"], params), X, NAMES, y, seed=0)
 
 
 def _probe_rows(model, count: int, seed: int) -> np.ndarray:
@@ -57,7 +58,7 @@ def test_predict_row_in_seconds_matches_sklearn(fitted):
 
 def test_skops_round_trip_compiles_on_load(fitted, tmp_path):
     path = tmp_path / "classB.skops"
-    fitted.save(path)
+    save_class_model(fitted, path)
     loaded = ClassModel("B", fitted.features).load_estimator(path)
     X = _probe_rows(fitted, 500, 3)
     np.testing.assert_allclose(loaded.compiled_.predict(X), fitted.estimator_.predict(X), rtol=1e-9, atol=0)

@@ -4,12 +4,12 @@ import importlib
 
 import pytest
 
-MODULES = ["patterns", "features", "records", "fabric", "simulate", "metrics", "dataset",
-           "baselines", "commbench_ingest"]
+MODULES = ["comm.patterns", "comm.features", "comm.records", "lab.comm.fabric", "lab.comm.simulate",
+           "lab.comm.accuracy", "lab.comm.dataset", "lab.comm.baselines", "lab.comm.commbench_ingest"]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    module = importlib.import_module(f"hpcpredict.daemon.comm.{name}")
+    module = importlib.import_module(f"hpcpredict.daemon.{name}")
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

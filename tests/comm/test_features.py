@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.comm.dataset import hops_max, phase_features
-from hpcpredict.daemon.comm.features import class_a, class_b, class_c, class_c_model_candidates, class_c_names
+from hpcpredict.daemon.comm.features import (
+    class_a, class_b, class_c, class_c_model_candidates, class_c_names, hops_max, phase_features)
 from hpcpredict.daemon.comm.patterns import build_pattern
 from hpcpredict.topology.mapping import map_ranks
 from hpcpredict.topology.placement import Placement

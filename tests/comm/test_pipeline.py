@@ -11,7 +11,7 @@ import pytest
 
 from hpcpredict.daemon.cli.main import main as cli
 from hpcpredict.daemon.comm.records import read_records
-from hpcpredict.daemon.comm.service import CommModelSet, CommRequest
+from hpcpredict.daemon.comm.served import CommModelSet, CommRequest
 from hpcpredict.daemon.errors import InvalidRequest, ModelArtifactError, UnknownNode
 from hpcpredict.topology.placement import Placement
 
@@ -94,7 +94,7 @@ def test_simulated_records_and_topology(simulated):
 
 
 def test_simulated_time_grows_with_message_size(tmp_path):
-    from hpcpredict.daemon.comm.simulate import simulate
+    from hpcpredict.daemon.lab.comm.simulate import simulate
 
     base = {"pattern": "halo3d", "ntasks": 8, "seed": 0, "grid": [], "peers": 0,
             "tasks_per_node": "2(x4)", "rank_node": [0, 0, 1, 1, 2, 2, 3, 3], "hosts": [0, 1, 4, 9]}

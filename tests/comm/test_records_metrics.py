@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.comm.baselines import AlphaBeta, AlphaBetaGamma, SingleVariable
-from hpcpredict.daemon.comm.commbench_ingest import ingest_lines
-from hpcpredict.daemon.comm.metrics import mmre, pred25, rcc, scores
 from hpcpredict.daemon.comm.records import CommRecord, read_records, record_messages, write_records
-from hpcpredict.daemon.comm.simulate import plan_points, tasks_per_node_string
+from hpcpredict.daemon.lab.comm.accuracy import mmre, pred25, rcc, scores
+from hpcpredict.daemon.lab.comm.baselines import AlphaBeta, AlphaBetaGamma, SingleVariable
+from hpcpredict.daemon.lab.comm.commbench_ingest import ingest_lines
+from hpcpredict.daemon.lab.comm.simulate import plan_points, tasks_per_node_string
 from hpcpredict.daemon.errors import ParseError
 
 

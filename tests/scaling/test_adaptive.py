@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.scaling.adaptive import (
+from hpcpredict.daemon.lab.scaling.adaptive import (
     PRETRAINED_PATH, AdaptiveModeler, ClassifierWeights, domain_adapt, line_features)
-from hpcpredict.daemon.scaling.measurements import parse_jsonlines, relative_deviation_range
-from hpcpredict.daemon.scaling.pmnf import CLASSES, factor
+from hpcpredict.daemon.lab.scaling.measurements import parse_jsonlines, relative_deviation_range
+from hpcpredict.daemon.lab.scaling.pmnf import CLASSES, factor
 
 
 def test_shipped_weights_are_small_plain_arrays():
@@ -92,7 +92,7 @@ def test_noisy_line_takes_the_classifiers_top_plausible_class():
 def _fixed_classifier(preferences: dict) -> ClassifierWeights:
     """A real one-layer classifier whose output ignores the features (zero weights), with the
     given class probabilities through its biases."""
-    from hpcpredict.daemon.scaling.adaptive import SLOTS
+    from hpcpredict.daemon.lab.scaling.adaptive import SLOTS
 
     probabilities = np.full(len(CLASSES), 1e-9)
     for pair, p in preferences.items():
@@ -101,7 +101,7 @@ def _fixed_classifier(preferences: dict) -> ClassifierWeights:
 
 
 def test_growth_quantile_takes_the_median_growth_not_the_most_probable_class():
-    from hpcpredict.daemon.scaling.adaptive import growth_quantile_class
+    from hpcpredict.daemon.lab.scaling.adaptive import growth_quantile_class
 
     x = np.array([4.0, 8, 16, 32, 64])
     p = np.zeros(len(CLASSES))
@@ -121,7 +121,7 @@ def test_growth_quantile_takes_the_median_growth_not_the_most_probable_class():
 
 
 def test_noisy_line_rule_picks_the_lower_exponent_when_the_steep_class_is_not_a_majority(monkeypatch):
-    from hpcpredict.daemon.scaling import adaptive
+    from hpcpredict.daemon.lab.scaling import adaptive
 
     x = np.array([4.0, 8, 16, 32, 64])
     rng = np.random.default_rng(2)
@@ -149,8 +149,8 @@ def test_grid_lines_keep_several_candidates_where_a_single_line_would_not():
     # Round 4: a line averaged over a grid of 5 other-parameter values with ~20 % noise keeps
     # its top-3 candidates (chosen by the combination's CV over all points); a single-parameter
     # line that noisy takes the classifier's answer alone.
-    from hpcpredict.daemon.scaling.adaptive import CLASSIFIER_ONLY_ABOVE, GRID_CLASSIFIER_ONLY_ABOVE
-    from hpcpredict.daemon.scaling.measurements import relative_deviation_range
+    from hpcpredict.daemon.lab.scaling.adaptive import CLASSIFIER_ONLY_ABOVE, GRID_CLASSIFIER_ONLY_ABOVE
+    from hpcpredict.daemon.lab.scaling.measurements import relative_deviation_range
 
     weights = _fixed_classifier({(1.0, 0): 0.5, (0.5, 0): 0.3, (2.0, 0): 0.2})
     rng = np.random.default_rng(1)
@@ -187,8 +187,8 @@ def test_noisy_symmetric_data_are_fitted_on_means_calm_or_spiky_data_on_medians(
     # Round 6: above rrd MEAN_ABOVE the mean of the repetitions is fitted when the pooled noise
     # makes it clearly less variable than the median and is roughly symmetric; data with
     # interference spikes or right-skewed noise keep seed 001's median.
-    from hpcpredict.daemon.scaling import adaptive
-    from hpcpredict.daemon.scaling.adaptive import MEAN_ABOVE, location_for
+    from hpcpredict.daemon.lab.scaling import adaptive
+    from hpcpredict.daemon.lab.scaling.adaptive import MEAN_ABOVE, location_for
 
     assert MEAN_ABOVE is not None
     rng = np.random.default_rng(2)
@@ -204,7 +204,7 @@ def test_noisy_symmetric_data_are_fitted_on_means_calm_or_spiky_data_on_medians(
     assert location_for(spiky, relative_deviation_range(spiky.points)) == "median"
     # right-skewed timing noise (log-normal): the bootstrap alone might still favour the mean,
     # the skewness guard keeps the median
-    from hpcpredict.daemon.scaling.measurements import deviation_skewness
+    from hpcpredict.daemon.lab.scaling.measurements import deviation_skewness
     skew_rng = np.random.default_rng(11)
     skewed = parse_jsonlines([json.dumps({"params": {"p": p}, "value": list((20 + 3 * p) * skew_rng.lognormal(0, 0.6, 5))})
                               for p in (4, 8, 16, 32, 64, 128, 256, 512)])[("<root>", "time")]

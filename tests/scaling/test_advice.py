@@ -130,7 +130,7 @@ def test_format_table_marks_recommendation():
 def _dip_data(repetitions=10):
     """Runtimes with a dip at p = 2 that a one-term PMNF model smooths away (the shape of a
     CPU-bound code on the 2-core reference machine: faster on 2 cores, oversubscribed beyond)."""
-    from hpcpredict.daemon.scaling.measurements import parse_jsonlines
+    from hpcpredict.daemon.lab.scaling.measurements import parse_jsonlines
 
     truth = {1: 0.86, 2: 0.67, 3: 0.75, 4: 0.79, 5: 0.86, 6: 0.90, 8: 1.02}
     jitter = [(-1) ** k * 0.01 * (k % 3) for k in range(repetitions)]   # about 1 %, symmetric
@@ -140,7 +140,7 @@ def _dip_data(repetitions=10):
 
 
 def test_measured_median_replaces_a_model_that_misses_it_beyond_the_noise():
-    from hpcpredict.daemon.scaling.fitting import fit_all, scaling_model
+    from hpcpredict.daemon.lab.scaling.fitting import fit_all, scaling_model
 
     truth, data = _dip_data()
     fit = fit_all({("cpu", "time"): data}, modeler="regression")[("cpu", "time")]
@@ -170,8 +170,8 @@ def test_measured_median_is_not_used_where_the_model_fits_or_without_repetitions
     missed = dataclass_replace(model, measured=(((16.0,), at_16 * 1.3, 0.01 * at_16),))
     assert missed.measured_runtime({"p": 16.0}, at_16) == pytest.approx(at_16 * 1.3)
     assert missed.measured_runtime({"p": 32.0}, model.predict({"p": 32.0})) is None   # not measured there
-    from hpcpredict.daemon.scaling.fitting import measured_points
-    from hpcpredict.daemon.scaling.measurements import parse_jsonlines
+    from hpcpredict.daemon.lab.scaling.fitting import measured_points
+    from hpcpredict.daemon.lab.scaling.measurements import parse_jsonlines
 
     lines = [json.dumps({"params": {"p": p}, "value": values}) for p, values in
              ((1, [2.0, 2.1]), (2, [1.0, 1.1, 1.2]), (4, [0.5]), (8, [0.4, 0.5, 0.45, 0.41]), (16, [0.3, 0.31, 0.32]))]

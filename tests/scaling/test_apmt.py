@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hpcpredict.daemon.errors import ParseError
-from hpcpredict.daemon.scaling.apmt import ProfiledRun, decompose, fit_against_p, load_runs, select_kernels
-from hpcpredict.daemon.scaling.profiles import (
+from hpcpredict.daemon.lab.scaling.apmt import ProfiledRun, decompose, fit_against_p, load_runs, select_kernels
+from hpcpredict.daemon.lab.scaling.profiles import (
     parse_function_times, parse_mpi_profile, parse_perf_stat)
 
 DATA = Path(__file__).parents[1] / "data" / "scaling"

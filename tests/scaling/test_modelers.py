@@ -6,9 +6,10 @@ import pytest
 
 from hpcpredict.daemon.cli.main import main
 from hpcpredict.daemon.errors import ConfigError, InvalidRequest
-from hpcpredict.daemon.scaling import modelers
-from hpcpredict.daemon.scaling.measurements import parse_jsonlines
-from hpcpredict.daemon.scaling.modelers import Modeler, get_modeler, modeler_names, register_modeler
+from hpcpredict.daemon.lab.scaling import modelers
+from hpcpredict.daemon.lab.scaling.abstract_modeler import Modeler
+from hpcpredict.daemon.lab.scaling.measurements import parse_jsonlines
+from hpcpredict.daemon.lab.scaling.modelers import get_modeler, modeler_names, register_modeler
 
 
 def strong_scaling():

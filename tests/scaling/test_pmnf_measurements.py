@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ParseError
-from hpcpredict.daemon.scaling.measurements import (
+from hpcpredict.daemon.lab.scaling.measurements import (
     InsufficientMeasurements, MeasurementPoint, parse_jsonlines, relative_deviation_range)
-from hpcpredict.daemon.scaling.pmnf import CLASSES, EXPONENT_SET, CompoundTerm, PmnfFunction, smape
+from hpcpredict.daemon.lab.scaling.pmnf import CLASSES, EXPONENT_SET, CompoundTerm, PmnfFunction, smape
 
 
 def test_exponent_set_matches_seed_001():
@@ -85,7 +85,7 @@ def test_rrd_is_range_of_relative_deviation():
 
 
 def test_summarised_replaces_repetitions_by_their_mean_or_median():
-    from hpcpredict.daemon.scaling.measurements import MeasurementSet
+    from hpcpredict.daemon.lab.scaling.measurements import MeasurementSet
 
     points = (MeasurementPoint((1.0,), (1.0, 2.0, 9.0)), MeasurementPoint((2.0,), (4.0, 4.0, 7.0)))
     data = MeasurementSet("main", "time", ("p",), points)
@@ -96,7 +96,7 @@ def test_summarised_replaces_repetitions_by_their_mean_or_median():
 
 
 def test_location_variance_ratio_prefers_the_mean_only_for_light_tailed_noise():
-    from hpcpredict.daemon.scaling.measurements import location_variance_ratio
+    from hpcpredict.daemon.lab.scaling.measurements import location_variance_ratio
 
     rng = np.random.default_rng(5)
 

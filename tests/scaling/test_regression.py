@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.scaling.measurements import InsufficientMeasurements, parse_jsonlines
-from hpcpredict.daemon.scaling.regression import (
+from hpcpredict.daemon.lab.scaling.measurements import InsufficientMeasurements, parse_jsonlines
+from hpcpredict.daemon.lab.scaling.regression import (
     covering_families, fit_regression, rank_single_parameter)
 
 
@@ -86,7 +86,7 @@ def test_strong_scaling_u_shape_gets_two_terms():
 
 
 def test_combine_margin_keeps_the_simpler_model_on_near_ties():
-    from hpcpredict.daemon.scaling.regression import combine
+    from hpcpredict.daemon.lab.scaling.regression import combine
 
     ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
     # Additive truth plus a tiny product term: the 3-term family fits a little better.
@@ -100,7 +100,7 @@ def test_combine_margin_keeps_the_simpler_model_on_near_ties():
 
 
 def test_combination_may_drop_a_parameter_without_effect():
-    from hpcpredict.daemon.scaling.regression import combine, combine_for_noise
+    from hpcpredict.daemon.lab.scaling.regression import combine, combine_for_noise
 
     ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
     # n has no effect and the noise is 80 %: without dropping, covering families force an
@@ -117,16 +117,16 @@ def test_combination_may_drop_a_parameter_without_effect():
 
 
 def test_relative_fit_follows_the_small_values_under_relative_noise():
-    from hpcpredict.daemon.scaling.regression import (
-        REGRESSION_RELATIVE_FIT_BELOW, _loo_fit, combine, combine_for_noise)
+    from hpcpredict.daemon.lab.scaling.regression import (
+        REGRESSION_RELATIVE_FIT_BELOW, loo_fit, combine, combine_for_noise)
 
     ps, ns = (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)
     lines = _lines(lambda p, n: 5 + 0.5 * p * n, ps, ns, noise=0.2, seed=1)
     data = parse_jsonlines(lines)[("<root>", "time")]
     y = data.medians()
     design = np.column_stack([np.ones(25), data.coordinates().prod(axis=1)])[None]
-    plain, plain_cv = _loo_fit(design, y)
-    weighted, weighted_cv = _loo_fit(design, y, 1 / y)
+    plain, plain_cv = loo_fit(design, y)
+    weighted, weighted_cv = loo_fit(design, y, 1 / y)
     # weighted least squares = ordinary least squares on rows divided by y
     direct = np.linalg.lstsq(design[0] / y[:, None], np.ones(25), rcond=None)[0]
     assert weighted[0] == pytest.approx(direct, rel=1e-9)
@@ -151,7 +151,7 @@ def test_relative_fit_follows_the_small_values_under_relative_noise():
 
 
 def test_one_parameter_combination_is_unchanged_by_the_noise_rule():
-    from hpcpredict.daemon.scaling.regression import combine, combine_for_noise
+    from hpcpredict.daemon.lab.scaling.regression import combine, combine_for_noise
 
     lines = [json.dumps({"params": {"p": p}, "value": [3 + 0.2 * p ** 1.5 * (1 + 0.3 * ((p * 7) % 5 - 2) / 2)]})
              for p in (2, 4, 8, 16, 32, 64)]
@@ -164,8 +164,8 @@ def test_one_parameter_combination_is_unchanged_by_the_noise_rule():
 def test_regression_modeler_fits_noisy_combinations_by_plain_least_squares():
     # Round 4: between REGRESSION_RELATIVE_FIT_BELOW and RELATIVE_FIT_BELOW the regression
     # modeler combines by ordinary least squares (the adaptive modeler still relatively).
-    from hpcpredict.daemon.scaling.measurements import relative_deviation_range
-    from hpcpredict.daemon.scaling.regression import (
+    from hpcpredict.daemon.lab.scaling.measurements import relative_deviation_range
+    from hpcpredict.daemon.lab.scaling.regression import (
         REGRESSION_RELATIVE_FIT_BELOW, RELATIVE_FIT_BELOW, combine, combine_for_noise, fit_regression,
         parameter_line, rank_single_parameter)
 

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scaling"))  # synt
 
 import dev_common  # noqa: E402
 import synthetic_protocol as protocol  # noqa: E402
-from hpcpredict.daemon.scaling import adaptive, regression  # noqa: E402
-from hpcpredict.daemon.scaling.pmnf import CompoundTerm, PmnfFunction, factor  # noqa: E402
+from hpcpredict.daemon.lab.scaling import adaptive, regression  # noqa: E402
+from hpcpredict.daemon.lab.scaling.pmnf import CompoundTerm, PmnfFunction, factor  # noqa: E402
 
 ORIGINAL_COMBINE = regression.combine          # selection="loo": the original rule
 SHIPPED = regression.combine_for_noise
@@ -40,7 +40,7 @@ def make_combine(score: str, margin_noisy: float | None = None, drop: bool = Fal
     points at any parameter's largest value), 'mix' (mean of both)."""
     def combine(data, choices, margin=1e-3):
         if score.startswith("hyb"):   # holdout score on calm data, LOO + drop on noisy data
-            from hpcpredict.daemon.scaling.measurements import relative_deviation_range
+            from hpcpredict.daemon.lab.scaling.measurements import relative_deviation_range
             calm = relative_deviation_range(data.points) <= float(score[3:])
             inner = make_combine("extrap" if calm else "loo", margin_noisy, drop=not calm)
             return inner(data, choices, margin)
@@ -73,7 +73,7 @@ def make_combine(score: str, margin_noisy: float | None = None, drop: bool = Fal
         hyps.sort(key=lambda h: h[0])
         best = None
         for width, key, X in hyps:
-            coef, loo = regression._loo_fit(X[None], y)
+            coef, loo = regression.loo_fit(X[None], y)
             coef, loo = coef[0], float(loo[0])
             if (coef[1:] < 0).any():
                 continue
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
         score, _, margin = head.partition("@")
         if "wls" in flags:     # relative (1/y) least squares up to rrd <thr>, parameters may drop out
             def rule(data, choices, margin=1e-3, thr=float(score[3:]) if score.startswith("hyb") else 9.0):
-                from hpcpredict.daemon.scaling.measurements import relative_deviation_range
+                from hpcpredict.daemon.lab.scaling.measurements import relative_deviation_range
                 relative = relative_deviation_range(data.points) <= thr
                 return regression.combine(data, choices, margin, relative=relative, allow_dropping=True)
         else:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scaling"))  # synt
 
 import dev_common  # noqa: E402
 import synthetic_protocol as protocol  # noqa: E402
-from hpcpredict.daemon.scaling import adaptive  # noqa: E402
+from hpcpredict.daemon.lab.scaling import adaptive  # noqa: E402
 
 SETTINGS = ("MEAN_ABOVE", "MEAN_VARIANCE_RATIO", "ADAPT_ON_LOCATION", "MEAN_MAX_SKEW")
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scaling"))  # synt
 
 import dev_common  # noqa: E402
 import synthetic_protocol as protocol  # noqa: E402
-from hpcpredict.daemon.scaling import adaptive, regression  # noqa: E402
+from hpcpredict.daemon.lab.scaling import adaptive, regression  # noqa: E402
 
 SETTINGS = ((adaptive, "NOISY_LINE_QUANTILE"), (adaptive, "GRID_CLASSIFIER_ONLY_ABOVE"),
             (adaptive, "CLASSIFIER_ONLY_ABOVE"), (regression, "RELATIVE_FIT_BELOW"))

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scaling"))  # synt
 
 import dev_common  # noqa: E402
 import synthetic_protocol as protocol  # noqa: E402
-from hpcpredict.daemon.scaling import adaptive  # noqa: E402
+from hpcpredict.daemon.lab.scaling import adaptive  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -3,7 +3,7 @@
 A PMNF function is ``c0 + sum_k c_k * prod_l x_l**i_kl * log2(x_l)**j_kl``. A *compound term*
 is one product; an *exponent pair* ``(i, j)`` is one parameter's factor ``x**i * log2(x)**j``.
 
->>> from hpcpredict.daemon.scaling.pmnf import CompoundTerm, PmnfFunction
+>>> from hpcpredict.daemon.lab.scaling.pmnf import CompoundTerm, PmnfFunction
 >>> f = PmnfFunction(constant=2.0, terms=(CompoundTerm(3.0, {"p": (1.0, 1)}),))
 >>> f.evaluate({"p": 4.0})
 26.0

@@ -1,7 +1,7 @@
 """Fit every (callpath, metric) of an Extra-P input and turn a fit into a ScalingModel.
 
 >>> import json
->>> from hpcpredict.daemon.scaling.measurements import parse_jsonlines
+>>> from hpcpredict.daemon.lab.scaling.measurements import parse_jsonlines
 >>> lines = [json.dumps({"params": {"p": p}, "value": [2 + 64 / p]}) for p in (1, 2, 4, 8, 16)]
 >>> fit = fit_all(parse_jsonlines(lines), modeler="regression")[("<root>", "time")]
 >>> fit.function.expression()
@@ -16,11 +16,11 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ..errors import InvalidRequest, ParseError
-from .advice import ScalingModel
+from ...errors import InvalidRequest, ParseError
+from ...scaling.advice import ScalingModel
 from .measurements import MeasurementSet
-from .modelers import Modeler, get_modeler
-from .regression import FittedModel
+from .abstract_modeler import FittedModel, Modeler
+from .modelers import get_modeler
 
 def fit_all(sets: Mapping[tuple[str, str], MeasurementSet], *, modeler: str | Modeler = "regression",
             negative: bool | str = "auto", source: str = "") -> dict[tuple[str, str], FittedModel]:

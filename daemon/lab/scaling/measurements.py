@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ParseError
+from ...errors import ParseError
 
 MIN_VALUES_PER_PARAMETER = 5
 LOCATIONS = ("median", "mean")

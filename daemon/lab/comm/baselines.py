@@ -27,6 +27,8 @@ import itertools
 import numpy as np
 from scipy.optimize import nnls
 
+from ...errors import ModelArtifactError
+
 
 def _columns(X: np.ndarray, names, wanted) -> list[np.ndarray]:
     index = {n: i for i, n in enumerate(names)}
@@ -156,3 +158,15 @@ def first_level_feature(names) -> str:
         if candidate in names:
             return candidate
     raise KeyError("no first-level traffic feature (class C placement needed)")
+
+
+BASELINES = (AlphaBeta, AlphaBetaGamma, SingleVariable)
+
+
+def load_baselines(manifest: dict) -> dict:
+    """The fitted baselines a MODEL_DIR's manifest holds, by name (in :data:`BASELINES` order)."""
+    stored = manifest.get("baselines", {})
+    try:
+        return {cls.name: cls.from_dict(stored[cls.name]) for cls in BASELINES if cls.name in stored}
+    except (KeyError, TypeError, ValueError) as error:
+        raise ModelArtifactError(f"manifest.json: malformed baselines: {error!r}") from error

@@ -20,15 +20,16 @@ from typing import Sequence
 
 import numpy as np
 
-from .baselines import AlphaBeta, AlphaBetaGamma, SingleVariable
-from .dataset import phase_features
+from .features import phase_features
 from .models import ClassModel
 from .patterns import PATTERNS, build_pattern
-from .train import FORMAT_VERSION
 from ..errors import InvalidRequest, ModelArtifactError
 from ...topology.mapping import map_ranks
 from ...topology.placement import Placement
 
+# MODEL_DIR's format (written by hpcpredict.daemon.lab.comm.training): manifest.json and one
+# skops file per class. The manifest's "baselines" are the lab's, read by its evaluation.
+FORMAT_VERSION = 1
 MAX_TASKS = 1 << 20
 FEATURE_CACHE = 1024
 
@@ -67,14 +68,15 @@ class CommPrediction:
 class CommModelSet:
     """The trained models of one cluster, loaded from a directory."""
 
-    def __init__(self, manifest: dict, models: dict[str, ClassModel], baselines: dict):
-        self.manifest, self.models, self.baselines = manifest, models, baselines
+    def __init__(self, manifest: dict, models: dict[str, ClassModel]):
+        self.manifest, self.models = manifest, models
         placement = manifest.get("placement") or {}
         self.kind = placement.get("kind", "")
         self.levels = tuple(placement.get("levels", ()))
+        # The class B features of a request, cached (an lru_cache: ``cache_clear`` empties it).
         # Per instance, so a reload (a new CommModelSet) starts empty. The cached dicts are
         # only read (predict_row, explanation), never changed.
-        self._request_features = functools.lru_cache(maxsize=FEATURE_CACHE)(self.features)
+        self.request_features = functools.lru_cache(maxsize=FEATURE_CACHE)(self.features)
 
     @classmethod
     def load(cls, directory: Path) -> "CommModelSet":
@@ -92,16 +94,11 @@ class CommModelSet:
             for name, entry in manifest["classes"].items():
                 model = ClassModel(name, entry["features"], entry.get("params"))
                 models[name] = model.load_estimator(directory / entry["file"])
-            baselines = {}
-            for name, factory in (("alpha-beta", AlphaBeta), ("alpha-beta-gamma", AlphaBetaGamma),
-                                  ("single-variable", SingleVariable)):
-                if name in manifest.get("baselines", {}):
-                    baselines[name] = factory.from_dict(manifest["baselines"][name])
         except (KeyError, TypeError, ValueError) as error:
             raise ModelArtifactError(f"{directory}/manifest.json: malformed: {error!r}") from error
         if "A" not in models or "B" not in models:
             raise ModelArtifactError(f"{directory}: classes A and B are required")
-        return cls(manifest, models, baselines)
+        return cls(manifest, models)
 
     # -- request -> phase ------------------------------------------------------------------
     @staticmethod
@@ -137,7 +134,7 @@ class CommModelSet:
         if use_c:
             row = self.features(request, node_list, placement)
         elif _hashable(request):
-            row = self._request_features(request)
+            row = self.request_features(request)
         else:                   # a hand-made request with list fields: built, not cached
             row = self.features(request)
         feature_class = "C" if use_c else "B"

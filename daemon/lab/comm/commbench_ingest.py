@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
-from .records import CommRecord
-from ..errors import ParseError
+from ...comm.records import CommRecord
+from ...errors import ParseError
 
 _REQUIRED = ("pattern", "ntasks", "message_bytes", "peers", "seed", "nodes", "rank_nodes", "time_s")
 

@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ParseError
+from ...errors import ParseError
 from .profiles import P2P_CALLS, MpiCall, PerfCounters, parse_mpi_profile, parse_perf_stat
 
 DEFAULT_LATENCY_CYCLES = {"L1": 4.0, "LLC": 40.0, "memory": 200.0}

@@ -9,11 +9,12 @@ from typing import Sequence
 
 import numpy as np
 
+from .accuracy import scores
+from .baselines import load_baselines
 from .dataset import feature_table
-from .metrics import scores
-from .records import CommRecord
-from .service import CommModelSet
-from ...topology.placement import Placement
+from ...comm.records import CommRecord
+from ...comm.served import CommModelSet
+from ....topology.placement import Placement
 
 MODEL_ORDER = ("classA", "classB", "classC", "alpha-beta", "alpha-beta-gamma", "single-variable")
 
@@ -27,7 +28,7 @@ def predict_all(model_set: CommModelSet, records: Sequence[CommRecord], placemen
         if cls == "C" and placement is None:
             continue
         predictions[f"class{cls}"] = model.predict(X, names)
-    for name, baseline in model_set.baselines.items():
+    for name, baseline in load_baselines(model_set.manifest).items():
         if name != "alpha-beta" and placement is None:
             continue
         predictions[name] = baseline.predict(X, names)

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from ..errors import ParseError
+from ...errors import ParseError
 
 UNSUPPORTED = ("<not supported>", "<not counted>")
 # Units perf prints for software counters, converted to seconds.

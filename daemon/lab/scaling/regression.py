@@ -23,9 +23,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .modelers import Modeler, register_modeler
+from .abstract_modeler import FittedModel, Modeler
 from .measurements import (
-    MIN_VALUES_PER_PARAMETER, InsufficientMeasurements, MeasurementSet)
+    MIN_VALUES_PER_PARAMETER, InsufficientMeasurements, MeasurementSet, relative_deviation_range)
 from .pmnf import (
     CLASSES, NEGATIVE_EXPONENTS, CompoundTerm, ExponentPair, PmnfFunction, factor)
 
@@ -38,16 +38,7 @@ class RankedPair:
     cv_smape: float
 
 
-@dataclass(frozen=True)
-class FittedModel:
-    function: PmnfFunction
-    cv_smape: float
-    modeler: str
-    noise: float = 0.0
-    location: str = "median"      # estimate of the repetitions that was fitted ("median"/"mean")
-
-
-def _loo_fit(designs: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def loo_fit(designs: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Least squares on a stack of design matrices (H, n, k); returns coefficients (H, k) and
     leave-one-out SMAPE (H,) in percent. Columns are rescaled first for conditioning.
     ``weights`` (n,) make it weighted least squares (rows and targets multiplied by them);
@@ -115,7 +106,7 @@ def rank_single_parameter(x: np.ndarray, y: np.ndarray, pairs: Sequence[Exponent
     others = [p for p in pairs if p != CONSTANT]
     if others:
         designs = np.stack([np.column_stack([np.ones_like(x), factor(x, p)]) for p in others])
-        coef, cv = _loo_fit(designs, y)
+        coef, cv = loo_fit(designs, y)
         cv = np.where(coef[:, 1] < 0, np.inf, cv)
         ranked += [RankedPair(p, float(c)) for p, c in zip(others, cv)]
     ranked.sort(key=lambda r: (r.cv_smape, abs(r.pair[0]), r.pair[1]))
@@ -235,7 +226,7 @@ def combine(data: MeasurementSet, choices: Mapping[str, Sequence[ExponentPair]],
     best: tuple[float, PmnfFunction] | None = None
     for width in sorted(hypotheses):   # fewer terms first; a wider one must be clearly better
         group = hypotheses[width]
-        coef, cv = _loo_fit(np.stack([h[1] for h in group]), y, weights)
+        coef, cv = loo_fit(np.stack([h[1] for h in group]), y, weights)
         cv = np.where((coef[:, 1:] < 0).any(axis=1) & (cv < np.inf), cv + 1e6, cv)
         k = int(np.argmin(cv))
         if best is None or cv[k] < best[0] - max(1e-9, margin * best[0]):
@@ -274,7 +265,7 @@ def strong_scaling_two_terms(x: np.ndarray, y: np.ndarray) -> tuple[PmnfFunction
     growing = [p for p in CLASSES if p != CONSTANT]
     pairs = [(a, b) for a in shrinking for b in growing]
     designs = np.stack([np.column_stack([np.ones_like(x), factor(x, a), factor(x, b)]) for a, b in pairs])
-    coef, cv = _loo_fit(designs, y)
+    coef, cv = loo_fit(designs, y)
     cv = np.where((coef[:, 1:] <= 0).any(axis=1), np.inf, cv)
     k = int(np.argmin(cv))
     if not np.isfinite(cv[k]):
@@ -286,8 +277,6 @@ def strong_scaling_two_terms(x: np.ndarray, y: np.ndarray) -> tuple[PmnfFunction
 def fit_regression(data: MeasurementSet, *, negative: bool | str = "auto", source: str = "") -> FittedModel:
     """Extra-P's regression modeler on one measurement set (plus the two-term strong-scaling
     hypotheses for a single parameter when negative exponents are on)."""
-    from .measurements import relative_deviation_range
-
     choices = {}
     use_negative = {}
     for index, name in enumerate(data.parameters):
@@ -302,7 +291,6 @@ def fit_regression(data: MeasurementSet, *, negative: bool | str = "auto", sourc
     return FittedModel(function, cv, "regression", noise)
 
 
-@register_modeler
 class RegressionModeler(Modeler):
     """Extra-P's regression modeler: PMNF hypotheses ranked by cross-validated SMAPE."""
 

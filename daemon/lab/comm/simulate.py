@@ -5,7 +5,7 @@
 pattern's, each placed on random allocations of a partly busy machine (other jobs hold
 contiguous node ranges, the job gets the first free nodes from a random point, like a
 first-fit scheduler, so allocations are irregular but local). :func:`simulate` writes the
-platform XML, runs :mod:`~hpcpredict.daemon.comm.simworker` as a child process (SimGrid allows
+platform XML, runs :mod:`~hpcpredict.daemon.lab.comm.simworker` as a child process (SimGrid allows
 one engine per process) and returns :class:`CommRecord` rows with ``source="simgrid"``.
 
 >>> pts = plan_points("fattree", "2;4,4;1,2;1,2", "halo3d", 3, seed=1)
@@ -25,9 +25,9 @@ from typing import Callable
 import numpy as np
 
 from .fabric import HOST_PREFIX, fabric_size, platform_xml
-from .patterns import PATTERNS
-from .records import CommRecord
-from ..errors import CommandError, InvalidRequest
+from ...comm.patterns import PATTERNS
+from ...comm.records import CommRecord
+from ...errors import CommandError, InvalidRequest
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def simulate(fabric: str, shape: str, points: list[dict], *, background: int = 0
         with open(spec_path, "w", encoding="utf-8") as out:
             json.dump({"platform": platform, "points": points, "background": background,
                        "iterations": iterations, "seed": seed}, out)
-        cmd = [sys.executable, "-m", "hpcpredict.daemon.comm.simworker", spec_path, out_path]
+        cmd = [sys.executable, "-m", "hpcpredict.daemon.lab.comm.simworker", spec_path, out_path]
         logger.info("simulating %d points on %s %s", len(points), fabric, shape)
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         done = 0

@@ -37,13 +37,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ModelArtifactError
-from .modelers import Modeler, register_modeler
+from ...errors import ModelArtifactError
+from .abstract_modeler import FittedModel, Modeler
 from .measurements import (
     MeasurementSet, deviation_skewness, location_variance_ratio, relative_deviation_range)
 from .pmnf import CLASSES, ExponentPair
 from .regression import (
-    FittedModel, combine_for_noise, parameter_line, prefer_two_terms, rank_single_parameter)
+    combine_for_noise, parameter_line, prefer_two_terms, rank_single_parameter)
 from .synthetic import class_training_set
 
 logger = logging.getLogger(__name__)
@@ -240,7 +240,6 @@ def growth_quantile_class(x: np.ndarray, probabilities: np.ndarray, allowed: set
     return CLASSES[int(order[min(k, len(order) - 1)])]
 
 
-@register_modeler
 class AdaptiveModeler(Modeler):
     """Noise-resilient modeler: a domain-adapted classifier proposes the exponents.
 

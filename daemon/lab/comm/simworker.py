@@ -1,7 +1,7 @@
 """SimGrid process that times communication phases (run as ``python -m``, one engine per process).
 
-SimGrid allows one engine per process, so :mod:`hpcpredict.daemon.comm.simulate` starts this
-module as a child: ``python -m hpcpredict.daemon.comm.simworker SPEC.json OUT.jsonl``. SPEC
+SimGrid allows one engine per process, so :mod:`hpcpredict.daemon.lab.comm.simulate` starts this
+module as a child: ``python -m hpcpredict.daemon.lab.comm.simworker SPEC.json OUT.jsonl``. SPEC
 holds the platform XML path and the points; for every point this writes one JSON line
 ``{"index": i, "time_s": t}`` as soon as it is simulated.
 
@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from .patterns import build_pattern
+from ...comm.patterns import build_pattern
 
 BACKGROUND_BUSY = 0.6
 BACKGROUND_BYTES = (1 << 16, 1 << 25)

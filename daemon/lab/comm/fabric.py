@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import InvalidRequest
-from ...topology.placement import Placement
+from ...errors import InvalidRequest
+from ....topology.placement import Placement
 
 HOST_PREFIX = "node-"
 
