@@ -37,7 +37,7 @@ from .metrics import Metrics, start_metrics_server
 from .registry import ModelRegistry
 from .service import PredictionService
 from .servicer import grpc_server, set_serving
-from .store import open_store
+from .store_backends import open_store
 
 logger = logging.getLogger(__name__)
 

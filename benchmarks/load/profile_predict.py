@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     from hpcpredict.daemon.runtime.inputs import extract_inputs
     from hpcpredict.daemon.server import create_daemon
     from hpcpredict.daemon.service import estimate_message
-    from hpcpredict.daemon.store import PredictionRow
+    from hpcpredict.daemon.store_rows import PredictionRow
     from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
     data_dir = Path(tempfile.mkdtemp(prefix="hpd-prof-"))

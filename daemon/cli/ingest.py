@@ -20,7 +20,7 @@ def _ingest(args) -> int:
 
     from .common import reload_daemon, socket_of, writer_config_of
     from ..lab.history.traces import read_trace
-    from ..store import open_store
+    from ..store_backends import open_store
 
     config = writer_config_of(args)
     store = open_store(config)

@@ -158,7 +158,7 @@ def _refresh(args) -> int:
 
     from .common import ask_reload, print_json, shown, socket_of, writer_config_of
     from .train import train_and_publish
-    from ..store import open_store
+    from ..store_backends import open_store
 
     config = writer_config_of(args)
     console = Console(stderr=True)
