@@ -1,6 +1,6 @@
 """The prediction engine: which model answers, and the site policy on top.
 
-One immutable :class:`ModelSet` is served at a time; reload builds a new one beside it and
+One immutable :class:`~.model_set.ModelSet` is served at a time; reload builds a new one beside it and
 swaps the reference, so Predict never waits for a reload and never sees half a model set.
 History models are online (they ``observe`` every ended job); on reload the new one replays
 the store and then the outcomes that arrived while it replayed, under one short lock.
@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from .errors import HpcPredictError
 from .faults import FaultBoard
@@ -28,9 +28,10 @@ from .estimates import RuntimeEstimate
 from .records import JobRecord
 from .recent_history import RecentHistoryModel
 from .model_kinds import SITE_KEY, get_model_kind
+from .model_set import ModelSet
 from .policy_scope import limits_withheld
 from .registry import Artifact, ModelRegistry
-from .scaling.advice import ScalingModel, node_advice
+from .scaling.advice import node_advice
 from .sources import SOURCES
 from .suggestion import RECENT_RUNS, request_warning, runs_limit, suggested_time_limit
 from .timefmt import human
@@ -39,34 +40,7 @@ from .walltime_policy import LimitChange, ceil_minute, plan_limits, user_line
 from ..topology.hostlist import expand as expand_nodes
 from ..topology.placement import Placement
 
-if TYPE_CHECKING:   # loaded by their model kinds (hpcpredict.daemon.model_kinds)
-    from .comm.served import CommModelSet, CommRequest
-    from .history.model import HpcPredictModel
-    from .runtime.service import ApplicationModels
-
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ModelSet:
-    """The models served together; each slot is filled by its model kind's ``place``."""
-
-    walltime: HpcPredictModel | None = None
-    walltime_by_cluster: Mapping[str, HpcPredictModel] = field(default_factory=dict)   # cluster -> its own
-    runtime: ApplicationModels | None = None
-    comm: Mapping[str, CommModelSet] = field(default_factory=dict)      # cluster key -> models
-    # Resolved with the comm models, so a site without them never imports scipy.
-    comm_request: type[CommRequest] | None = None
-    scaling: Mapping[str, ScalingModel] = field(default_factory=dict)   # application -> model
-    placement: Placement | None = None
-    artifacts: tuple[Artifact, ...] = ()
-    errors: tuple[str, ...] = ()
-    # (kind, key) -> (artifact, model), so the next reload can keep a model whose new version is refused
-    loaded: Mapping[tuple[str, str], tuple[Artifact, object]] = field(default_factory=dict)
-
-    def walltime_for(self, cluster: str) -> HpcPredictModel | None:
-        """The walltime model of ``cluster``: its own when it has one, else the site's."""
-        return self.walltime_by_cluster.get(cluster, self.walltime) if cluster else self.walltime
 
 
 @dataclass(frozen=True)

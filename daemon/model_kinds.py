@@ -4,7 +4,7 @@ A kind is a class registered with :func:`register_model_kind` (as ReFrame regist
 backends with ``@register_scheduler``); :func:`get_model_kind` finds it by name and refuses an
 unknown name with the list of the known ones. The registry (:mod:`hpcpredict.daemon.registry`)
 asks a kind to ``load`` an artifact folder; the engine asks it to ``place`` the loaded model
-into the slots of the :class:`~hpcpredict.daemon.engine.ModelSet` it builds.
+into the slots of the :class:`~hpcpredict.daemon.model_set.ModelSet` it builds.
 
 Each ``load`` imports its model's package when called: publishing or listing models from the
 CLI then does not import scikit-learn or scipy for kinds it does not touch (loading is never

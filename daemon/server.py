@@ -38,7 +38,7 @@ from .registry import ModelRegistry
 from .remote import RemoteServer
 from .service import PredictionService
 from .servicer import grpc_server, set_serving
-from .store import open_store
+from .store_backends import open_store
 
 logger = logging.getLogger(__name__)
 

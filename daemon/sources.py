@@ -21,15 +21,13 @@ models), and leaves it 0 (the engine then plans with the point estimate) where i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 from .estimates import RuntimeEstimate
 from .jobspec import JobSpec
+from .model_set import ModelSet
 from .records import JobRecord
 from .recent_history import RecentHistoryModel
-
-if TYPE_CHECKING:
-    from .engine import ModelSet
 
 
 def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
@@ -76,7 +74,7 @@ def from_request(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, jo
 @dataclass(frozen=True)
 class Source:
     name: str     # as the explanation names it when it could not answer ("runtime model not used: ...")
-    estimate: Callable[["ModelSet", RecentHistoryModel, JobSpec, JobRecord, float, Optional[float]],
+    estimate: Callable[[ModelSet, RecentHistoryModel, JobSpec, JobRecord, float, Optional[float]],
                        Optional[RuntimeEstimate]]
     kind: str = ""  # the published model kind it answers from ("" = a rule, not a published model)
 

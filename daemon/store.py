@@ -14,7 +14,6 @@ A site that wants PostgreSQL implements :class:`Store` for it; nothing else chan
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
@@ -23,13 +22,22 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from .errors import StoreError
 from .journal import JournalFile, decode_row, encode_row
 from .records import JobRecord
 from .store_lookups import StoreLookups
+from .store_rows import (
+    JOB_COLUMNS,
+    PREDICTION_COLUMNS,
+    PredictionRow,
+    job_from_row,
+    job_values,
+    prediction_for_job_where,
+    prediction_from_values,
+    prediction_values,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -166,39 +174,9 @@ _DISTINCT_APPLICATIONS = (
     "WHERE walk.application IS NOT NULL) SELECT application FROM walk WHERE application IS NOT NULL")
 
 
-@dataclass(frozen=True, slots=True)
-class PredictionRow:
-    prediction_id: str
-    job_id: str
-    stage: str
-    user: str
-    application: str
-    created: float
-    runtime_s: float
-    low_s: float
-    high_s: float
-    bound_s: float
-    requested_time_s: float
-    comm_time_s: float | None
-    model_name: str
-    model_version: str
-    fallback: bool
-    request: bytes = b""
-    cluster: str = ""
-    applied_time_limit_s: int | None = None  # the --time the daemon told the hook to set (None: kept)
-    applied_time_min_s: int | None = None    # the --time-min it told the hook to set (None: kept)
-    policy_mode: str = ""                    # soft | bound | advise ("" = before modes, or not a submission)
-    policy_reason: str = ""                  # walltime_policy's reason
-
-
-_INSERT_PREDICTION = (
-    "INSERT OR REPLACE INTO predictions (prediction_id, job_id, stage, user, application, created, runtime_s, "
-    "low_s, high_s, bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster, "
-    "applied_time_limit_s, applied_time_min_s, policy_mode, policy_reason) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-_PREDICTION_SELECT = ("SELECT prediction_id, job_id, stage, user, application, created, runtime_s, low_s, high_s, "
-                      "bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster, "
-                      "applied_time_limit_s, applied_time_min_s, policy_mode, policy_reason FROM predictions")
+_INSERT_PREDICTION = (f"INSERT OR REPLACE INTO predictions ({', '.join(PREDICTION_COLUMNS)}) "
+                      f"VALUES ({', '.join('?' * len(PREDICTION_COLUMNS))})")
+_PREDICTION_SELECT = f"SELECT {', '.join(PREDICTION_COLUMNS)} FROM predictions"
 
 
 def private_file(path: str, *, create: bool = True) -> None:
@@ -352,57 +330,6 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
-
-
-def _prediction_values(row: PredictionRow) -> tuple:
-    """The ``predictions`` row (the INSERT's parameters; also what the journal stores)."""
-    return (row.prediction_id, row.job_id, row.stage, row.user, row.application, row.created, row.runtime_s,
-            row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
-            row.model_version, int(row.fallback), row.request, row.cluster, row.applied_time_limit_s,
-            row.applied_time_min_s, row.policy_mode, row.policy_reason)
-
-
-def _prediction_for_job_where(job_id: str, since: float, cluster: str | None, user: str | None) -> tuple[str, tuple]:
-    """WHERE clause (``?`` placeholders) and parameters of ``Store.prediction_for_job``."""
-    where, params = "job_id = ? AND created >= ?", [job_id, since]
-    if cluster is not None:
-        where, params = where + " AND cluster = ?", [*params, cluster]
-    if user is not None:
-        where, params = where + ' AND "user" = ?', [*params, user]
-    return where, tuple(params)
-
-
-def _prediction_from_values(values) -> PredictionRow:
-    """Inverse of :func:`_prediction_values` (also for a row read back from SQLite)."""
-    values = list(values)
-    values[14] = bool(values[14])
-    values[15] = values[15] or b""
-    return PredictionRow(*values)
-
-
-_JOB_COLUMNS = ("job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
-                "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time",
-                "start_time", "end_time", "runtime_s", "state", "exit_code", "cluster", "inputs")
-
-
-def _job_values(record: JobRecord) -> tuple:
-    return (str(record.job_id), record.user, record.group, record.account, record.partition, record.qos,
-            record.application, record.job_name, int(record.nodes), int(record.requested_procs),
-            int(record.allocated_procs), float(record.requested_time_s), float(record.submit_time),
-            float(record.start_time), float(record.end_time), float(record.runtime_s), record.state,
-            int(record.exit_code), record.cluster, json.dumps(record.inputs, sort_keys=True, default=str))
-
-
-def _job_from_row(row: tuple) -> JobRecord:
-    (job_id, user, grp, account, partition, qos, application, job_name, nodes, requested_procs,
-     allocated_procs, requested_time_s, submit_time, start_time, end_time, runtime_s, state,
-     exit_code, cluster, inputs) = row
-    return JobRecord(job_id=job_id, user=user, group=grp, account=account, partition=partition, qos=qos,
-                     application=application, job_name=job_name, nodes=nodes,
-                     requested_procs=requested_procs, allocated_procs=allocated_procs,
-                     requested_time_s=requested_time_s, submit_time=submit_time, start_time=start_time,
-                     end_time=end_time, runtime_s=runtime_s, state=state, exit_code=exit_code,
-                     inputs=json.loads(inputs) if inputs and inputs != "{}" else {}, cluster=cluster)
 
 
 class SQLiteStore(StoreLookups, Store):
@@ -687,13 +614,13 @@ class SQLiteStore(StoreLookups, Store):
 
     # -- jobs
     def add_jobs(self, records: Iterable[JobRecord], source: str) -> tuple[int, int]:
-        sql = (f"INSERT OR IGNORE INTO jobs (source, {', '.join(_JOB_COLUMNS)}, stored_at) "
-               f"VALUES (?, {', '.join('?' * len(_JOB_COLUMNS))}, ?)")
+        sql = (f"INSERT OR IGNORE INTO jobs (source, {', '.join(JOB_COLUMNS)}, stored_at) "
+               f"VALUES (?, {', '.join('?' * len(JOB_COLUMNS))}, ?)")
         now = time.time()
         added = seen = 0
         batch: list = []
         for record in records:
-            batch.append((sql, (source, *_job_values(record), now)))
+            batch.append((sql, (source, *job_values(record), now)))
             if len(batch) >= 5000:
                 counts = self._write(batch)
                 added += sum(counts)
@@ -706,14 +633,14 @@ class SQLiteStore(StoreLookups, Store):
         return added, seen - added
 
     def record_outcome(self, record: JobRecord, *, prediction_id: str = "", node_list: str = "") -> bool:
-        sql = (f"INSERT OR IGNORE INTO jobs (source, {', '.join(_JOB_COLUMNS)}, prediction_id, node_list, stored_at) "
-               f"VALUES ('outcome', {', '.join('?' * len(_JOB_COLUMNS))}, ?, ?, ?)")
-        return self._write_one(sql, (*_job_values(record), prediction_id, node_list, time.time())) == 1
+        sql = (f"INSERT OR IGNORE INTO jobs (source, {', '.join(JOB_COLUMNS)}, prediction_id, node_list, stored_at) "
+               f"VALUES ('outcome', {', '.join('?' * len(JOB_COLUMNS))}, ?, ?, ?)")
+        return self._write_one(sql, (*job_values(record), prediction_id, node_list, time.time())) == 1
 
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
         where, params = ("WHERE end_time >= ?", (since_end,)) if since_end is not None else ("", ())
-        rows = self._stream(f"SELECT {', '.join(_JOB_COLUMNS)} FROM jobs {where} ORDER BY end_time, id", params)
-        return (_job_from_row(row) for row in rows)
+        rows = self._stream(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs {where} ORDER BY end_time, id", params)
+        return (job_from_row(row) for row in rows)
 
     def count_jobs(self, *, scorable: bool = False, cluster: str | None = None) -> int:
         where = ["runtime_s >= 0 AND submit_time >= 0"] if scorable else []
@@ -723,14 +650,14 @@ class SQLiteStore(StoreLookups, Store):
         return int(self._read(f"SELECT COUNT(*) FROM jobs{clause}", () if cluster is None else (cluster,))[0][0])
 
     def jobs_by_submit(self, *, with_inputs: bool = True, cluster: str | None = None) -> Iterator[JobRecord]:
-        columns = ", ".join(_JOB_COLUMNS[:-1]) + (", inputs" if with_inputs else ", ''")
+        columns = ", ".join(JOB_COLUMNS[:-1]) + (", inputs" if with_inputs else ", ''")
         on_cluster, params = ("", ()) if cluster is None else (" AND cluster = ?", (cluster,))
         rows = self._stream(f"SELECT {columns} FROM jobs WHERE runtime_s >= 0 AND submit_time >= 0{on_cluster} "
                             "ORDER BY submit_time, end_time, id", params)
-        return (_job_from_row(row) for row in rows)
+        return (job_from_row(row) for row in rows)
 
     def recent_jobs(self, window: int, *, since_end: float | None = None) -> Iterator[JobRecord]:
-        return (_job_from_row(row) for row in self._stream_recent(int(window), since_end))
+        return (job_from_row(row) for row in self._stream_recent(int(window), since_end))
 
     def _stream_recent(self, window: int, since_end: float | None) -> Iterator[tuple]:
         """One snapshot: the ids of each user's and each (user, application)'s last ``window``
@@ -750,7 +677,7 @@ class SQLiteStore(StoreLookups, Store):
             if since_end is not None:
                 db.execute("INSERT OR IGNORE INTO replay_ids SELECT id FROM jobs WHERE end_time > ? OR end_time < 0",
                            (since_end,))
-            cursor = db.execute(f"SELECT {', '.join('j.' + c for c in _JOB_COLUMNS)} FROM replay_ids r "
+            cursor = db.execute(f"SELECT {', '.join('j.' + c for c in JOB_COLUMNS)} FROM replay_ids r "
                                 "JOIN jobs j ON j.id = r.id ORDER BY j.end_time, j.id")
             while rows := cursor.fetchmany(STREAM_BATCH_ROWS):
                 yield from rows
@@ -789,7 +716,7 @@ class SQLiteStore(StoreLookups, Store):
 
     # -- predictions
     def record_prediction(self, row: PredictionRow) -> None:
-        params = _prediction_values(row)
+        params = prediction_values(row)
         if self._journals is not None and self._journal_append(params):
             return
         self._write_one(_INSERT_PREDICTION, params, durable=False)   # no journal, or it is full
@@ -797,9 +724,9 @@ class SQLiteStore(StoreLookups, Store):
     def prediction(self, prediction_id: str) -> PredictionRow | None:
         pending = self._pending_ids.get(prediction_id)
         if pending is not None:
-            return _prediction_from_values(pending)
+            return prediction_from_values(pending)
         rows = self._read(f"{_PREDICTION_SELECT} WHERE prediction_id = ?", (prediction_id,))
-        return _prediction_from_values(rows[0]) if rows else None
+        return prediction_from_values(rows[0]) if rows else None
 
     def prediction_for_job(self, job_id: str, *, since: float = 0.0, cluster: str | None = None,
                            user: str | None = None) -> PredictionRow | None:
@@ -809,10 +736,10 @@ class SQLiteStore(StoreLookups, Store):
             pending = [values for values in self._pending_ids.values() if values[1] == job_id and values[5] >= since
                        and (cluster is None or values[16] == cluster) and (user is None or values[3] == user)]
         if pending:
-            return _prediction_from_values(max(pending, key=lambda values: values[5]))
-        where, params = _prediction_for_job_where(job_id, since, cluster, user)
+            return prediction_from_values(max(pending, key=lambda values: values[5]))
+        where, params = prediction_for_job_where(job_id, since, cluster, user)
         rows = self._read(f"{_PREDICTION_SELECT} WHERE {where} ORDER BY created DESC LIMIT 1", params)
-        return _prediction_from_values(rows[0]) if rows else None
+        return prediction_from_values(rows[0]) if rows else None
 
     def prune_predictions(self, *, keep_days: float, keep_rows: int, now: float | None = None) -> int:
         self.flush()
@@ -847,23 +774,3 @@ class SQLiteStore(StoreLookups, Store):
             if self._db is not None:
                 self._db.close()
                 self._db = None
-
-
-def open_store(config, *, lazy: bool = False, journal: bool = False) -> Store:
-    """Build the store named by the config (``[store] backend``: SQLite, the default, or
-    PostgreSQL); ``lazy``: see SQLiteStore; ``journal``: the daemon's own store, which keeps the
-    prediction rows within their retention and, on SQLite, a prediction journal (one process
-    only: the files are locked; the PostgreSQL store needs none)."""
-    if getattr(config.store, "backend", "sqlite") == "postgres":
-        from .store_postgres import PostgresStore
-
-        if not config.store.dsn:
-            raise StoreError("[store] backend = postgres needs [store] dsn (a libpq connection string)")
-        store = PostgresStore(config.store.dsn, lazy=lazy)
-    else:
-        store = SQLiteStore(config.store.path, synchronous=config.store.synchronous,
-                            busy_timeout_ms=config.store.busy_timeout_ms, lazy=lazy,
-                            journal_bytes=config.store.journal_mib << 20 if journal else 0)
-    if journal:   # the daemon's store: it also keeps the prediction rows within their retention
-        store.start_retention(config.store.keep_predictions_days, config.store.keep_predictions)
-    return store

@@ -10,22 +10,15 @@ reading the store directly; the accuracy gauges run one aggregate query per scra
 from __future__ import annotations
 
 from .records import JobRecord
+from .store_rows import JOB_COLUMNS, PREDICTION_COLUMNS, job_from_row, prediction_from_values, quoted
 
 #: Columns of a job row as :meth:`StoreLookups.job_rows` returns them (dict keys).
 JOB_ROW_COLUMNS = ("cluster", "source", "job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
                    "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time", "start_time",
                    "end_time", "runtime_s", "state", "exit_code", "inputs", "prediction_id", "node_list")
-_PREDICTION_COLUMNS = ('prediction_id, job_id, stage, "user", application, created, runtime_s, low_s, high_s, bound_s, '
-                       'requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster, '
-                       'applied_time_limit_s, applied_time_min_s, policy_mode, policy_reason')
 #: Columns of :meth:`StoreLookups.outcome_rows` (one row per ended job, its prediction if any).
 OUTCOME_COLUMNS = ("cluster", "job_id", "source", "user", "account", "partition", "state", "procs", "requested_time_s",
                    "runtime_s", "submit_time", "end_time", "predicted_s", "bound_s", "fallback", "model_version")
-
-
-def quoted(columns) -> str:
-    """A column list for SQL, ``user`` quoted (see the module doc)."""
-    return ", ".join(f'"{c}"' if c == "user" else c for c in columns)
 
 
 class StoreLookups:
@@ -46,8 +39,6 @@ class StoreLookups:
         """Predictions recorded for ``job_id`` (on ``cluster``; None: any) or named by
         ``prediction_ids`` (a submission is predicted before Slurm gives the job its id), in
         creation order."""
-        from .store import _prediction_from_values
-
         self.flush_pending()
         ids = [i for i in dict.fromkeys(prediction_ids) if i]
         where, params = "job_id = ?", [str(job_id)]
@@ -55,17 +46,15 @@ class StoreLookups:
             where, params = "(job_id = ? AND cluster = ?)", [str(job_id), cluster]
         if ids:
             where += f" OR prediction_id IN ({', '.join('?' * len(ids))})"
-        rows = self._read(f"SELECT {_PREDICTION_COLUMNS} FROM predictions WHERE {where} ORDER BY created",
+        rows = self._read(f"SELECT {quoted(PREDICTION_COLUMNS)} FROM predictions WHERE {where} ORDER BY created",
                           (*params, *ids))
-        return [_prediction_from_values(row) for row in rows]
+        return [prediction_from_values(row) for row in rows]
 
     def user_history(self, user: str, before: float, limit: int = 10) -> list[JobRecord]:
         """The ``limit`` last jobs of ``user`` that ended before ``before``, oldest first."""
-        from .store import _JOB_COLUMNS, _job_from_row
-
-        rows = self._read(f'SELECT {quoted(_JOB_COLUMNS)} FROM jobs WHERE "user" = ? AND end_time >= 0 '
+        rows = self._read(f'SELECT {quoted(JOB_COLUMNS)} FROM jobs WHERE "user" = ? AND end_time >= 0 '
                           "AND end_time < ? ORDER BY end_time DESC, id DESC LIMIT ?", (user, before, int(limit)))
-        return [_job_from_row(row) for row in reversed(rows)]
+        return [job_from_row(row) for row in reversed(rows)]
 
     def outcome_rows(self, *, user: str | None = None, account: str | None = None,
                      since: float | None = None, cluster: str | None = None) -> list[tuple]:

@@ -26,18 +26,19 @@ from typing import Iterable, Iterator
 
 from .errors import StoreError
 from .records import JobRecord
-from .store import (
-    _JOB_COLUMNS,
-    STREAM_BATCH_ROWS,
-    PredictionRow,
-    Store,
-    _job_from_row,
-    _job_values,
-    _prediction_for_job_where,
-    _prediction_from_values,
-    _prediction_values,
-)
+from .store import STREAM_BATCH_ROWS, Store
 from .store_lookups import StoreLookups
+from .store_rows import (
+    JOB_COLUMNS,
+    PREDICTION_COLUMNS,
+    PredictionRow,
+    job_from_row,
+    job_values,
+    prediction_for_job_where,
+    prediction_from_values,
+    prediction_values,
+    quoted,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -108,10 +109,8 @@ MIGRATIONS: tuple[str, ...] = (
 )
 _MIGRATION_LOCK = 0x68706370   # pg_advisory_xact_lock key: "hpcp"
 
-_COLUMNS = ", ".join(f'"{c}"' if c == "user" else c for c in _JOB_COLUMNS)
-_PREDICTION_COLUMNS = ('prediction_id, job_id, stage, "user", application, created, runtime_s, low_s, high_s, '
-                       'bound_s, requested_time_s, comm_time_s, model_name, model_version, fallback, request, cluster, '
-                       'applied_time_limit_s, applied_time_min_s, policy_mode, policy_reason')
+_COLUMNS = quoted(JOB_COLUMNS)
+_PREDICTION_COLUMNS = quoted(PREDICTION_COLUMNS)
 
 
 def _sql(text: str) -> str:
@@ -238,7 +237,7 @@ class PostgresStore(StoreLookups, Store):
 
     # -- jobs
     def add_jobs(self, records: Iterable[JobRecord], source: str) -> tuple[int, int]:
-        sql = (f"INSERT INTO jobs (source, {_COLUMNS}, stored_at) VALUES (%s, {', '.join(['%s'] * len(_JOB_COLUMNS))}, %s) "
+        sql = (f"INSERT INTO jobs (source, {_COLUMNS}, stored_at) VALUES (%s, {', '.join(['%s'] * len(JOB_COLUMNS))}, %s) "
                "ON CONFLICT (cluster, source, job_id) DO NOTHING")
         now = time.time()
         added = seen = 0
@@ -250,7 +249,7 @@ class PostgresStore(StoreLookups, Store):
                 return cursor.rowcount
 
         for record in records:
-            batch.append((source, *_job_values(record), now))
+            batch.append((source, *job_values(record), now))
             if len(batch) >= 5000:
                 added += write(batch)
                 seen += len(batch)
@@ -262,14 +261,14 @@ class PostgresStore(StoreLookups, Store):
 
     def record_outcome(self, record: JobRecord, *, prediction_id: str = "", node_list: str = "") -> bool:
         sql = (f"INSERT INTO jobs (source, {_COLUMNS}, prediction_id, node_list, stored_at) "
-               f"VALUES ('outcome', {', '.join(['%s'] * len(_JOB_COLUMNS))}, %s, %s, %s) "
+               f"VALUES ('outcome', {', '.join(['%s'] * len(JOB_COLUMNS))}, %s, %s, %s) "
                "ON CONFLICT (cluster, source, job_id) DO NOTHING")
         with self._using() as db:
-            return db.execute(sql, (*_job_values(record), prediction_id, node_list, time.time())).rowcount == 1
+            return db.execute(sql, (*job_values(record), prediction_id, node_list, time.time())).rowcount == 1
 
     def iter_jobs(self, *, since_end: float | None = None) -> Iterator[JobRecord]:
         where, params = ("WHERE end_time >= %s", (since_end,)) if since_end is not None else ("", ())
-        return (_job_from_row(row) for row in self._stream(f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY end_time, id",
+        return (job_from_row(row) for row in self._stream(f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY end_time, id",
                                                             params))
 
     def count_jobs(self, *, scorable: bool = False, cluster: str | None = None) -> int:
@@ -284,7 +283,7 @@ class PostgresStore(StoreLookups, Store):
         on_cluster, params = ("", ()) if cluster is None else (" AND cluster = %s", (cluster,))
         rows = self._stream(f"SELECT {columns} FROM jobs WHERE runtime_s >= 0 AND submit_time >= 0{on_cluster} "
                             "ORDER BY submit_time, end_time, id", params)
-        return (_job_from_row(row) for row in rows)
+        return (job_from_row(row) for row in rows)
 
     def recent_jobs(self, window: int, *, since_end: float | None = None) -> Iterator[JobRecord]:
         # Each (user, application)'s and each user's last jobs through their index (LATERAL),
@@ -305,28 +304,28 @@ class PostgresStore(StoreLookups, Store):
                "   ORDER BY j.end_time DESC, j.id DESC LIMIT %s) last "
                f"{newer}) ORDER BY end_time, id")
         params = (int(window), int(window)) + ((since_end,) if since_end is not None else ())
-        return (_job_from_row(row) for row in self._stream(sql, params))
+        return (job_from_row(row) for row in self._stream(sql, params))
 
     # -- predictions
     def record_prediction(self, row: PredictionRow) -> None:
-        sql = (f"INSERT INTO predictions ({_PREDICTION_COLUMNS}) VALUES ({', '.join(['%s'] * 21)}) "
+        sql = (f"INSERT INTO predictions ({_PREDICTION_COLUMNS}) VALUES ({', '.join(['%s'] * len(PREDICTION_COLUMNS))}) "
                "ON CONFLICT (prediction_id) DO NOTHING")
         with self._using() as db, db.transaction():
             db.execute("SET LOCAL synchronous_commit = off")   # see the module doc
-            db.execute(sql, _prediction_values(row))
+            db.execute(sql, prediction_values(row))
 
     def prediction(self, prediction_id: str) -> PredictionRow | None:
         rows = self._read(f"SELECT {_PREDICTION_COLUMNS} FROM predictions WHERE prediction_id = ?", (prediction_id,))
-        return _prediction_from_values(rows[0]) if rows else None
+        return prediction_from_values(rows[0]) if rows else None
 
     def prediction_for_job(self, job_id: str, *, since: float = 0.0, cluster: str | None = None,
                            user: str | None = None) -> PredictionRow | None:
         if not job_id:
             return None
-        where, params = _prediction_for_job_where(job_id, since, cluster, user)
+        where, params = prediction_for_job_where(job_id, since, cluster, user)
         rows = self._read(f"SELECT {_PREDICTION_COLUMNS} FROM predictions WHERE {where} "
                           "ORDER BY created DESC LIMIT 1", params)
-        return _prediction_from_values(rows[0]) if rows else None
+        return prediction_from_values(rows[0]) if rows else None
 
     def prune_predictions(self, *, keep_days: float, keep_rows: int, now: float | None = None) -> int:
         deleted = 0

@@ -8,7 +8,7 @@
 
 The same measurement as ``history_scale`` (same replayed KTH-SP2 + HPC2N history, same child
 processes, same wall time and peak RSS), with ``[store] backend = "postgres"``: a throwaway
-PostgreSQL server on a Unix socket (benchmarks/postgres.py; package defaults),
+PostgreSQL server on a Unix socket (tests/store/postgres_server.py; package defaults),
 the history added through PostgresStore.add_jobs, then in fresh processes ``hpcpredict train
 --no-reload`` (streams the jobs by submit time through a server-side cursor) and ``hpcpredictd``
 start-up until it serves (replays each user's recent jobs, selected by the server). The peak
@@ -27,7 +27,7 @@ from benchmarks.areas.history_scale import _environment as _sqlite_environment
 from benchmarks.areas.history_scale import _row, _start_up, _train
 from benchmarks.history_scale.build import build_store
 from benchmarks.history_scale.postgres import build_postgres_store
-from benchmarks.postgres import PostgresServer
+from tests.store.postgres_server import PostgresServer
 
 DESCRIPTION = "walltime training and daemon start-up on 10^6 / 10^7 jobs in the PostgreSQL store: time, peak RSS"
 

@@ -138,7 +138,7 @@ def _frontier(soft: dict, ours: list[str], easy: list[str]) -> dict:
 
 def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str],
                  easy_ratios: list[float] = (0.0,), easy_scales: list[float] = (1.0,)) -> dict:
-    from hpcpredict.daemon.history.traces import read_trace
+    from hpcpredict.daemon.lab.history.traces import read_trace
     from hpcpredict.daemon.scheduling import policies
     from hpcpredict.daemon.scheduling.policies import SOFT_RISK, last_two_predictions, online_predictions
     from hpcpredict.daemon.scheduling.replay import replay_jobs, replay_policies

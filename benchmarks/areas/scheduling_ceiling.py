@@ -82,7 +82,7 @@ def _killed_split(user_outcomes, outcomes) -> dict:
 
 def replay_trace(path: Path, risks: list[float]) -> dict:
     from benchmarks.scheduling.hindsight import GROUPINGS, METHODS, group_ids, hindsight_jobs
-    from hpcpredict.daemon.history.traces import read_trace
+    from hpcpredict.daemon.lab.history.traces import read_trace
     from hpcpredict.daemon.scheduling.easy import simulate
     from hpcpredict.daemon.scheduling.policies import hpcpredict_bound, online_predictions
     from hpcpredict.daemon.scheduling.replay import replay_jobs, replay_policies

@@ -65,7 +65,7 @@ def minutes(seconds: float) -> int:
 
 def select_window(records, start: int, jobs: int):
     """(history, window): the window's jobs, and the jobs that ended before its first submission."""
-    from hpcpredict.daemon.history.evaluate import end_time, scorable
+    from hpcpredict.daemon.lab.history.evaluation import end_time, scorable
 
     ordered = sorted(scorable(records), key=lambda r: r.submit_time)
     window = ordered[start:start + jobs]
@@ -397,7 +397,7 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--simulator", choices=("on", "off", "only"), default="on",
                         help="also (on) or only (only: no cluster) the simulator's prediction for the window")
     options = parser.parse_args(args)
-    from hpcpredict.daemon.history.traces import read_trace
+    from hpcpredict.daemon.lab.history.traces import read_trace
 
     kind = CLUSTERS[options.slurm]
     policies = (options.policies or ",".join(kind.policies)).split(",")

@@ -1,6 +1,6 @@
 """The replayed history in a PostgreSQL database, for the history benchmark.
 
-The server (benchmarks/postgres.py) lives in a folder of the benchmark cache, kept between
+The server (tests/store/postgres_server.py) lives in a folder of the benchmark cache, kept between
 runs, so a history built once is reused; the server is stopped at the end of each run.
 """
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 
 from hpcpredict.daemon.store_postgres import PostgresStore
+from tests.store.postgres_server import PostgresServer  # for the type
 
-from ..postgres import PostgresServer  # for the type
 from .build import fill_store
 
 

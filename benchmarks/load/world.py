@@ -34,9 +34,9 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
                 learner: str | None = "extra-trees") -> dict:
     """Fill ``data_dir`` (store + published models); returns what was put there."""
     from hpcpredict.daemon.config import load_config
-    from hpcpredict.daemon.history.traces import read_trace
+    from hpcpredict.daemon.lab.history.traces import read_trace
     from hpcpredict.daemon.registry import ModelRegistry
-    from hpcpredict.daemon.store import open_store
+    from hpcpredict.daemon.store_backends import open_store
 
     data_dir = Path(data_dir)
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(data_dir)})

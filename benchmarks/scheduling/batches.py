@@ -48,7 +48,7 @@ def icc(values: np.ndarray, groups: np.ndarray) -> float:
 
 
 def measure(records, risk: float = 0.03, windows=(60.0, 300.0, 600.0, 900.0), model=None) -> dict:
-    from hpcpredict.daemon.history.evaluate import end_time, scorable
+    from hpcpredict.daemon.lab.history.evaluation import end_time, scorable
     from hpcpredict.daemon.history.model import WARM, HpcPredictModel
 
     model = model or HpcPredictModel()

@@ -70,7 +70,7 @@ def register(families) -> None:
 def run(args) -> int:
     _check_risk(args.risk)
     from ..errors import InvalidRequest, ParseError
-    from ..history.traces import read_trace
+    from ..lab.history.traces import read_trace
     from ..scheduling.policies import DEFAULT_POLICIES, POLICIES
     from ..scheduling.replay import evaluate_scheduling
     from ..scheduling.workload import trace_machine_size

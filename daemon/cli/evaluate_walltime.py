@@ -54,8 +54,8 @@ def _check_risk(risk: float, option: str = "--risk") -> None:
 def run(args) -> int:
     _check_risk(args.risk)
     from ..errors import ParseError
-    from ..history.evaluate import evaluate_trace, scorable
-    from ..history.traces import read_trace
+    from ..lab.history.evaluation import evaluate_trace, scorable
+    from ..lab.history.traces import read_trace
 
     jobs = read_trace(args.trace, args.format)
     if not scorable(jobs):
@@ -75,7 +75,7 @@ def _with_progress(jobs, risk):
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.console import Console
 
-    from ..history.evaluate import evaluate_trace
+    from ..lab.history.evaluation import evaluate_trace
 
     with Progress(TextColumn("replaying"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:

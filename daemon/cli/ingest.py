@@ -19,8 +19,8 @@ def _ingest(args) -> int:
     from rich.progress import Progress
 
     from .common import reload_daemon, socket_of, writer_config_of
-    from ..history.traces import read_trace
-    from ..store import open_store
+    from ..lab.history.traces import read_trace
+    from ..store_backends import open_store
 
     config = writer_config_of(args)
     store = open_store(config)

@@ -10,7 +10,7 @@ The sysadmin's one command (cron or a systemd timer runs it nightly)::
 Steps, each with a progress line: (1) ``sacct --json -a -S SINCE -E now`` through
 :func:`run_command` (no shell, a timeout, an error carrying the command's stderr), or
 pyslurm's ``pyslurm.db.Jobs.load`` when ``[accounting] source`` (or ``--source``) chooses it
-(:mod:`..history.accounting`: ``auto`` takes pyslurm only when it imports and matches the
+(:mod:`..lab.history.accounting`: ``auto`` takes pyslurm only when it imports and matches the
 Slurm release ``sacct --version`` names; the choice and why are printed), (2) parse
 with the history reader and add the finished jobs to the store as source ``sacct`` (jobs
 already present, e.g. reported by EpilogSlurmctld, are skipped, so nothing counts twice), (3) train the walltime model on the whole store and
@@ -80,7 +80,7 @@ def select_source(setting: str, sacct: str, timeout: float):
     match); a forced ``pyslurm`` that cannot be used raises ConfigError with the reason.
     """
     from ..errors import CommandError
-    from ..history.accounting import choose_source, import_pyslurm
+    from ..lab.history.accounting import choose_source, import_pyslurm
 
     if setting == "sacct":
         return choose_source(setting, slurm_version=None, pyslurm_version=None), None
@@ -107,8 +107,8 @@ def read_accounting(args, config):
     from pathlib import Path
 
     from ..errors import ParseError
-    from ..history.pyslurm_source import load_pyslurm_jobs, records_from_pyslurm_jobs, since_timestamp
-    from ..history.traces import read_sacct_json
+    from ..lab.history.pyslurm_source import load_pyslurm_jobs, records_from_pyslurm_jobs, since_timestamp
+    from ..lab.history.traces import read_sacct_json
 
     if args.sacct_json:
         source = args.sacct_json
@@ -158,7 +158,7 @@ def _refresh(args) -> int:
 
     from .common import ask_reload, print_json, shown, socket_of, writer_config_of
     from .train import train_and_publish
-    from ..store import open_store
+    from ..store_backends import open_store
 
     config = writer_config_of(args)
     console = Console(stderr=True)

@@ -170,7 +170,7 @@ def _report(args) -> int:
 
     from .common import config_of, print_json, print_lines
     from ..errors import HpcPredictError
-    from ..store import open_store
+    from ..store_backends import open_store
     from ..timefmt import slurm_time
 
     config = config_of(args)

@@ -73,10 +73,10 @@ def train_and_publish(config, cluster: str | None = None):
     from pathlib import Path
 
     from ..errors import HpcPredictError
-    from ..history import save_model
+    from ..history.persist import save_model
     from ..registry import ModelRegistry
-    from ..store import open_store
-    from ..training import train_from_store
+    from ..store_backends import open_store
+    from ..lab.history.training import train_from_store
 
     store = open_store(config)
     try:   # streamed from the store: memory does not grow with the history
@@ -167,7 +167,7 @@ def _runs_from_store(config, args, directory):
     """Write the application's stored runs as a run table in ``directory``: (path, target)."""
     from ..errors import HpcPredictError
     from ..runtime.stored_runs import TARGET, runs_csv
-    from ..store import open_store
+    from ..store_backends import open_store
 
     store = open_store(config)
     try:

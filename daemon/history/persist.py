@@ -1,73 +1,36 @@
-"""Train, save and load our walltime model — plain JSON, never pickle.
+"""Save and load our walltime model — plain JSON, never pickle.
 
 The model's learned state (per-user recent history, expert scores, calibration residuals) is
-plain data; it is written as one JSON document plus a small manifest with a checksum.
+plain data; it is written as one JSON document plus a small manifest with a checksum. The
+daemon loads it (:class:`hpcpredict.daemon.model_kinds.WalltimeKind`); the lab fits it
+(:mod:`hpcpredict.daemon.lab.history.training`).
 
 >>> import tempfile, pathlib
 >>> from hpcpredict.daemon.records import JobRecord
->>> jobs = [JobRecord(str(i), "ann", 100.0 * i, runtime_s=60.0, requested_time_s=600.0,
-...                   end_time=100.0 * i + 60.0) for i in range(5)]
+>>> model = HpcPredictModel()
+>>> for i in range(5):
+...     model.observe(JobRecord(str(i), "ann", 100.0 * i, runtime_s=60.0, requested_time_s=600.0,
+...                             end_time=100.0 * i + 60.0))
 >>> directory = pathlib.Path(tempfile.mkdtemp())
->>> save_model(train_model(jobs), directory)
+>>> save_model(model, directory)
 >>> round(load_model(directory).predict(JobRecord("9", "ann", 999.0, requested_time_s=600.0)).runtime_s, 3)
 60.0
 """
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
 import os
 from pathlib import Path
-from typing import Callable
 
 from ..errors import ModelArtifactError
-from .evaluate import end_time, scorable
-from .model import HpcPredictModel, ModelParams
-from ..records import JobRecord
+from .model import HpcPredictModel
 
 KIND = "walltime-history"
 FORMAT_VERSION = 5  # 5: + calibration batch ids; 4: + calibration gaps; 3: + blend scores; 2: 10 experts + learned selector
 READABLE_VERSIONS = (2, 3, 4, 5)  # older states load with neutral blend scores, without gaps or batches
 STATE_FILE = "state.json"
 MANIFEST_FILE = "manifest.json"
-
-
-def train_model(records: list[JobRecord], params: ModelParams | None = None, risk: float = 0.03,
-                replay_last: int = 200_000,
-                progress: Callable[[int, int], None] | None = None) -> HpcPredictModel:
-    """Fit by replaying ``records`` online (predict at submit, observe at end), exactly as the
-    daemon would have seen them, so every calibration residual is out of sample.
-
-    Everything the model learns is windowed (a user's last jobs, recent residuals, decaying
-    expert scores), so only the last ``replay_last`` submissions are replayed in full; older
-    jobs are just added to the history (:meth:`HpcPredictModel.remember`), which is what
-    keeps training on 10^6 jobs within the time budget.
-
-    The model remembers the last end time it was trained on: replaying the same history into
-    it again (as the daemon does with its store at start) is ignored, newer jobs are learned."""
-    model = HpcPredictModel(params)
-    ordered = scorable(records)
-    full_from = max(len(ordered) - replay_last, 0)
-    running: list[tuple[float, int]] = []
-    for index, job in enumerate(ordered):
-        while running and running[0][0] <= job.submit_time:
-            done = heapq.heappop(running)[1]
-            if done < full_from:
-                model.remember(ordered[done])
-            else:
-                model.observe(ordered[done])
-        if index >= full_from:
-            model.submit(job, risk, explain=False)
-        heapq.heappush(running, (end_time(job), index))
-        if progress is not None and index % 5000 == 0:
-            progress(index, len(ordered))
-    while running:
-        done = heapq.heappop(running)[1]
-        (model.remember if done < full_from else model.observe)(ordered[done])
-    if ordered:
-        model.state.trained_until = max(end_time(job) for job in ordered)
-    return model
 
 
 def save_model(model: HpcPredictModel, directory: Path) -> None:

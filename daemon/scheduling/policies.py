@@ -46,7 +46,7 @@ from typing import Callable
 
 from ..config import LimitsConfig, PolicyConfig
 from ..estimates import RuntimeEstimate
-from ..history.evaluate import end_time, scorable
+from ..lab.history.evaluation import end_time, scorable
 from ..records import JobRecord
 from ..walltime_policy import LimitChange, plan_limits
 from .workload import SimJob

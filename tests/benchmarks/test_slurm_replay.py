@@ -3,8 +3,8 @@ the history it ingests, and how it scores slurmctld's job records."""
 import time
 
 from benchmarks.areas import slurm_replay
-from hpcpredict.daemon.history.sacct import read_sacct_csv
-from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.lab.history.sacct import read_sacct_csv
+from hpcpredict.daemon.lab.history.traces import read_trace
 
 
 def test_minutes_round_up_to_at_least_one():

@@ -20,7 +20,7 @@ import pytest
 
 from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.errors import ConfigError
-from hpcpredict.daemon.history.accounting import choose_source, import_pyslurm, pyslurm_release, slurm_release
+from hpcpredict.daemon.lab.history.accounting import choose_source, import_pyslurm, pyslurm_release, slurm_release
 
 DUMP = Path(__file__).resolve().parents[1] / "data" / "slurm" / "sacct_22.05_jobs.json"
 PYSLURM_INSTALLED = importlib.util.find_spec("pyslurm") is not None

@@ -13,7 +13,8 @@ import pytest
 
 from hpcpredict.daemon.errors import StoreError
 from hpcpredict.daemon.journal import JournalFile, decode_row, encode_row
-from hpcpredict.daemon.store import PredictionRow, SQLiteStore, _prediction_values
+from hpcpredict.daemon.store import SQLiteStore
+from hpcpredict.daemon.store_rows import PredictionRow, prediction_values
 
 
 def _row(number: int, **changes) -> PredictionRow:
@@ -25,29 +26,25 @@ def _row(number: int, **changes) -> PredictionRow:
     return PredictionRow(**values)
 
 
-def _params(row: PredictionRow) -> tuple:
-    return _prediction_values(row)
-
-
 @pytest.mark.parametrize("changes", [{}, {"comm_time_s": 3.25}, {"request": b""}, {"request": b"x" * 100_000},
                                      {"user": "", "job_id": "", "model_version": "µ-1"}, {"cluster": "tetralith"},
                                      {"applied_time_min_s": 2520, "policy_mode": "soft", "policy_reason": "soft_time_min"},
                                      {"applied_time_limit_s": 600, "policy_mode": "bound", "policy_reason": "time_limit",
                                       "cluster": "x"}])
 def test_row_codec_round_trip(changes):
-    params = _params(_row(3, **changes))
+    params = prediction_values(_row(3, **changes))
     assert decode_row(encode_row(params)) == params
 
 
 def test_records_journaled_before_the_limits_decode_without_them():
-    params = _params(_row(2, cluster="tetralith", applied_time_min_s=600, policy_mode="bound", policy_reason="x"))
+    params = prediction_values(_row(2, cluster="tetralith", applied_time_min_s=600, policy_mode="bound", policy_reason="x"))
     data = encode_row(params)
     older = data[:data.index(b"tetralith") + len("tetralith") + 4]   # up to the cluster's length
     assert decode_row(older) == params[:17] + (None, None, "", "")
 
 
 def test_row_codec_refuses_bytes_that_are_not_a_row():
-    data = encode_row(_params(_row(1)))
+    data = encode_row(prediction_values(_row(1)))
     for broken in (data[:10], data[:-1], data + b"z"):
         with pytest.raises(ValueError):
             decode_row(broken)
@@ -185,13 +182,13 @@ def test_kill9_before_any_commit_loses_nothing(tmp_path):
 
 
 def test_a_zero_comm_time_stays_zero_not_missing():
-    assert decode_row(encode_row(_params(_row(2, comm_time_s=0.0))))[11] == 0.0
+    assert decode_row(encode_row(prediction_values(_row(2, comm_time_s=0.0))))[11] == 0.0
 
 
 def test_a_record_journaled_before_clusters_decodes_with_no_cluster():
     """Journals left by a daemon from before the cluster column (records end at the request)
     are still committed at the next start, on cluster ''."""
-    params = _params(_row(4))
+    params = prediction_values(_row(4))
     # the same record without the cluster trailer (4) and the limits block (8 + "" NUL "", its length 4)
     older = encode_row(params)[:-(4 + 9 + 4)]
     assert decode_row(older) == params

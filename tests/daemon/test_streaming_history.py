@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from hpcpredict.daemon.history import train_model
-from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.lab.history.training import train_model
+from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.recent_history import RecentHistoryModel
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.store import MIGRATIONS, SQLiteStore
-from hpcpredict.daemon.training import train_from_store
+from hpcpredict.daemon.lab.history.training import train_from_store
 
 KTH = Path(__file__).resolve().parents[1] / "data" / "traces" / "KTH-SP2.swf"
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from hpcpredict.daemon.estimates import RuntimeEstimate
-from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.scheduling import policies
 from hpcpredict.daemon.scheduling.workload import SimJob, sim_jobs, trace_machine_size
@@ -67,7 +67,7 @@ def test_soft_time_min_plans_with_the_estimate_at_soft_risk_when_the_answer_carr
 
 
 def test_online_predictions_carry_the_soft_value_of_the_same_model(kth_slice):
-    from hpcpredict.daemon.history.traces import read_trace
+    from hpcpredict.daemon.lab.history.traces import read_trace
 
     records = read_trace(kth_slice)[:600]
     plain = policies.online_predictions(records, 0.03)

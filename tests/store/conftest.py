@@ -1,6 +1,6 @@
 """The store backends under test: SQLite (a file) and a real PostgreSQL server.
 
-The PostgreSQL server is Debian's (benchmarks/postgres.py: Unix socket only, run as
+The PostgreSQL server is Debian's (postgres_server.py: Unix socket only, run as
 ``postgres`` when the tests run as root), in a temporary folder, once per test session. Every
 test gets a fresh database on it.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.postgres import PostgresServer
+from .postgres_server import PostgresServer
 
 BACKENDS = ("sqlite", "postgres")
 

@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.history import HpcPredictModel, load_model, save_model
+from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.persist import load_model, save_model
 from hpcpredict.daemon.history.model import shortening_shift
 from hpcpredict.daemon.records import JobRecord
 from tests.walltime.test_blend import _rewrite

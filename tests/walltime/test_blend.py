@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.history import HpcPredictModel, load_model, save_model, train_model
+from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.persist import load_model, save_model
+from hpcpredict.daemon.lab.history.training import train_model
 from hpcpredict.daemon.history.persist import FORMAT_VERSION
 
 from .test_predictors import ended, new, synthetic_users

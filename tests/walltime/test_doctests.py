@@ -1,14 +1,16 @@
-"""The runnable examples in the walltime modules' docstrings."""
+"""The runnable examples in the walltime modules' docstrings (served form and lab)."""
 import doctest
 import importlib
 
 import pytest
 
-MODULES = ["swf", "sacct", "traces", "features", "predictors", "evaluate", "persist", "accounting", "pyslurm_source"]
+MODULES = ["hpcpredict.daemon.history." + name for name in ("features", "predictors", "persist")] + [
+    "hpcpredict.daemon.lab.history." + name
+    for name in ("swf", "sacct", "traces", "evaluation", "training", "accounting", "pyslurm_source")]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    module = importlib.import_module(f"hpcpredict.daemon.history.{name}")
+    module = importlib.import_module(name)
     failures, tried = doctest.testmod(module)
     assert tried > 0 and failures == 0

@@ -6,9 +6,9 @@ import sys
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.history.evaluate import (evaluate_trace, replay, score, score_series)
+from hpcpredict.daemon.lab.history.evaluation import (evaluate_trace, replay, score, score_series)
 from hpcpredict.daemon.history.predictors import OnlinePredictor, UserRequestPredictor, point
-from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.records import JobRecord
 
 KEYS = ["user", "last2", "alea-max5", "cesnet", "ecmwf", "hpcpredict", "hpcpredict-bound"]

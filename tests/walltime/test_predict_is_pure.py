@@ -11,7 +11,9 @@ import threading
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.history import BASELINES, HpcPredictModel, train_model
+from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.predictors import BASELINES
+from hpcpredict.daemon.lab.history.training import train_model
 from hpcpredict.daemon.records import JobRecord
 from tests.walltime.test_predictors import synthetic_users
 

@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.history import (BASELINES, AleaMax5Predictor, CesnetPredictor, EcmwfPredictor,
-                                       HpcPredictModel, Last2Predictor, UserRequestPredictor,
-                                       load_model, save_model, train_model)
-from hpcpredict.daemon.history.evaluate import replay, score
+from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.persist import load_model, save_model
+from hpcpredict.daemon.history.predictors import (BASELINES, AleaMax5Predictor, CesnetPredictor, EcmwfPredictor,
+                                                  Last2Predictor, UserRequestPredictor)
+from hpcpredict.daemon.lab.history.evaluation import replay, score
+from hpcpredict.daemon.lab.history.training import train_model
 from hpcpredict.daemon.records import JobRecord
 
 

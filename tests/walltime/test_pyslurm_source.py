@@ -20,8 +20,8 @@ from types import SimpleNamespace
 import pytest
 
 from hpcpredict.daemon.errors import CommandError, ParseError
-from hpcpredict.daemon.history.pyslurm_source import load_pyslurm_jobs, records_from_pyslurm_jobs, since_timestamp
-from hpcpredict.daemon.history.sacct import read_sacct_json
+from hpcpredict.daemon.lab.history.pyslurm_source import load_pyslurm_jobs, records_from_pyslurm_jobs, since_timestamp
+from hpcpredict.daemon.lab.history.sacct import read_sacct_json
 
 DUMP = Path(__file__).resolve().parents[1] / "data" / "slurm" / "sacct_22.05_jobs.json"
 

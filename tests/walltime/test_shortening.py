@@ -6,7 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.history import HpcPredictModel, load_model, save_model, train_model
+from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.persist import load_model, save_model
+from hpcpredict.daemon.lab.history.training import train_model
 from hpcpredict.daemon.history.model import NO_REQUEST_GAP, conformal_quantile, shortening_shift
 from hpcpredict.daemon.records import JobRecord
 from tests.walltime.test_blend import _rewrite

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from hpcpredict.daemon.history import HpcPredictModel, train_model
+from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.lab.history.training import train_model
 from tests.walltime.test_predict_is_pure import digest, probes
 from tests.walltime.test_predictors import synthetic_users
 

@@ -5,8 +5,8 @@ import logging
 import pytest
 
 from hpcpredict.daemon.errors import ParseError
-from hpcpredict.daemon.history.sacct import parse_duration
-from hpcpredict.daemon.history.traces import (read_sacct_csv, read_sacct_json, read_sacct_parsable,
+from hpcpredict.daemon.lab.history.sacct import parse_duration
+from hpcpredict.daemon.lab.history.traces import (read_sacct_csv, read_sacct_json, read_sacct_parsable,
                                               read_swf, read_trace, sniff_format)
 
 

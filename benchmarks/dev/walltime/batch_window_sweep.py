@@ -7,7 +7,7 @@ killed, shortened, allowed, bsld, share of the oracle gain, final adaptive risk 
 import sys
 from pathlib import Path
 
-from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.history.model import HpcPredictModel, ModelParams
 from hpcpredict.daemon.scheduling.policies import online_predictions
 from hpcpredict.daemon.scheduling.replay import replay_policies

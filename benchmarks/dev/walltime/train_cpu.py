@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import hpcpredict
-from hpcpredict.daemon.history import train_model
-from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.lab.history.training import train_model
+from hpcpredict.daemon.lab.history.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))

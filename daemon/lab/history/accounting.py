@@ -21,7 +21,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -21,8 +21,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .predictors import BASELINES, OnlinePredictor
-from ..records import JobRecord
+from ...history.model import HpcPredictModel
+from ...history.predictors import BASELINES, OnlinePredictor
+from ...records import JobRecord
 
 BOUND_SUFFIX = "-bound"
 
@@ -67,8 +68,6 @@ def scorable(jobs: Iterable[JobRecord]) -> list[JobRecord]:
 
 def default_predictors() -> dict[str, OnlinePredictor]:
     """Every baseline plus our model, fresh."""
-    from .model import HpcPredictModel
-
     predictors: dict[str, OnlinePredictor] = {name: cls() for name, cls in BASELINES.items()}
     predictors[HpcPredictModel.name] = HpcPredictModel()
     return predictors

@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 import math
 
-from ..errors import ParseError
-from ..records import CANCELLED, COMPLETED, FAILED, TIMEOUT, UNKNOWN, JobRecord
+from ...errors import ParseError
+from ...records import CANCELLED, COMPLETED, FAILED, TIMEOUT, UNKNOWN, JobRecord
 
 logger = logging.getLogger(__name__)
 

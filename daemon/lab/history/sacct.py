@@ -19,8 +19,8 @@ import logging
 import re
 from datetime import datetime, timezone
 
-from ..errors import ParseError
-from ..records import TIMEOUT, UNKNOWN, JobRecord
+from ...errors import ParseError
+from ...records import TIMEOUT, UNKNOWN, JobRecord
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def parse_timestamp(text: str, *, source: str = "", line: int = 0, field: str = 
     return stamp.timestamp()
 
 
-def _state(text: str) -> str:
+def job_state(text: str) -> str:
     """"CANCELLED by 123" -> CANCELLED; "" -> UNKNOWN."""
     word = text.strip().split(" ")[0].upper() if text.strip() else UNKNOWN
     return word.rstrip("+")
@@ -90,7 +90,9 @@ def _int(text: str, *, source: str, line: int, field: str) -> int:
         raise ParseError(f"bad integer in {field}", source=source, line=line, part=text) from error
 
 
-def _record(job_id, user, submit, start, end, runtime, requested, name, state, **extra) -> JobRecord:
+def accounting_record(job_id, user, submit, start, end, runtime, requested, name, state, **extra) -> JobRecord:
+    """One accounting row's fields -> a record, by the rules every accounting reader shares: the
+    runtime from start/end when elapsed is missing; a COMPLETED job that reached its limit is a TIMEOUT."""
     if runtime < 0 and start >= 0 and end >= start:
         runtime = end - start
     if state == "COMPLETED" and requested > 0 and runtime >= requested:
@@ -144,9 +146,9 @@ def _parsable_row(row: dict, source: str, line: int) -> JobRecord:
                                    field="Timelimit")
     exit_code = get("exitcode", "0:0").split(":")[0]
     cpus = _int(get("reqcpus", "") or get("cpus", ""), source=source, line=line, field="NCPUS")
-    return _record(
+    return accounting_record(
         get("jobid").strip(), get("user", "").strip(), stamp("submit"), stamp("start"), stamp("end"),
-        runtime, requested, get("jobname", "").strip(), _state(get("state", "")),
+        runtime, requested, get("jobname", "").strip(), job_state(get("state", "")),
         group=get("group", "").strip(), account=get("account", "").strip(),
         partition=get("partition", "").strip(), qos=get("qos", "").strip(),
         nodes=_int(get("nnodes", ""), source=source, line=line, field="NNodes"),
@@ -201,10 +203,10 @@ def _json_job(job: dict) -> JobRecord:
     required = job.get("required", {}) or {}
     cpus = int(_num(required.get("CPUs"), 0.0))
     name = str(job.get("name", ""))
-    return _record(
+    return accounting_record(
         str(job["job_id"]), str(job.get("user", "")), _num(times.get("submission")),
         _num(times.get("start")), _num(times.get("end")), _num(times.get("elapsed")),
-        60.0 * limit_min if limit_min > 0 else 0.0, name, _state(str(state)),
+        60.0 * limit_min if limit_min > 0 else 0.0, name, job_state(str(state)),
         group=str(job.get("group", "")), account=str(job.get("account", "")),
         partition=str(job.get("partition", "")), qos=str(job.get("qos", "")),
         nodes=int(_num(job.get("allocation_nodes"), 0.0)), requested_procs=cpus,
@@ -238,10 +240,10 @@ def read_sacct_csv(text: str, source: str = "") -> list[JobRecord]:
             raise ParseError("run_time / wallclock_req is not a number", source=source, line=line,
                              part=f"{row['run_time']},{row['wallclock_req']}") from error
         stamp = lambda key: parse_timestamp(row.get(key) or "", source=source, line=line, field=key)  # noqa: E731
-        jobs.append(_record(
+        jobs.append(accounting_record(
             row["job_id"].strip(), row["user"].strip(), stamp("submit_time"), stamp("start_time"),
             stamp("end_time"), runtime, requested, (row.get("name") or "").strip(),
-            _state(row.get("state") or ""),
+            job_state(row.get("state") or ""),
             account=(row.get("account") or "").strip(), partition=(row.get("partition") or "").strip(),
             qos=(row.get("qos") or "").strip(),
             nodes=_int(row.get("nodes_req") or "", source=source, line=line, field="nodes_req"),

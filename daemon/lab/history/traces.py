@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..errors import ParseError
+from ...errors import ParseError
 from .sacct import read_sacct_csv, read_sacct_json, read_sacct_parsable
 from .swf import read_swf
-from ..records import JobRecord
+from ...records import JobRecord
 
 logger = logging.getLogger(__name__)
 

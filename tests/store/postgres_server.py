@@ -1,4 +1,5 @@
-"""A throwaway PostgreSQL server, for the store tests and the history benchmark.
+"""A throwaway PostgreSQL server, for the store tests and the history benchmark (which imports it
+from here: one home).
 
 Debian's PostgreSQL (``postgresql`` in contrib/apt-packages.txt): ``initdb`` into a folder,
 ``pg_ctl start`` listening only on a Unix socket there, run as ``postgres`` when the caller is

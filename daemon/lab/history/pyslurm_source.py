@@ -1,9 +1,9 @@
 """Finished jobs from Slurm accounting through pyslurm's database API (``pyslurm.db``).
 
-The same :class:`JobRecord` as ``sacct --json`` (:func:`..sacct.read_sacct_json`), field for
+The same :class:`JobRecord` as ``sacct --json`` (:func:`.sacct.read_sacct_json`), field for
 field: both read the slurmdbd's job records, and :func:`records_from_pyslurm_jobs` maps the
 attributes pyslurm documents for ``pyslurm.db.Job`` onto the fields the JSON reader fills, with
-the same rules (``..sacct._record``: runtime from start/end when elapsed is missing, a
+the same rules (``.sacct.accounting_record``: runtime from start/end when elapsed is missing, a
 COMPLETED job that reached its limit is a TIMEOUT). Where pyslurm turns the database's 0
 ("not set") into None, the record keeps 0 as ``sacct --json`` prints it.
 
@@ -39,9 +39,9 @@ import re
 import time
 from datetime import datetime
 
-from ..errors import CommandError, ParseError
-from ..records import UNKNOWN, JobRecord
-from .sacct import _record, _state
+from ...errors import CommandError, ParseError
+from ...records import UNKNOWN, JobRecord
+from .sacct import accounting_record, job_state
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def load_pyslurm_jobs(pyslurm, *, since: float, until: float, cluster: str = "")
 
 
 def records_from_pyslurm_jobs(jobs, source: str = "pyslurm") -> list[JobRecord]:
-    """``pyslurm.db.Job`` objects -> records, as :func:`..sacct.read_sacct_json` makes them."""
+    """``pyslurm.db.Job`` objects -> records, as :func:`.sacct.read_sacct_json` makes them."""
     records = []
     for index, job in enumerate(jobs):
         try:
@@ -128,11 +128,11 @@ def _pyslurm_job(job) -> JobRecord:
     # Minutes; None or a word ("PartitionLimit", "UNLIMITED") when the job had no limit of its own.
     limit_min = 0.0 if limit is None or isinstance(limit, str) else _number(limit, "time_limit")
     name = _text(_value(job, "name"))
-    return _record(
+    return accounting_record(
         str(int(_value(job, "id"))), _text(_value(job, "user_name")),
         _number(_value(job, "submit_time"), "submit_time"), _number(_value(job, "start_time"), "start_time"),
         _number(_value(job, "end_time"), "end_time"), _number(_value(job, "elapsed_time"), "elapsed_time"),
-        60.0 * limit_min if limit_min > 0 else 0.0, name, _state(_text(_value(job, "state")) or UNKNOWN),
+        60.0 * limit_min if limit_min > 0 else 0.0, name, job_state(_text(_value(job, "state")) or UNKNOWN),
         group=_text(_value(job, "group_name")), account=_text(_value(job, "account")),
         partition=_text(_value(job, "partition")), qos=_text(_value(job, "qos")),
         nodes=int(_number(_value(job, "num_nodes"), "num_nodes")),
