@@ -154,3 +154,9 @@ def _me() -> str:
 def admin_client(socket_path: str, *, timeout: float = 60.0) -> DaemonClient:
     """A client for admin calls: the same local socket, with a deadline long enough for a reload."""
     return DaemonClient(socket_path, timeout=timeout)
+
+
+def reload_models(socket_path: str) -> pb.ReloadReply:
+    """ReloadModels over the local socket (an admin call); raises HpcPredictError."""
+    with admin_client(socket_path) as client:
+        return client.call("ReloadModels", pb.ReloadRequest())
