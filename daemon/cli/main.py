@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hpcpredict",
         description="Runtime, walltime and communication-time prediction for Slurm jobs.",
     )
-    parser.add_argument("--socket", default=None,
+    parser.add_argument("--socket", "--local-socket", dest="socket", default=None,
                         help="the daemon's local socket (default: $HPCPREDICT_SOCKET, else [daemon] hook_socket)")
     parser.add_argument("--config", default=None,
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
