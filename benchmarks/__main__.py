@@ -1,6 +1,6 @@
 """Run one benchmark area and record its results with where and how they were measured.
 
-    python -m benchmarks list
+    python -m benchmarks list               # also checks every area keeps the contract below
     python -m benchmarks run AREA [AREA's own options]
 
 An area is a module ``benchmarks/areas/AREA.py`` with ``DESCRIPTION`` (one line) and
@@ -34,6 +34,17 @@ RESULTS = HERE / "results"
 
 def areas() -> list[str]:
     return sorted(module.name for module in pkgutil.iter_modules([str(HERE / "areas")]))
+
+
+def contract_breaches(name: str, module) -> list[str]:
+    """What area ``name`` lacks of the contract: a one-line DESCRIPTION and a run(args)."""
+    breaches = []
+    description = getattr(module, "DESCRIPTION", None)
+    if not isinstance(description, str) or not description or "\n" in description:
+        breaches.append(f"{name}: DESCRIPTION must be one non-empty line")
+    if not callable(getattr(module, "run", None)):
+        breaches.append(f"{name}: no run(args) function")
+    return breaches
 
 
 def _git(*args: str) -> str:
@@ -98,10 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     # daemon and CLI the areas start inherits this (the site area's guide test sets its own).
     os.environ.setdefault("HPCPREDICT_CONFIG_PATH", "")
     if args.command == "list":
+        breaches = []
         for name in areas():
-            description = getattr(importlib.import_module(f"benchmarks.areas.{name}"), "DESCRIPTION", "")
-            print(f"{name:12s} {description}")
-        return 0
+            module = importlib.import_module(f"benchmarks.areas.{name}")
+            breaches += contract_breaches(name, module)
+            print(f"{name:12s} {getattr(module, 'DESCRIPTION', '')}")
+        for breach in breaches:
+            print(f"benchmarks: {breach}", file=sys.stderr)
+        return 1 if breaches else 0
     out = RESULTS / args.out if args.out is not None and args.out.parent == Path() else args.out
     path = run_area(args.area, rest, out)
     record = json.loads(path.read_text())

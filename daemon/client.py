@@ -156,6 +156,12 @@ def admin_client(socket_path: str, *, timeout: float = 60.0) -> DaemonClient:
     return DaemonClient(socket_path, timeout=timeout)
 
 
+def reload_models(socket_path: str) -> pb.ReloadReply:
+    """ReloadModels over the local socket (an admin call); raises HpcPredictError."""
+    with admin_client(socket_path) as client:
+        return client.call("ReloadModels", pb.ReloadRequest())
+
+
 class RemoteClient(DaemonClient):
     """The CLI's side: each call signed with a credential from this host's munged, sent to the
     remote listener at ``address`` ("host:port")."""

@@ -72,7 +72,6 @@ class DaemonConfig:
     hook_socket: str = "{data_dir}/hook.sock"     # "" = off
     hook_socket_mode: int = 0o666
     workers: int = 2                              # Python threads answering calls; more only adds GIL contention
-    cpu_affinity: str = ""                        # "1" or "0,2-3": pin the daemon to these CPUs; "" = no pinning
     max_concurrent: int = 64                      # beyond this, RESOURCE_EXHAUSTED at once
     max_connections: int = 512                    # open connections to the local socket
     max_connections_per_user: int = 32            # ... of one unprivileged uid
@@ -142,8 +141,6 @@ class PolicyConfig:
     min_time_limit_s: int = 300                   # never suggest a limit below this
     default_runtime_s: int = 3600                 # cold start with no history and no request
     history_window: int = 20                      # recent runs kept per (user, application)
-    set_time_limit_when_absent: bool = True       # job_submit: no --time -> time_limit = bound
-    set_time_min_when_given: bool = True          # job_submit: --time given -> time_min = point
     # What the daemon does to a job's limits (walltime_policy.plan_limits): "soft" = the estimate
     # at `soft_risk` as --time-min, only where slurmctld runs with time_min_as_soft_limit (it then never
     # kills); "bound" = the runtime bound at `risk` as a kill-limit --time-min / --time (opt-in: a

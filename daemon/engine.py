@@ -201,7 +201,7 @@ class PredictionEngine:
         models = self.models
         policy = self.config.policy
         risk = spec.risk or policy.risk
-        requested = 0 if spec.time_limit_is_default else spec.time_limit_s
+        requested = spec.time_limit_s
         job = spec.record()
         # Limits are set at submission only: later answers (allocation, runtime features) refine.
         deciding = decide_limits and not at_allocation
@@ -279,15 +279,13 @@ class PredictionEngine:
         controller, ``advise`` for a job outside the site's ``[policy]`` scope (policy_scope);
         ``soft``: the runtime the job outlives with probability ``[policy] soft_risk``."""
         policy = self.config.policy
-        given = math.inf if spec.time_limit_unlimited else 0 if spec.time_limit_is_default else spec.time_limit_s
+        given = math.inf if spec.time_limit_unlimited else spec.time_limit_s
         # soft: the job's limit is its --time, else the partition's DefaultTime (else MaxTime)
         requested = given or (spec.default_time_s if mode == "soft" else 0)
         limits = plan_limits(mode=mode, runtime_s=soft, bound_s=bound, requested_s=requested,
                              user_time_min_s=spec.time_min_s, max_time_s=spec.max_time_s or None,
                              floor_s=policy.min_time_limit_s, site_cap_s=self.config.limits.max_time_s,
-                             fallback=fallback, soft_max_ratio=policy.soft_max_ratio,
-                             set_time_min=policy.set_time_min_when_given,
-                             set_time_limit=policy.set_time_limit_when_absent)
+                             fallback=fallback, soft_max_ratio=policy.soft_max_ratio)
         message = user_line(limits, runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
                             risk=risk, requested_s=given, job_limit_s=spec.default_time_s or spec.max_time_s,
                             fallback=fallback, floor_s=policy.min_time_limit_s)

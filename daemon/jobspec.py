@@ -96,7 +96,6 @@ class JobSpec:
     gpus: int = 0
     mem_mb: int = 0
     time_limit_s: int = 0
-    time_limit_is_default: bool = False
     time_limit_unlimited: bool = False   # --time=UNLIMITED
     time_min_s: int = 0                  # the user's --time-min (0 = none)
     max_time_s: int = 0                  # partition MaxTime / QOS MaxWall the hook sees (0 = unlimited or unknown)
@@ -113,10 +112,9 @@ class JobSpec:
         """This job as history describes it: without ``outcome`` the job at submission (what the
         history models are asked about), with the outcome fields (``runtime_s``, ``state``,
         ``start_time``, ``end_time``, ``exit_code``, ``submit_time``...) the ended job they learn
-        from. A default time limit is no request (0); with no task count the node count is the
-        job's size."""
+        from. With no task count the node count is the job's size."""
         job: dict[str, Any] = dict(job_id=self.job_id, user=self.user, submit_time=self.submit_time,
-                   requested_time_s=float(0 if self.time_limit_is_default else self.time_limit_s),
+                   requested_time_s=float(self.time_limit_s),
                    application=self.application, job_name=self.job_name, group=self.group,
                    account=self.account, partition=self.partition, qos=self.qos, nodes=self.nodes,
                    requested_procs=self.ntasks * self.cpus_per_task or self.nodes, inputs=self.inputs,
@@ -279,7 +277,7 @@ def job_spec_from_request(request, limits, *, node_list: str = "", job_id: str =
         distribution=distribution or "block",
         tasks_per_node=_text(tasks_per_node, "resources.tasks_per_node", limits),
         gpus=_count(res.gpus, "resources.gpus", 1 << 16), mem_mb=int(res.mem_mb),
-        time_limit_s=int(request.time_limit_s), time_limit_is_default=bool(request.time_limit_is_default),
+        time_limit_s=int(request.time_limit_s),
         time_limit_unlimited=bool(request.time_limit_unlimited), time_min_s=int(request.time_min_s),
         max_time_s=int(request.max_time_s), default_time_s=int(request.default_time_s),
         risk=risk, submit_time=float(request.submit_time or time.time()),

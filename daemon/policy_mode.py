@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Callable
 
+from .commands import run_command
 from .errors import HpcPredictError
 
 logger = logging.getLogger(__name__)
@@ -42,8 +43,6 @@ def soft_limit_enabled(parameters: str) -> bool:
 
 
 def _run(command: list[str], timeout: float) -> str:
-    from .cli.refresh import run_command   # the project's one way to run a command
-
     return run_command(command, timeout=timeout)
 
 

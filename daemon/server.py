@@ -1,14 +1,13 @@
 """hpcpredictd: build the daemon from a config, serve until SIGTERM, drain, exit.
 
-``create_daemon(config)`` builds everything (store, registry, engine, the transport-free
+``Daemon(config)`` builds everything (store, registry, engine, the transport-free
 :class:`~hpcpredict.daemon.service.PredictionService`, its local socket, gRPC server and
 metrics) and binds; ``Daemon.start()`` starts serving; ``Daemon.stop(grace)`` drains.
 ``main()`` is the console entry point:
-``hpcpredictd [--config FILE] [--socket GRPC_PATH] [--local-socket PATH]``.
+``hpcpredictd [--config FILE] [--grpc-socket PATH] [--socket PATH]``.
 Signals: SIGTERM/SIGINT drain and exit (health turns NOT_SERVING first), SIGHUP reloads the
 models. A local socket whose loop cannot go on turns health NOT_SERVING and makes the daemon
-drain and exit with status 2, for its service manager to restart it. ``[daemon] cpu_affinity`` (env ``HPCPREDICT_DAEMON_CPU_AFFINITY``) pins the process to
-CPUs: see :func:`pin_to_cpus`.
+drain and exit with status 2, for its service manager to restart it.
 """
 from __future__ import annotations
 
@@ -25,8 +24,6 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-
-from ClusterShell.RangeSet import RangeSet, RangeSetParseError
 
 from . import __version__
 from .config import Config, load_config
@@ -225,10 +222,6 @@ class Daemon:
         self.server.wait_for_termination()
 
 
-def create_daemon(config: Config) -> Daemon:
-    return Daemon(config)
-
-
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
@@ -249,46 +242,6 @@ def _setup_logging(config: Config) -> None:
     root.setLevel(config.daemon.log_level.upper())
 
 
-def parse_cpu_list(text) -> set[int]:
-    """CPUs in taskset/systemd form ("1", "0,2-3") or an iterable of ints; empty = no pinning;
-    "auto" = the highest-numbered CPU this process may use (CPU 0 usually takes the interrupts).
-
-    >>> sorted(parse_cpu_list("0,2-3")), parse_cpu_list(""), parse_cpu_list("auto") == {max(os.sched_getaffinity(0))}
-    ([0, 2, 3], set(), True)
-    """
-    if not isinstance(text, str):
-        return {int(cpu) for cpu in text}
-    text = text.strip()
-    if text == "auto":
-        return {max(os.sched_getaffinity(0))}
-    return {int(cpu) for cpu in RangeSet(text)} if text else set()
-
-
-def pin_to_cpus(spec) -> None:
-    """Pin this process (and every thread it starts afterwards) to the given CPUs.
-
-    One Python process serves through one interpreter lock: its gRPC and worker threads hand
-    the lock to each other on every call, and when they sit on different cores each hand-off
-    crosses cores. Pinned to one core the same daemon answers 1.2-1.7x more Predicts with a
-    lower CPU cost per call (benchmarks/README.md). Threads started later inherit it.
-    """
-    try:
-        cpus = parse_cpu_list(spec)
-    except (ValueError, RangeSetParseError) as error:
-        raise ConfigError(f"[daemon] cpu_affinity: not a CPU list: {spec!r}") from error
-    if cpus:
-        try:
-            os.sched_setaffinity(0, cpus)
-            for thread in os.listdir("/proc/self/task"):   # any started by imports (numpy's BLAS pool)
-                try:
-                    os.sched_setaffinity(int(thread), cpus)
-                except ProcessLookupError:
-                    pass
-        except OSError as error:
-            raise ConfigError(f"[daemon] cpu_affinity: cannot pin to CPUs {sorted(cpus)}: {error}") from error
-        logger.info("pinned to CPUs %s", sorted(cpus))
-
-
 def raise_open_file_limit() -> None:
     """Soft RLIMIT_NOFILE up to the hard limit: the connection caps, not a default of 1024,
     should bound the sockets (nothing here uses select(), which needs fds below 1024)."""
@@ -300,19 +253,25 @@ def raise_open_file_limit() -> None:
             logger.warning("cannot raise the open file limit from %d to %d: %s", soft, hard, error)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hpcpredictd", description="The hpcpredict prediction daemon.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--config",
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
                              " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")
-    parser.add_argument("--socket", help="gRPC Unix socket path (overrides [daemon] socket)")
-    parser.add_argument("--local-socket", help="the local socket's path (overrides [daemon] hook_socket)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--grpc-socket", help="gRPC Unix socket path (overrides [daemon] socket)")
+    # The same name as `hpcpredict --socket`: the socket the hooks and the CLI talk to.
+    parser.add_argument("--socket", "--local-socket", dest="local_socket",
+                        help="the local socket's path (overrides [daemon] hook_socket)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         config = load_config(args.config)
-        if args.socket:
-            config = replace(config, daemon=replace(config.daemon, socket=args.socket))
+        if args.grpc_socket:
+            config = replace(config, daemon=replace(config.daemon, socket=args.grpc_socket))
         if args.local_socket:
             config = replace(config, daemon=replace(config.daemon, hook_socket=args.local_socket))
         _setup_logging(config)
@@ -323,8 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         # is as private as this one, and a wide umask from the unit or the shell cannot undo it.
         os.umask(0o077)
         raise_open_file_limit()
-        pin_to_cpus(config.daemon.cpu_affinity)
-        daemon = create_daemon(config).start()
+        daemon = Daemon(config).start()
     except HpcPredictError as error:
         print(f"hpcpredictd: {error}", file=sys.stderr)
         return 1

@@ -81,7 +81,7 @@ def _sane(seconds: float, site_cap_s: float) -> bool:
 def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, requested_s: float = 0,
                 user_time_min_s: float = 0, max_time_s: float | None = None, floor_s: float = DEFAULT_FLOOR_S,
                 site_cap_s: float = DEFAULT_SITE_CAP_S, fallback: bool = False,
-                soft_max_ratio: float = 0.0, set_time_min: bool = True, set_time_limit: bool = True) -> LimitChange:
+                soft_max_ratio: float = 0.0) -> LimitChange:
     """The limits to set for a job estimated to run ``runtime_s``, ``bound_s`` at the site's risk.
 
     ``runtime_s`` is only read in ``soft`` mode: the runtime the soft ``time_min`` plans with
@@ -104,18 +104,14 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
         return LimitChange(None, None, "user_time_min", mode)
     cap = site_cap_s if max_time_s is None or max_time_s <= 0 else min(site_cap_s, max_time_s)
     if mode == "soft":
-        return _plan_soft(runtime_s, requested_s, max_time_s, cap, soft_max_ratio, set_time_min)
+        return _plan_soft(runtime_s, requested_s, max_time_s, cap, soft_max_ratio)
     if requested_s > 0:
         time_min = max(ceil_minute(bound_s), ceil_minute(floor_s))
         if time_min >= requested_s:
             return LimitChange(None, None, "bound_not_below_request")
         if time_min > cap:
             return LimitChange(None, None, "bound_above_max_time")
-        if not set_time_min:
-            return LimitChange(None, None, "time_min_off")
         return LimitChange(None, time_min, "time_min")
-    if not set_time_limit:
-        return LimitChange(None, None, "time_limit_off")
     limit = max(ceil_minute(bound_s), ceil_minute(floor_s))
     limit = min(limit, int(cap // 60) * 60)
     if limit < 60:
@@ -124,7 +120,7 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
 
 
 def _plan_soft(runtime_s: float, requested_s: float, max_time_s: float | None, cap: float,
-               soft_max_ratio: float, set_time_min: bool) -> LimitChange:
+               soft_max_ratio: float) -> LimitChange:
     # No floor: a soft time_min cannot kill; runtime_s is the plan (the soft_risk quantile).
     known = [s for s in (requested_s, max_time_s) if s is not None and 0 < s]
     if not known:
@@ -136,8 +132,6 @@ def _plan_soft(runtime_s: float, requested_s: float, max_time_s: float | None, c
     if soft_max_ratio > 0 and job_limit > soft_max_ratio * runtime_s:
         # --time − time_min is how far a waiting job's reservation can slip behind this one.
         return LimitChange(None, None, "limit_above_soft_max_ratio", "soft")
-    if not set_time_min:
-        return LimitChange(None, None, "time_min_off", "soft")
     return LimitChange(None, time_min, "soft_time_min", "soft")
 
 

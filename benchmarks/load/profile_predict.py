@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     from hpcpredict.daemon.jobspec import job_spec_from_request
     from hpcpredict.daemon.records import JobRecord
     from hpcpredict.daemon.runtime.inputs import extract_inputs
-    from hpcpredict.daemon.server import create_daemon
+    from hpcpredict.daemon.server import Daemon
     from hpcpredict.daemon.service import estimate_message
     from hpcpredict.daemon.store import SQLiteStore
     from hpcpredict.daemon.store_rows import PredictionRow
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
     data_dir = Path(tempfile.mkdtemp(prefix="hpd-prof-"))
     world = build_world(data_dir, learner=args.runtime_learner)
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(data_dir), "HPCPREDICT_DAEMON_HOOK_SOCKET": ""})
-    daemon = create_daemon(config)
+    daemon = Daemon(config)
     daemon.service.reload()
     service, engine, store = daemon.service, daemon.engine, daemon.store
     messages = [pb.JobRequest.FromString(b) for b in requests(world, args.calls)]

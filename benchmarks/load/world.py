@@ -51,7 +51,7 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
     else:
         published.update(_publish_runtime(registry, learner, n_trees))
     try:
-        from hpcpredict.daemon.cli.train import train_and_publish
+        from hpcpredict.daemon.lab.refresh import train_and_publish
         published["walltime"] = train_and_publish(config)[0].version
     except Exception as error:  # the walltime model is another issue's; serve without it
         logger.info("no walltime model published: %s", error)

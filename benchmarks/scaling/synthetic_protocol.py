@@ -24,7 +24,7 @@ extrap_driver.py; its rows for the reported seeds are recorded in synthetic_resu
     python3 -m venv /tmp/extrap-venv && /tmp/extrap-venv/bin/pip install extrap==4.2.5 "numpy<2"
 
 Seeds 3 and 7 are reported and were used for nothing else; modeler changes are developed on
-other seeds (101, 102, 104-106; the harnesses in benchmarks/dev/scaling refuse 3 and 7).
+other seeds (101, 102, 104-106).
 """
 from __future__ import annotations
 

@@ -1,43 +1,47 @@
-"""Pieces every CLI command shares: config, socket, printing an Estimate."""
+"""Pieces every CLI command shares: config, socket, privileges, printing an Estimate."""
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import sys
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.json_format import MessageToDict
+from rich.console import Console
+
+from ..client import reload_models, resolve_socket
+from ..config import load_config
+from ..errors import HpcPredictError
+from ..timefmt import human, human_range, slurm_time
 
 
 def config_of(args):
-    from ..config import load_config
-
     return load_config(args.config)
 
 
-def writer_config_of(args):
-    """The config of a command that writes the daemon's store or models (ingest, train,
-    publish, refresh). Run by root on a data_dir another user owns (the daemon's), the command
-    continues as that user, so every file it creates is the daemon's to read and write: a root
-    cron line cannot leave a store or a model the daemon cannot open."""
-    config = config_of(args)
-    if os.geteuid() == 0:
-        try:
-            owner = os.stat(config.data_dir).st_uid
-        except OSError:
-            owner = 0
-        if owner != 0:
-            import pwd
-
-            entry = pwd.getpwuid(owner)
-            os.initgroups(entry.pw_name, entry.pw_gid)
-            os.setgid(entry.pw_gid)
-            os.setuid(entry.pw_uid)
-            os.umask(0o007)
-            print(f"note: running as {entry.pw_name}, the owner of {config.data_dir}", file=sys.stderr)
-    return config
+def run_as_data_owner(config) -> None:
+    """For a command that writes the daemon's store or models (ingest, train, publish,
+    refresh): run by root on a data_dir another user owns (the daemon's), continue as that
+    user, so every file it creates is the daemon's to read and write: a root cron line cannot
+    leave a store or a model the daemon cannot open. Anyone else: nothing changes."""
+    if os.geteuid() != 0:
+        return
+    try:
+        owner = os.stat(config.data_dir).st_uid
+    except OSError:
+        return
+    if owner == 0:
+        return
+    entry = pwd.getpwuid(owner)
+    os.initgroups(entry.pw_name, entry.pw_gid)
+    os.setgid(entry.pw_gid)
+    os.setuid(entry.pw_uid)
+    os.umask(0o007)
+    print(f"note: running as {entry.pw_name}, the owner of {config.data_dir}", file=sys.stderr)
 
 
 def socket_of(args, config) -> str:
-    from ..client import resolve_socket
-
     return resolve_socket(args.socket, config)
 
 
@@ -70,31 +74,26 @@ def print_json(obj) -> None:
 def output_console():
     """A rich Console for stdout: on a terminal its width; piped or redirected, wide enough
     that no table is wrapped (rich would otherwise assume 80 columns)."""
-    from rich.console import Console
-
     return Console() if sys.stdout.isatty() else Console(width=500)
 
 
 def message_dict(message) -> dict:
     """A protobuf message for ``--json``: the .proto's field names, every field, and 64-bit
     integers (counts) as JSON numbers, not the strings protobuf's JSON mapping writes."""
-    from google.protobuf.json_format import MessageToDict
-
     return _int64_as_numbers(message, MessageToDict(message, preserving_proto_field_name=True,
                                                     always_print_fields_with_no_presence=True))
 
 
 def _int64_as_numbers(message, data: dict) -> dict:
-    from google.protobuf.descriptor import FieldDescriptor as F
-
-    wide = {F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_SINT64, F.TYPE_FIXED64, F.TYPE_SFIXED64}
+    wide = {FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT64,
+            FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64}
     for field in message.DESCRIPTOR.fields:
         if field.name not in data:
             continue
-        repeated = field.label == F.LABEL_REPEATED
+        repeated = field.label == FieldDescriptor.LABEL_REPEATED
         if field.type in wide:
             data[field.name] = [int(v) for v in data[field.name]] if repeated else int(data[field.name])
-        elif field.type == F.TYPE_MESSAGE and not field.message_type.GetOptions().map_entry:
+        elif field.type == FieldDescriptor.TYPE_MESSAGE and not field.message_type.GetOptions().map_entry:
             value = getattr(message, field.name)
             data[field.name] = ([_int64_as_numbers(m, d) for m, d in zip(value, data[field.name])] if repeated
                                 else _int64_as_numbers(value, data[field.name]))
@@ -103,8 +102,6 @@ def _int64_as_numbers(message, data: dict) -> dict:
 
 def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
     """An Estimate as a person reads it."""
-    from ..timefmt import human, human_range, slurm_time
-
     lines = []
     head = f"Predicted runtime: {human(estimate.runtime_s)}"
     interval = estimate.interval
@@ -138,15 +135,6 @@ def estimate_lines(estimate, requested_s: int = 0) -> list[str]:
     return lines
 
 
-def ask_reload(socket_path: str):
-    """ReloadModels over the local socket (an admin call); returns the ReloadReply, raises HpcPredictError."""
-    from ..client import admin_client
-    from ...proto.v1 import hpcpredict_pb2 as pb
-
-    with admin_client(socket_path) as client:
-        return client.call("ReloadModels", pb.ReloadRequest())
-
-
 def reload_daemon(socket_path: str, published=None) -> int:
     """Ask a running daemon to reload and say so on stderr; the command's exit status.
 
@@ -154,12 +142,8 @@ def reload_daemon(socket_path: str, published=None) -> int:
     a daemon that refused or failed to load it (an unreadable file, a checksum) fails the
     command (1), with the daemon's reason. No daemon running is not a failure (0): it loads the
     model when it starts."""
-    import sys
-
-    from ..errors import HpcPredictError
-
     try:
-        reply = ask_reload(socket_path)
+        reply = reload_models(socket_path)
     except HpcPredictError as error:
         print(shown(f"note: daemon not reloaded ({error}); run `hpcpredict reload` once it runs"), file=sys.stderr)
         return 0

@@ -1,6 +1,15 @@
 """`hpcpredict ingest TRACE`: load job history (SWF, sacct --json, sacct -P, sacct-like CSV)."""
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
+from rich.progress import Progress
+
+from .common import config_of, reload_daemon, run_as_data_owner, socket_of
+from ..lab.history.traces import read_trace
+from ..store_backends import open_store
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("ingest", help="load job history into the store")
@@ -13,16 +22,8 @@ def register(subparsers) -> None:
 
 
 def _ingest(args) -> int:
-    import os
-    from dataclasses import replace
-
-    from rich.progress import Progress
-
-    from .common import reload_daemon, socket_of, writer_config_of
-    from ..lab.history.traces import read_trace
-    from ..store_backends import open_store
-
-    config = writer_config_of(args)
+    config = config_of(args)
+    run_as_data_owner(config)
     store = open_store(config)
     total_added = 0
     try:

@@ -1,9 +1,7 @@
 """Entry point of the `hpcpredict` command.
 
 Each command group lives in its own module of this package and exposes
-``register(subparsers, common)``; the module is imported only to register its parser, and
-each command imports its heavy dependencies (numpy, scikit-learn, grpc) inside its handler so
-``hpcpredict --help`` stays fast. A handler returns the process exit code.
+``register(subparsers)``, which adds its parser; a handler returns the process exit code.
 
 Errors: any :class:`hpcpredict.daemon.errors.HpcPredictError` becomes one line
 ``hpcpredict: <message>`` on stderr and exit code 1; Ctrl-C exits 130; a closed pipe is quiet.
@@ -11,30 +9,19 @@ Errors: any :class:`hpcpredict.daemon.errors.HpcPredictError` becomes one line
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import sys
 
+from . import (comm, evaluate, explain, ingest, predict, refresh, reload, report, scaling, serve, status,
+               suggest_runs, topology, train)
+from .common import shown
 from .. import __version__
+from ..errors import HpcPredictError
 
 # Command modules, in the order `--help` lists them. Adding a command = adding a module here.
-COMMAND_MODULES = (
-    "serve",
-    "predict",
-    "ingest",
-    "train",
-    "reload",
-    "status",
-    "refresh",
-    "evaluate",
-    "topology",
-    "comm",
-    "scaling",
-    "suggest_runs",
-    "explain",
-    "report",
-)
+COMMAND_MODULES = (serve, predict, ingest, train, reload, status, refresh, evaluate, topology, comm, scaling,
+                   suggest_runs, explain, report)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hpcpredict",
         description="Runtime, walltime and communication-time prediction for Slurm jobs.",
     )
-    parser.add_argument("--socket", default=None,
+    parser.add_argument("--socket", "--local-socket", dest="socket", default=None,
                         help="the daemon's local socket (default: $HPCPREDICT_SOCKET, else [daemon] hook_socket)")
     parser.add_argument("--config", default=None,
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
@@ -50,25 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    register_modules(subparsers, COMMAND_MODULES)
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
     return parser
 
 
-def register_modules(subparsers, names) -> None:
-    """Import ``hpcpredict.daemon.cli.<name>`` for each name and let it add its parser."""
-    for name in names:
-        try:
-            module = importlib.import_module(f"hpcpredict.daemon.cli.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"hpcpredict.daemon.cli.{name}":
-                raise
-            continue  # a command group this installation does not have
-        module.register(subparsers)
-
-
 def main(argv: list[str] | None = None) -> int:
-    from ..errors import HpcPredictError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -81,8 +55,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except HpcPredictError as error:
-        from .common import shown
-
         print(shown(f"hpcpredict: {error}"), file=sys.stderr)   # errors quote what users wrote
         return 1
     except KeyboardInterrupt:

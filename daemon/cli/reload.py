@@ -1,4 +1,8 @@
 """`hpcpredict reload`: make the running daemon reload its models (admin)."""
+from __future__ import annotations
+
+from .common import config_of, message_dict, print_json, socket_of
+from ..client import reload_models
 
 
 def register(subparsers) -> None:
@@ -8,9 +12,7 @@ def register(subparsers) -> None:
 
 
 def _reload(args) -> int:
-    from .common import ask_reload, config_of, message_dict, print_json, socket_of
-
-    reply = ask_reload(socket_of(args, config_of(args)))
+    reply = reload_models(socket_of(args, config_of(args)))
     if args.json:
         print_json(message_dict(reply))
     else:

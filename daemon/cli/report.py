@@ -128,7 +128,7 @@ def suggested_times(config, store, jobs, *, by: str = "user") -> dict:
         spec = JobSpec(user=job["user"], application=job["application"] or "", account=job["account"] or "",
                        partition=job["partition"] or "", cluster=job["cluster"] or "", nodes=int(job["nodes"] or 0),
                        ntasks=int(job["requested_procs"] or job["allocated_procs"] or 0),
-                       time_limit_s=max(request, 0), time_limit_is_default=request <= 0)
+                       time_limit_s=max(request, 0))
         suggestions[key] = engine.estimate(spec).time_limit_s
     return suggestions
 

@@ -13,5 +13,5 @@ def _serve(args) -> int:
     if args.config:
         argv += ["--config", args.config]
     if args.socket:
-        argv += ["--local-socket", args.socket]
+        argv += ["--socket", args.socket]
     return main(argv)

@@ -6,12 +6,25 @@ Both ask a running daemon to reload unless ``--no-reload``.
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+
+from .common import config_of, print_json, reload_daemon, run_as_data_owner, socket_of
+from ..errors import HpcPredictError, ModelNotFound
+from ..lab.refresh import train_and_publish
 from ..model_kinds import SITE_KEY, model_kind_names
+from ..registry import ModelRegistry
+from ..runtime.artifacts import SERVABLE
+from ..runtime.derived import DerivedInputs
+from ..runtime.stored_runs import TARGET, runs_csv
+from ..runtime.training import train_application
+from ..store_backends import open_store
 
 
 def register(subparsers) -> None:
-    from ..runtime.artifacts import SERVABLE
-
     parser = subparsers.add_parser("train", help="train the walltime model on stored history and publish it")
     parser.add_argument("-M", "--cluster", default=None,
                         help="train on this cluster's jobs only and publish the model for it (default: one "
@@ -66,40 +79,9 @@ def register(subparsers) -> None:
     rollback.set_defaults(handler=_rollback)
 
 
-def train_and_publish(config, cluster: str | None = None):
-    """Train the walltime model on every stored job (of ``cluster``: then published as that
-    cluster's own model) and publish it; returns the Artifact and the number of jobs."""
-    import tempfile
-    from pathlib import Path
-
-    from ..errors import HpcPredictError
-    from ..history.persist import save_model
-    from ..registry import ModelRegistry
-    from ..store_backends import open_store
-    from ..lab.history.training import train_from_store
-
-    store = open_store(config)
-    try:   # streamed from the store: memory does not grow with the history
-        model, count = train_from_store(store, cluster=cluster)
-    finally:
-        store.close()
-    if not count:
-        on = f" of cluster {cluster}" if cluster is not None else ""
-        raise HpcPredictError(f"the store has no job history{on}: run `hpcpredict ingest TRACE` first")
-    with tempfile.TemporaryDirectory() as tmp:
-        save_model(model, Path(tmp))
-        registry = ModelRegistry(config.models.dir, owner=config.models.owner,
-                                 keep_versions=config.models.keep_versions)
-        key = SITE_KEY if cluster is None else cluster
-        return registry.publish("walltime", tmp, key=key, metadata={"jobs": count}), count
-
-
 def _train(args) -> int:
-    from .common import print_json, reload_daemon, socket_of, writer_config_of
-
-    from rich.console import Console
-
-    config = writer_config_of(args)
+    config = config_of(args)
+    run_as_data_owner(config)
     with Console(stderr=True).status("training the walltime model on the stored history..."):
         artifact, count = train_and_publish(config, args.cluster)
     if args.json:
@@ -110,15 +92,6 @@ def _train(args) -> int:
 
 
 def _train_runtime(args) -> int:
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from .common import reload_daemon, socket_of, writer_config_of
-    from ..errors import HpcPredictError, ModelNotFound
-    from ..registry import ModelRegistry
-    from ..runtime.training import train_application
-
     aliases = {}
     for item in args.alias:
         name, sep, field = item.partition("=")
@@ -129,13 +102,12 @@ def _train_runtime(args) -> int:
         raise HpcPredictError("train-runtime: give DATA.csv or --from-store (one of them)")
     if args.data and not args.target:
         raise HpcPredictError("train-runtime: --target names the runtime column of DATA.csv")
-    from ..runtime.derived import DerivedInputs
-
     try:
         derived = DerivedInputs.parse(args.derive)
     except ValueError as error:
         raise HpcPredictError(f"--derive: {error}") from None
-    config = writer_config_of(args)
+    config = config_of(args)
+    run_as_data_owner(config)
     registry = ModelRegistry(config.models.dir, owner=config.models.owner,
                              keep_versions=config.models.keep_versions)
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,8 +118,6 @@ def _train_runtime(args) -> int:
         except ModelNotFound:
             folder.mkdir()
         shutil.rmtree(folder / args.application, ignore_errors=True)
-        from rich.console import Console
-
         with Console(stderr=True).status(f"training the runtime model of {args.application}..."):
             learners = None if args.learner == "auto" else {args.learner: {}}
             variants = train_application(data, target=target, application=args.application,
@@ -165,10 +135,6 @@ def _train_runtime(args) -> int:
 
 def _runs_from_store(config, args, directory):
     """Write the application's stored runs as a run table in ``directory``: (path, target)."""
-    from ..errors import HpcPredictError
-    from ..runtime.stored_runs import TARGET, runs_csv
-    from ..store_backends import open_store
-
     store = open_store(config)
     try:
         text, count = runs_csv(store.jobs_by_submit(with_inputs=True, cluster=args.cluster), args.application)
@@ -183,10 +149,8 @@ def _runs_from_store(config, args, directory):
 
 
 def _publish(args) -> int:
-    from .common import reload_daemon, socket_of, writer_config_of
-    from ..registry import ModelRegistry
-
-    config = writer_config_of(args)
+    config = config_of(args)
+    run_as_data_owner(config)
     registry = ModelRegistry(config.models.dir, owner=config.models.owner, keep_versions=config.models.keep_versions)
     artifact = registry.publish(args.kind, args.folder, key=args.key)
     print(f"published {artifact.kind} model {artifact.key} version {artifact.version}")
@@ -194,11 +158,8 @@ def _publish(args) -> int:
 
 
 def _rollback(args) -> int:
-    from .common import reload_daemon, socket_of, writer_config_of
-    from ..errors import HpcPredictError, ModelNotFound
-    from ..registry import ModelRegistry
-
-    config = writer_config_of(args)
+    config = config_of(args)
+    run_as_data_owner(config)
     registry = ModelRegistry(config.models.dir, owner=config.models.owner)
     version = args.version
     if version is None:

@@ -252,7 +252,7 @@ class _State:
 class HpcPredictModel(OnlinePredictor):
     """Online walltime model (point + bound).
 
-    :meth:`predict` (and :meth:`answer`) only read the model: any number of threads may predict
+    :meth:`predict` only reads the model: any number of threads may predict
     without a lock, also while one thread calls :meth:`observe`. Everything a prediction reads
     is replaced by reference in :meth:`observe` (arrays are rebuilt, never updated in place),
     so a concurrent prediction sees each value either before or after an update. Calls to
@@ -444,19 +444,16 @@ class HpcPredictModel(OnlinePredictor):
             self._cluster_calibration = published
 
     # ------------------------------------------------------------------ interface
-    def predict(self, job: JobRecord, risk: float = 0.03) -> RuntimeEstimate:
-        return self._assess(job, risk, explain=True)[0]
-
-    def answer(self, job: JobRecord, risk: float = 0.03, explain: bool = True,
-               soft_risk: float | None = None) -> RuntimeEstimate:
-        """:meth:`predict`, optionally without the (costlier) explanation text. ``soft_risk``
-        also fills ``soft_s``: the bound at that risk from the same pass (equal to
-        ``answer(job, soft_risk).bound_s``), read only."""
+    def predict(self, job: JobRecord, risk: float = 0.03, explain: bool = True,
+                soft_risk: float | None = None) -> RuntimeEstimate:
+        """The estimate at ``risk``, read only; ``explain=False`` skips the (costlier)
+        explanation text. ``soft_risk`` also fills ``soft_s``: the bound at that risk from the
+        same pass (equal to ``predict(job, soft_risk).bound_s``)."""
         return self._assess(job, risk, explain, soft_risk)[0]
 
     def submit(self, job: JobRecord, risk: float = 0.03, explain: bool = True,
                soft_risk: float | None = None) -> RuntimeEstimate:
-        """:meth:`answer`, remembering it (by ``job.job_id``) so the job's outcome scores it
+        """:meth:`predict`, remembering it (by ``job.job_id``) so the job's outcome scores it
         (the answer at ``risk``; ``soft_s`` is never scored)."""
         prediction, submitted = self._assess(job, risk, explain, soft_risk)
         if job.job_id:

@@ -95,9 +95,7 @@ def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, soft: bool,
                                    # a job without --time runs under the partition's limit
                                    max_time_s=None if job.request_s > 0 else job.limit_s,
                                    floor_s=_POLICY.min_time_limit_s, site_cap_s=_LIMITS.max_time_s,
-                                   fallback=prediction.fallback, soft_max_ratio=soft_max_ratio,
-                                   set_time_min=_POLICY.set_time_min_when_given,
-                                   set_time_limit=_POLICY.set_time_limit_when_absent))
+                                   fallback=prediction.fallback, soft_max_ratio=soft_max_ratio))
 
 
 def oracle(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:

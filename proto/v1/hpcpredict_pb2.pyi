@@ -85,7 +85,7 @@ class CommPattern(_message.Message):
     def __init__(self, name: _Optional[str] = ..., message_bytes: _Optional[int] = ..., grid: _Optional[_Iterable[int]] = ..., peers: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[RankMessage, _Mapping]]] = ..., seed: _Optional[int] = ..., phases: _Optional[int] = ...) -> None: ...
 
 class JobRequest(_message.Message):
-    __slots__ = ("job", "inputs", "resources", "time_limit_s", "comm", "node_list", "risk", "script", "argv", "environment", "submit_time", "job_id", "time_limit_is_default", "script_bytes", "max_time_s", "default_time_s", "time_min_s", "time_limit_unlimited")
+    __slots__ = ("job", "inputs", "resources", "time_limit_s", "comm", "node_list", "risk", "script", "argv", "environment", "submit_time", "job_id", "script_bytes", "max_time_s", "default_time_s", "time_min_s", "time_limit_unlimited")
     class InputsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -112,7 +112,6 @@ class JobRequest(_message.Message):
     ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
-    TIME_LIMIT_IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
     SCRIPT_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_TIME_S_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_TIME_S_FIELD_NUMBER: _ClassVar[int]
@@ -130,13 +129,12 @@ class JobRequest(_message.Message):
     environment: _containers.ScalarMap[str, str]
     submit_time: int
     job_id: str
-    time_limit_is_default: bool
     script_bytes: int
     max_time_s: int
     default_time_s: int
     time_min_s: int
     time_limit_unlimited: bool
-    def __init__(self, job: _Optional[_Union[JobIdentity, _Mapping]] = ..., inputs: _Optional[_Mapping[str, Value]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., time_limit_s: _Optional[int] = ..., comm: _Optional[_Union[CommPattern, _Mapping]] = ..., node_list: _Optional[str] = ..., risk: _Optional[float] = ..., script: _Optional[bytes] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[_Mapping[str, str]] = ..., submit_time: _Optional[int] = ..., job_id: _Optional[str] = ..., time_limit_is_default: bool = ..., script_bytes: _Optional[int] = ..., max_time_s: _Optional[int] = ..., default_time_s: _Optional[int] = ..., time_min_s: _Optional[int] = ..., time_limit_unlimited: bool = ...) -> None: ...
+    def __init__(self, job: _Optional[_Union[JobIdentity, _Mapping]] = ..., inputs: _Optional[_Mapping[str, Value]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., time_limit_s: _Optional[int] = ..., comm: _Optional[_Union[CommPattern, _Mapping]] = ..., node_list: _Optional[str] = ..., risk: _Optional[float] = ..., script: _Optional[bytes] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[_Mapping[str, str]] = ..., submit_time: _Optional[int] = ..., job_id: _Optional[str] = ..., script_bytes: _Optional[int] = ..., max_time_s: _Optional[int] = ..., default_time_s: _Optional[int] = ..., time_min_s: _Optional[int] = ..., time_limit_unlimited: bool = ...) -> None: ...
 
 class AllocationRequest(_message.Message):
     __slots__ = ("request", "node_list", "job_id", "tasks_per_node", "prediction_id")

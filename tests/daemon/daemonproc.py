@@ -34,7 +34,7 @@ class DaemonProcess:
         info = self.data_dir / "hpcpredictd.json"
         if info.exists():
             info.unlink()
-        argv = [*self.prefix, sys.executable, "-m", "hpcpredict.daemon.server", "--socket", self.socket]
+        argv = [*self.prefix, sys.executable, "-m", "hpcpredict.daemon.server", "--grpc-socket", self.socket]
         if self.config:
             argv += ["--config", str(self.config)]
         self._log = open(self.log_path, "ab")

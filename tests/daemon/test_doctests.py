@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["faults", "journal", "config", "server", "plugins", "munge"]
+MODULES = ["faults", "journal", "config", "plugins", "munge"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from hpcpredict.daemon import server
+from hpcpredict.daemon.cli.main import build_parser
 from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.errors import ConfigError, InvalidRequest, ModelArtifactError, ModelNotFound
 from hpcpredict.daemon.records import JobRecord
@@ -105,7 +107,6 @@ def test_sbatch_options_and_times():
 
 
 def test_predict_cli_reads_its_own_options_after_the_script():
-    from hpcpredict.daemon.cli.main import build_parser
     from hpcpredict.daemon.cli.predict import split_own_options
 
     args = build_parser().parse_args(["predict", "job.sh", "-N", "4", "--user", "91", "-t", "1:00:00", "--json"])
@@ -166,3 +167,14 @@ def test_config_unreadable_file_says_permission_denied(tmp_path):
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip() == f"hpcpredict: {path}: permission denied (readable by the daemon's group; " \
                                   "name another file with --config or $HPCPREDICT_CONFIG)"
+
+
+@pytest.mark.parametrize("flag", ["--socket", "--local-socket"])
+def test_one_flag_name_means_one_socket_in_both_programs(flag):
+    """`hpcpredict --socket` and `hpcpredictd --socket` are both the local socket; gRPC's is
+    `hpcpredictd --grpc-socket`, a name the CLI does not take."""
+    assert build_parser().parse_args([flag, "/l.sock", "status"]).socket == "/l.sock"
+    daemon_args = server.build_parser().parse_args([flag, "/l.sock", "--grpc-socket", "/g.sock"])
+    assert (daemon_args.local_socket, daemon_args.grpc_socket) == ("/l.sock", "/g.sock")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--grpc-socket", "/g.sock", "status"])

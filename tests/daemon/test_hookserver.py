@@ -133,11 +133,11 @@ def private_server(daemon, tmp_path):
     """A second HookServer in this process, on the service of an in-process daemon, so its
     limits (line size, workers) can be set small."""
     from hpcpredict.daemon.config import load_config
-    from hpcpredict.daemon.server import create_daemon
+    from hpcpredict.daemon.server import Daemon
 
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(tmp_path)})
-    inner = create_daemon(config)
+    inner = Daemon(config)
     inner.start()
     servers = []
 

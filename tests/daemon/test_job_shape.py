@@ -23,7 +23,6 @@ def test_at_submission_the_record_has_no_outcome():
 
 
 @pytest.mark.parametrize("changes, requested, procs", [
-    ({"time_limit_is_default": True}, 0.0, 128),     # the partition's default is no request
     ({"ntasks": 0}, 7200.0, 4),                      # only -N: the node count is the size
 ])
 def test_request_and_size_rules(changes, requested, procs):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hpcpredict.daemon.config import load_config
-from hpcpredict.daemon.server import create_daemon
+from hpcpredict.daemon.server import Daemon
 from hpcpredict.daemon.store_rows import PredictionRow
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
@@ -19,7 +19,7 @@ BOB_SCRIPT = b"#!/bin/sh\n#HPCPREDICT size=64\nsrun ./lmp -in in.melt\n"
 def service(world_dir):
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir)})
-    daemon = create_daemon(config)
+    daemon = Daemon(config)
     daemon.service.reload()
     yield daemon.service
     daemon.store.close()

@@ -8,7 +8,7 @@ import pytest
 from hpcpredict.daemon.config import ConfigError, load_config
 from hpcpredict.daemon.errors import CommandError
 from hpcpredict.daemon.policy_mode import PolicyMode
-from hpcpredict.daemon.server import create_daemon
+from hpcpredict.daemon.server import Daemon
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
 SHOW_CONFIG = """Configuration data as of 2026-11-27T05:53:40
@@ -86,7 +86,7 @@ def _service(world_dir, **policy_values):
     environ = {"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir),
                **{f"HPCPREDICT_POLICY_{k.upper()}": str(v) for k, v in policy_values.items()}}
-    daemon = create_daemon(load_config(None, environ=environ))
+    daemon = Daemon(load_config(None, environ=environ))
     daemon.service.reload()
     return daemon
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hpcpredict.daemon.config import load_config
-from hpcpredict.daemon.server import create_daemon
+from hpcpredict.daemon.server import Daemon
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
 
@@ -15,7 +15,7 @@ def service(world_dir):
         "HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_HOOK_SOCKET": "",
         "HOME": str(world_dir), "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_POLICY_PARTITIONS": "batch,long",
         "HPCPREDICT_POLICY_MODE": "bound", "HPCPREDICT_POLICY_ACCOUNTS": "phys", "HPCPREDICT_POLICY_OPT_OUT_USERS": "carl"})
-    daemon = create_daemon(config)
+    daemon = Daemon(config)
     daemon.service.reload()
     yield daemon.service
     daemon.store.close()

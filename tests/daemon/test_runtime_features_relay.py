@@ -6,7 +6,7 @@ import pytest
 
 from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.errors import InvalidRequest
-from hpcpredict.daemon.server import create_daemon
+from hpcpredict.daemon.server import Daemon
 from hpcpredict.daemon.service import MAX_FEATURES_TEXT_CHARS
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
@@ -17,7 +17,7 @@ SLURM = 0   # root: the Slurm user of a site whose SlurmUser is root
 def daemon(world_dir):
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir)})
-    built = create_daemon(config)   # built, not started: the service is called directly
+    built = Daemon(config)   # built, not started: the service is called directly
     built.service.reload()
     yield built
     built.store.close()

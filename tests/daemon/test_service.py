@@ -7,7 +7,7 @@ import pytest
 
 from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.errors import InvalidRequest, PermissionDenied
-from hpcpredict.daemon.server import create_daemon
+from hpcpredict.daemon.server import Daemon
 from hpcpredict.daemon.service import error_message, status_name
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
@@ -16,7 +16,7 @@ from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 def service(world_dir):
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir)})
-    daemon = create_daemon(config)   # built, not started: no socket answers
+    daemon = Daemon(config)   # built, not started: no socket answers
     daemon.service.reload()
     yield daemon.service
     daemon.store.close()
@@ -122,7 +122,7 @@ def test_the_slurm_user_writes_history_but_is_no_admin(world_dir):
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir),
                                         "HPCPREDICT_DAEMON_SLURM_USER": "nobody"})
-    daemon = create_daemon(config)
+    daemon = Daemon(config)
     try:
         daemon.service.reload()
         ack = daemon.service.call("ReportOutcome", pb.Outcome(

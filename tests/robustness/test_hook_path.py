@@ -198,11 +198,11 @@ def test_one_users_pipeline_does_not_starve_another_or_the_hook(daemon, users):
 def in_process(tmp_path, monkeypatch):
     """A daemon in this process (hook socket on), so a fault can be put into its loop."""
     from hpcpredict.daemon.config import load_config
-    from hpcpredict.daemon.server import create_daemon
+    from hpcpredict.daemon.server import Daemon
 
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_CONFIG_PATH": "", "HOME": str(tmp_path)})
-    daemon = create_daemon(config).start()
+    daemon = Daemon(config).start()
     yield daemon
     daemon.stop(1.0)
 
@@ -274,7 +274,7 @@ def test_main_exits_non_zero_when_the_local_socket_dies(tmp_path, monkeypatch):
         monkeypatch.setenv(key, value)
     umask = os.umask(0o022)   # main() sets the daemon's umask (0077) for the process: this one is pytest
     try:
-        assert server.main(["--socket", str(tmp_path / "g.sock")]) == 2
+        assert server.main(["--grpc-socket", str(tmp_path / "g.sock")]) == 2
     finally:
         os.umask(umask)
         import logging

@@ -38,7 +38,6 @@ def policy_cases() -> list[dict]:
         dict(bound_s=-HUGE, requested_s=600), dict(bound_s=31622400, requested_s=0),
         dict(bound_s=31622400.5, requested_s=0), dict(bound_s=1000, requested_s=7200, user_time_min_s=60),
         dict(bound_s=1000, requested_s=0, user_time_min_s=60), dict(bound_s=1000, requested_s=7200, fallback=True),
-        dict(bound_s=1000, requested_s=7200, set_time_min=False), dict(bound_s=1000, requested_s=0, set_time_limit=False),
         dict(bound_s=1000, requested_s=7200, max_time_s=600), dict(bound_s=1000, requested_s=7200, max_time_s=1020),
         dict(bound_s=100, requested_s=200), dict(bound_s=100, requested_s=301), dict(bound_s=100, requested_s=0,
                                                                                     floor_s=0),
@@ -60,9 +59,8 @@ def policy_cases() -> list[dict]:
             case["site_cap_s"] = rng.uniform(100, 4e7)
         if rng.random() < 0.1:
             case["user_time_min_s"] = rng.randint(0, 100) * 60
-        for flag in ("fallback", "set_time_min", "set_time_limit"):
-            if rng.random() < 0.05:
-                case[flag] = flag == "fallback"
+        if rng.random() < 0.05:
+            case["fallback"] = True
         edge.append(case)
     return edge
 

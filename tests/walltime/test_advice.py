@@ -55,7 +55,7 @@ def kth(tmp_path_factory):
 def user91(latest, request_s: int) -> JobSpec:
     """User 91's latest job, asking for ``request_s`` (0: no --time, the partition default)."""
     return JobSpec(user="91", application=latest.application, cluster=latest.cluster, ntasks=latest.procs,
-                   time_limit_s=request_s, time_limit_is_default=request_s == 0)
+                   time_limit_s=request_s)
 
 
 def test_the_advice_follows_the_runs_whatever_the_request(kth):

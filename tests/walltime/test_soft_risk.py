@@ -18,12 +18,12 @@ def trained():
 def test_soft_value_is_the_answer_at_soft_risk_from_the_same_pass(trained):
     above = 0
     for job in probes():
-        answer = trained.answer(job, 0.03, explain=False, soft_risk=0.3)
-        alone = trained.answer(job, 0.03, explain=False)
+        answer = trained.predict(job, 0.03, explain=False, soft_risk=0.3)
+        alone = trained.predict(job, 0.03, explain=False)
         # the answer at the site's risk is unchanged by asking for another quantile
         assert (answer.runtime_s, answer.bound_s, answer.low_s, answer.high_s) == \
             (alone.runtime_s, alone.bound_s, alone.low_s, alone.high_s) and alone.soft_s == 0.0
-        assert answer.soft_s == trained.answer(job, 0.3, explain=False).bound_s
+        assert answer.soft_s == trained.predict(job, 0.3, explain=False).bound_s
         assert answer.runtime_s <= answer.soft_s <= answer.bound_s
         above += answer.soft_s > answer.runtime_s
     assert above > 0       # a history with spread: the soft value sits above the point estimate
@@ -32,7 +32,7 @@ def test_soft_value_is_the_answer_at_soft_risk_from_the_same_pass(trained):
 def test_asking_for_the_soft_value_changes_nothing_but_the_remembered_answer(trained):
     before = digest(trained)
     for job in probes():
-        trained.answer(job, 0.03, explain=False, soft_risk=0.3)
+        trained.predict(job, 0.03, explain=False, soft_risk=0.3)
     assert digest(trained) == before
     model = HpcPredictModel.from_state(trained.to_state())
     job = probes()[0]
@@ -45,4 +45,4 @@ def test_asking_for_the_soft_value_changes_nothing_but_the_remembered_answer(tra
 
 def test_a_soft_risk_outside_zero_one_is_refused(trained):
     with pytest.raises(ValueError, match="risk"):
-        trained.answer(probes()[0], 0.03, soft_risk=1.0)
+        trained.predict(probes()[0], 0.03, soft_risk=1.0)

@@ -25,7 +25,6 @@ def test_bound_is_the_default_mode_and_sets_the_risk_bound_never_below_the_floor
 def test_bound_without_time_sets_the_time_limit_clamped_to_the_maximum():
     assert plan_limits(bound_s=1000).time_limit_s == 1020
     assert plan_limits(bound_s=1000, max_time_s=600).time_limit_s == 600
-    assert plan_limits(bound_s=1000, set_time_limit=False).reason == "time_limit_off"
 
 
 def test_bound_ignores_the_point_estimate():

@@ -178,7 +178,7 @@ def covering_families(names: Sequence[str]) -> list[tuple[tuple[str, ...], ...]]
 # noise then costs no term). Least squares was tried above 0.70 whenever every parameter had
 # only one candidate: no gain on dev seeds (m = 2, seeds 101/102/104/105, extrapolation cells
 # <= 0.8x Extra-P at >= 50 % noise 33/48 vs 35/48, mean ratio 0.72 vs 0.72; m = 3 unchanged),
-# so the rule stays as is (benchmarks/dev/README.md).
+# so the rule stays as is.
 RELATIVE_FIT_BELOW = float("inf")
 # The regression modeler has one CV-SMAPE winner per parameter, which at 50 % noise is often
 # wrong; fitted relatively, the combination extrapolated worse than by plain least squares
