@@ -36,6 +36,10 @@ SITE_CONFIG = "/etc/hpcpredict/hpcpredict.toml"
 # removal changes nothing); any other unknown key is an error.
 OBSOLETE_KEYS = {
     ("daemon", "server"): "the daemon always serves gRPC with grpcio now; delete the line",
+    ("daemon", "cpu_affinity"): "the daemon no longer pins itself to CPUs (no measurement showed a gain); "
+                                "delete the line",
+    ("policy", "set_time_limit_when_absent"): "[policy] mode decides which limits are set; delete the line",
+    ("policy", "set_time_min_when_given"): "[policy] mode decides which limits are set; delete the line",
 }
 
 

@@ -148,6 +148,18 @@ def test_config_obsolete_key_is_ignored_with_the_fix_named(tmp_path, caplog):
     assert "[daemon] server is obsolete" in caplog.text and "delete the line" in caplog.text
 
 
+def test_config_keys_removed_in_the_serving_core_split_do_not_stop_an_upgraded_daemon(tmp_path, caplog):
+    """The example config set cpu_affinity: an upgraded site keeps its file and its daemon."""
+    path = tmp_path / "old.toml"
+    path.write_text('[daemon]\ncpu_affinity = "auto"\n[policy]\nset_time_limit_when_absent = false\n'
+                    'set_time_min_when_given = true\nrisk = 0.05\n')
+    with caplog.at_level("WARNING"):
+        config = load_config(path, environ={})
+    assert config.policy.risk == 0.05
+    for key in ("cpu_affinity", "set_time_limit_when_absent", "set_time_min_when_given"):
+        assert f"{key} is obsolete" in caplog.text
+
+
 def test_config_unreadable_file_says_permission_denied(tmp_path):
     """The CLI as an ordinary user (nobody) on a site file it may not read: one line naming
     the cause, not a traceback."""
