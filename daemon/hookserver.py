@@ -313,9 +313,9 @@ class HookServer(SelectorServer):
         except Exception:
             self.service.metrics.local_socket_errors.inc()
             logger.exception("local socket: could not admit a connection")
-            connection = self._connections.get(sock.fileno()) if sock.fileno() >= 0 else None
-            if connection is not None:
-                self._close(connection)
+            admitted = self._connections.get(sock.fileno()) if sock.fileno() >= 0 else None
+            if admitted is not None:
+                self._close(admitted)
             else:
                 sock.close()
 
