@@ -9,26 +9,8 @@ everything when the loop ends. What each one decides stays with it: who may conn
 many (``_admit``), what a connection's bytes mean (``_on_event``), what a turn does besides
 (``_turn``) and what a loop error costs (``_loop_failed``).
 
-A server subclasses :class:`SelectorServer`, binds with :func:`listening_socket` and hands the
-listener to :meth:`SelectorServer._serve`::
-
-    class EchoServer(SelectorServer):
-        name = "echo"
-        def _turn(self):
-            now = time.monotonic()
-            self._dispatch(self._selector.select(0.5), now)
-            return self._stop_at is not None
-        def _accept(self, now):
-            self._accept_connections(now, 16)
-        def _admit(self, sock, peer, now):
-            sock.setblocking(False)
-            connection = self._connections[sock.fileno()] = Connection(sock, now + 5.0)
-            self._watch(connection, selectors.EVENT_READ)
-        def _on_event(self, connection, mask):
-            if self._receive(connection):
-                connection.unsent += connection.received
-                connection.received.clear()
-                self._flush(connection)
+A server subclasses :class:`SelectorServer`, binds with :func:`listening_socket`, hands the
+listener to :meth:`SelectorServer._serve` and stops with :meth:`SelectorServer._stop_loop`.
 """
 from __future__ import annotations
 

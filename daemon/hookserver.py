@@ -114,7 +114,7 @@ class _Connection(Connection):
     __slots__ = ("uid", "privileged", "line_limit", "line", "ready_at", "calling", "close_when_sent")
 
     def __init__(self, sock: socket.socket, uid: int | None, privileged: bool, line_limit: int, deadline: float):
-        super().__init__(sock, deadline)
+        Connection.__init__(self, sock, deadline)   # (no super() object: one per hook call)
         self.uid = uid
         self.privileged = privileged
         self.line_limit = line_limit
