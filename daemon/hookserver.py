@@ -78,6 +78,7 @@ import time
 
 from google.protobuf import json_format
 
+from .connections import ACCEPT_PAUSE_ERRNOS, Connection, SelectorServer, listening_socket, refuse, send_best_effort
 from .service import ANYONE, METHODS as WHO_MAY_CALL, error_message, status_name
 from ..proto.v1 import hpcpredict_pb2 as pb
 
@@ -96,9 +97,6 @@ _TICK = 0.05            # seconds between deadline sweeps
 # lasts at most one ordinary request (~20 ms at the limits) plus ~20 us per refused connection.
 _BACKLOG = 4096
 _ACCEPTS_PER_ROUND = _BACKLOG
-_READ_BYTES = 65536
-# accept() failures that mean "no descriptors or memory now", not "the listener is broken"
-_ACCEPT_PAUSE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 # accept() failures that mean the listener itself is gone: the loop cannot go on without it
 _ACCEPT_BROKEN_ERRNOS = {errno.EBADF, errno.EINVAL, errno.ENOTSOCK}
 _FAILURES_FATAL = 10     # loop turns failing in a row (~2 s with the back-off) before giving up
@@ -109,37 +107,35 @@ USER_MAX_MESSAGES = 1024
 _MAX_GRID = 8
 
 
-class _Connection:
-    """One client: bytes received and not yet a whole line, the line waiting for its turn, the
-    reply not yet sent, and the moment it is cut off (idle, line incomplete, reply unread)."""
+class _Connection(Connection):
+    """A caller (as the kernel names it), the line waiting for its turn, and whether it is
+    answered now; ``deadline`` cuts it off when idle, its line incomplete or its reply unread."""
 
-    __slots__ = ("sock", "uid", "privileged", "line_limit", "received", "line", "ready_at", "unsent",
-                 "deadline", "events", "calling", "close_when_sent", "closed")
+    __slots__ = ("uid", "privileged", "line_limit", "line", "ready_at", "calling", "close_when_sent")
 
     def __init__(self, sock: socket.socket, uid: int | None, privileged: bool, line_limit: int, deadline: float):
-        self.sock = sock
+        Connection.__init__(self, sock, deadline)   # (no super() object: one per hook call)
         self.uid = uid
         self.privileged = privileged
         self.line_limit = line_limit
-        self.received = bytearray()
         self.line: bytes | None = None   # a whole request line waiting for its turn
         self.ready_at = 0.0              # ... since then
-        self.unsent = bytearray()
-        self.deadline = deadline
-        self.events = 0             # what the selector waits for on it (0: not registered)
         self.calling = False        # a worker is answering its request
         self.close_when_sent = False
-        self.closed = False
 
 
-class HookServer:
+class HookServer(SelectorServer):
     """Serve every RPC of ``service`` as JSON lines on the Unix socket ``path``."""
+
+    name = "local socket"
+    thread_name = "local-socket"
 
     def __init__(self, path: str, service, *, max_line_bytes: int = 4 << 20, user_line_bytes: int = 128 << 10,
                  workers: int = 8, max_connections: int = 512, reserved_connections: int = 64,
                  max_connections_per_user: int = 32, request_timeout: float = 5.0, idle_timeout: float = 30.0,
                  mode: int = 0o666, inline: frozenset[str] = frozenset(), max_lag: float = 0.25,
                  on_fatal=None):
+        super().__init__()
         self.path = path
         self.service = service
         self.max_line_bytes = max_line_bytes
@@ -158,13 +154,8 @@ class HookServer:
         self._work: queue.SimpleQueue = queue.SimpleQueue()      # (connection, line) for the workers
         self._worker_threads: list[threading.Thread] = []
         self._running = 0           # calls handed to the workers, not yet delivered
-        # made by start(), used only by the loop it starts (and stop(), after a start)
-        self._selector: selectors.BaseSelector
-        self._wake_reader: socket.socket
-        self._wake_writer: socket.socket
-        self._listener: socket.socket | None = None    # None once it stops accepting
-        self._thread: threading.Thread | None = None
-        self._connections: dict[int, _Connection] = {}
+        # used only by the loop start() starts
+        self._connections: dict[int, _Connection] = {}   # type: ignore[assignment]
         self._per_uid: dict[int | None, int] = {}
         self._user_connections = 0   # of unprivileged callers
         self._ready_privileged: collections.deque[_Connection] = collections.deque()
@@ -172,9 +163,7 @@ class HookServer:
         self._ready_users: collections.OrderedDict[int | None, collections.deque[_Connection]] = \
             collections.OrderedDict()
         self._replies: collections.deque = collections.deque()   # (connection, reply) from workers
-        self._accept_paused_until = 0.0
         self._tick = 0.0
-        self._stop_at: float | None = None     # set by stop(): answer what is in flight until then
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "HookServer":
@@ -185,42 +174,21 @@ class HookServer:
             if _socket_answers(self.path):
                 raise OSError(f"local socket {self.path} is in use by another process")
             os.unlink(self.path)  # stale file of a process that died
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            listener.bind(self.path)
-            os.chmod(self.path, self.mode)
-            listener.listen(_BACKLOG)
-            listener.setblocking(False)
-        except BaseException:
-            listener.close()
-            raise
-        self._listener = listener
-        self._wake_reader, self._wake_writer = socket.socketpair()
-        self._wake_reader.setblocking(False)
-        self._wake_writer.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(listener, selectors.EVENT_READ, "listener")
-        self._selector.register(self._wake_reader, selectors.EVENT_READ, "wake")
+        listener = listening_socket(socket.AF_UNIX, self.path, _BACKLOG, mode=self.mode)
         # every thread now: one that cannot be started (a task limit) fails the start, not a call
         for index in range(self.workers):
             worker = threading.Thread(target=self._work_loop, name=f"local-call-{index}", daemon=True)
             worker.start()
             self._worker_threads.append(worker)
-        self._thread = threading.Thread(target=self._run, name="local-socket", daemon=True)
-        self._thread.start()
+        self._tick = time.monotonic() + _TICK
+        self._serve(listener)
         logger.info("local socket listening on %s (mode %#o, %d workers)", self.path, self.mode, self.workers)
         return self
 
     def stop(self, grace: float | None = None) -> None:
         """Stop accepting, wait up to ``grace`` seconds for calls in flight, remove the socket."""
-        thread, self._thread = self._thread, None
-        if thread is None:
+        if not self._stop_loop(grace):
             return
-        self._stop_at = time.monotonic() + (grace or 0.0)
-        self._wake()
-        thread.join(timeout=(grace or 0.0) + 5.0)
-        if thread.is_alive():
-            logger.error("local socket did not stop within its grace")
         for _ in self._worker_threads:
             self._work.put(None)
         try:
@@ -230,35 +198,15 @@ class HookServer:
             logger.warning("could not remove local socket %s: %s", self.path, error)
         logger.info("local socket %s stopped", self.path)
 
-    def _wake(self) -> None:
-        try:
-            self._wake_writer.send(b"\0")
-        except OSError:
-            pass    # already awake (the pair's buffer is full), or closed at stop
-
     # ------------------------------------------------------------------ the loop
-    def _run(self) -> None:
-        self._tick = time.monotonic() + _TICK
-        failures = 0
-        try:
-            while True:
-                try:
-                    if self._turn():
-                        return
-                    failures = 0
-                except Exception as error:   # a bug or a broken resource: counted, and the loop goes on
-                    failures += 1
-                    self.service.metrics.local_socket_errors.inc()
-                    logger.exception("local socket loop: error %d in a row", failures)
-                    if failures >= _FAILURES_FATAL:
-                        self._die(f"{failures} loop errors in a row, the last: {type(error).__name__}: {error}")
-                        return
-                    time.sleep(min(0.002 * 2 ** failures, 0.5))   # not a hot loop of failures
-        finally:
-            try:
-                self._close_all()
-            except Exception:
-                logger.exception("local socket: closing its connections failed")
+    def _loop_failed(self, error: Exception, failures: int) -> bool:
+        """Counted, and the loop goes on, unless it failed _FAILURES_FATAL times in a row."""
+        self.service.metrics.local_socket_errors.inc()
+        logger.exception("local socket loop: error %d in a row", failures)
+        if failures >= _FAILURES_FATAL:
+            self._die(f"{failures} loop errors in a row, the last: {type(error).__name__}: {error}")
+            return False
+        return True
 
     def _die(self, message: str) -> None:
         self.failed = message
@@ -274,14 +222,7 @@ class HookServer:
         serve in fair order, sweep deadlines on the tick. True once stopped."""
         waiting = self._ready_privileged or self._ready_users
         events = self._selector.select(0 if waiting else max(0.0, self._tick - time.monotonic()))
-        began = time.monotonic()
-        for key, mask in events:
-            if key.data == "listener":
-                self._accept(began)
-            elif key.data == "wake":
-                self._drain_wakes()
-            elif not key.data.closed:   # (closed earlier in this turn)
-                self._guarded(key.data, self._on_event, key.data, mask)
+        self._dispatch(events, time.monotonic())
         self._deliver_replies()
         self._serve_ready()
         now = time.monotonic()
@@ -295,142 +236,95 @@ class HookServer:
         try:
             return function(*args)
         except Exception:
-            self.service.metrics.local_socket_errors.inc()
-            logger.exception("local socket: error on a connection of uid %s; closing it", connection.uid)
-            try:
-                self._close(connection)
-            except Exception:
-                logger.exception("local socket: could not close the connection")
+            self._connection_failed(connection)
 
-    def _on_event(self, connection: _Connection, mask: int) -> None:
-        if mask & selectors.EVENT_WRITE:
-            if self._flush(connection):
-                self._take_line(connection)
-        else:
-            self._read(connection)
+    def _connection_failed(self, connection: _Connection) -> None:
+        self.service.metrics.local_socket_errors.inc()
+        logger.exception("local socket: error on a connection of uid %s; closing it", connection.uid)
+        try:
+            self._close(connection)
+        except Exception:
+            logger.exception("local socket: could not close the connection")
+
+    def _on_event(self, connection: _Connection, mask: int) -> None:   # type: ignore[override]
+        try:
+            if mask & selectors.EVENT_WRITE:
+                if self._flush(connection):
+                    self._take_line(connection)
+            else:
+                self._read(connection)
+        except Exception:
+            self._connection_failed(connection)
 
     def _stopping(self, now: float, stop_at: float) -> bool:
         """Past stop(): no more accepts; True once the calls in flight and those waiting for their
         turn are answered, or grace (until ``stop_at``) ran out."""
-        if self._listener is not None:
-            self._unlisten(self._listener)
+        self._unlisten()
         idle = self._running == 0 and not self._ready_privileged and not self._ready_users
         return idle or now >= stop_at
 
-    def _unlisten(self, listener: socket.socket) -> None:
-        if not self._accept_paused_until:
-            self._selector.unregister(listener)
-        listener.close()
-        self._listener = None
-
-    def _close_all(self) -> None:
-        for connection in list(self._connections.values()):
-            self._close(connection)
-        if self._listener is not None:
-            self._unlisten(self._listener)
-        for sock in (self._wake_reader, self._wake_writer):
-            sock.close()
-        self._selector.close()
-
-    def _drain_wakes(self) -> None:
-        try:
-            while self._wake_reader.recv(4096):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
-
     def _sweep(self, now: float) -> None:
         """Cut off connections past their deadline; resume accepting after a pause."""
-        if self._accept_paused_until and now >= self._accept_paused_until and self._listener is not None:
-            self._accept_paused_until = 0.0
-            self._selector.register(self._listener, selectors.EVENT_READ, "listener")
+        self._resume_accepts(now)
         for connection in [c for c in self._connections.values()
                            if c.deadline <= now and not c.calling and c.line is None]:
             if connection.received and not connection.unsent:   # a line begun, not finished
-                _send_best_effort(connection.sock, _encode(
+                send_best_effort(connection.sock, _encode(
                     {"ok": False, "error": f"request line not complete within {self.request_timeout:g} s"}))
             self._close(connection)     # else idle, or not reading its reply: closed without a word
 
     # ------------------------------------------------------------------ connections
     def _accept(self, now: float) -> None:
-        listener = self._listener
-        assert listener is not None, "only its own event calls this, and only while it listens"
-        for _ in range(_ACCEPTS_PER_ROUND):
-            try:
-                sock, _ = listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as error:
-                if error.errno in _ACCEPT_BROKEN_ERRNOS:
-                    raise
-                self.service.metrics.local_socket_errors.inc()
-                if error.errno not in _ACCEPT_PAUSE_ERRNOS:
-                    logger.warning("local socket: accept failed (%s); going on", error)
-                    return
-                # out of descriptors: stop accepting for a second (the kernel keeps the backlog)
-                logger.warning("local socket cannot accept (%s); pausing accepts for 1 s", error)
-                self._selector.unregister(listener)
-                self._accept_paused_until = now + 1.0
-                return
-            try:
-                self._admit(sock, now)
-            except Exception:
-                self.service.metrics.local_socket_errors.inc()
-                logger.exception("local socket: could not admit a connection")
-                connection = self._connections.get(sock.fileno()) if sock.fileno() >= 0 else None
-                if connection is not None:
-                    self._close(connection)
-                else:
-                    sock.close()
+        self._accept_connections(now, _ACCEPTS_PER_ROUND)
 
-    def _admit(self, sock: socket.socket, now: float) -> None:
-        sock.setblocking(False)
-        uid = _peer_uid(sock)
-        privileged = self.service.privileged(uid)
-        if privileged:
-            # the hooks' own callers are bounded by the total only, and have slots no user can take
-            full = len(self._connections) >= self.max_connections
-        else:
-            full = (self._user_connections >= self.max_connections - self.reserved_connections
-                    or self._per_uid.get(uid, 0) >= self.max_connections_per_user)
-        if full:
-            self.service.metrics.rejected.inc()
-            _refuse(sock)
+    def _accept_failed(self, error: OSError, now: float) -> None:
+        """A broken listener is raised; anything else is counted, and out of descriptors pauses."""
+        if error.errno in _ACCEPT_BROKEN_ERRNOS:
+            raise error
+        self.service.metrics.local_socket_errors.inc()
+        if error.errno not in ACCEPT_PAUSE_ERRNOS:
+            logger.warning("local socket: accept failed (%s); going on", error)
             return
-        connection = _Connection(sock, uid, privileged, self.max_line_bytes if privileged else self.user_line_bytes,
-                                 now + self.idle_timeout)
-        self._connections[sock.fileno()] = connection
-        self._per_uid[uid] = self._per_uid.get(uid, 0) + 1
-        self._user_connections += not privileged
-        self._watch(connection, selectors.EVENT_READ)
-        self._read(connection)   # the hooks send their line right after connecting
+        super()._accept_failed(error, now)
 
-    def _watch(self, connection: _Connection, events: int) -> None:
-        """Wait for ``events`` on the connection (0: for nothing, while its request waits or runs)."""
-        if events == connection.events:
-            return
-        if not events:
-            self._selector.unregister(connection.sock)
-        elif not connection.events:
-            self._selector.register(connection.sock, events, connection)
-        else:
-            self._selector.modify(connection.sock, events, connection)
-        connection.events = events
+    def _admit(self, sock: socket.socket, peer, now: float) -> None:
+        try:
+            sock.setblocking(False)
+            uid = _peer_uid(sock)
+            privileged = self.service.privileged(uid)
+            if privileged:
+                # the hooks' own callers are bounded by the total only, and have slots no user can take
+                full = len(self._connections) >= self.max_connections
+            else:
+                full = (self._user_connections >= self.max_connections - self.reserved_connections
+                        or self._per_uid.get(uid, 0) >= self.max_connections_per_user)
+            if full:
+                self.service.metrics.rejected.inc()
+                refuse(sock, BUSY)
+                return
+            connection = _Connection(sock, uid, privileged,
+                                     self.max_line_bytes if privileged else self.user_line_bytes,
+                                     now + self.idle_timeout)
+            self._connections[sock.fileno()] = connection
+            self._per_uid[uid] = self._per_uid.get(uid, 0) + 1
+            self._user_connections += not privileged
+            self._watch(connection, selectors.EVENT_READ)
+            self._read(connection)   # the hooks send their line right after connecting
+        except Exception:
+            self.service.metrics.local_socket_errors.inc()
+            logger.exception("local socket: could not admit a connection")
+            admitted = self._connections.get(sock.fileno()) if sock.fileno() >= 0 else None
+            if admitted is not None:
+                self._close(admitted)
+            else:
+                sock.close()
 
     def _read(self, connection: _Connection) -> None:
-        try:
-            data = connection.sock.recv(_READ_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._close(connection)
-            return
-        if not connection.received:
-            connection.deadline = time.monotonic() + self.request_timeout   # from a line's first byte
-        connection.received += data
-        self._take_line(connection)
+        line_begins = not connection.received
+        if self._receive(connection):
+            if line_begins:
+                connection.deadline = time.monotonic() + self.request_timeout   # from a line's first byte
+            self._take_line(connection)
 
     def _take_line(self, connection: _Connection) -> None:
         """The connection's next whole line waits for its turn; until it is answered nothing more
@@ -550,36 +444,23 @@ class HookServer:
         return self._flush(connection)
 
     def _flush(self, connection: _Connection) -> bool:
-        try:
-            sent = connection.sock.send(connection.unsent)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        except OSError:     # the client went away
-            self._close(connection)
-            return False
-        del connection.unsent[:sent]
-        if connection.unsent:
-            # the client does not read: wait for room, read nothing more, cut it off at the deadline
-            connection.deadline = time.monotonic() + self.request_timeout
-            self._watch(connection, selectors.EVENT_WRITE)
+        if not self._send_unsent(connection):
+            if not connection.closed:
+                # the client does not read: wait for room, read nothing more, cut it off at the deadline
+                connection.deadline = time.monotonic() + self.request_timeout
+                self._watch(connection, selectors.EVENT_WRITE)
             return False
         if connection.close_when_sent:
             self._close(connection)
             return False
         return True
 
-    def _close(self, connection: _Connection) -> None:
-        if connection.closed:
-            return
-        connection.closed = True     # and left in a ready queue, skipped when its turn comes
-        connection.line = None
-        self._connections.pop(connection.sock.fileno(), None)
-        self._watch(connection, 0)
+    def _forget(self, connection: _Connection) -> None:   # type: ignore[override]
+        connection.line = None      # and left in a ready queue, skipped when its turn comes
         left = self._per_uid.pop(connection.uid, 1) - 1
         if left:
             self._per_uid[connection.uid] = left
         self._user_connections -= not connection.privileged
-        connection.sock.close()
 
     # ------------------------------------------------------------------ calls
     def _answer(self, line: bytes, uid) -> bytes:
@@ -660,25 +541,6 @@ def _method_of(line: bytes) -> str:
 
 def _encode(reply: dict) -> bytes:
     return json.dumps(reply, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
-
-
-def _refuse(sock: socket.socket) -> None:
-    """Tell a client it came at a busy moment, and close. Its request line is read first (as
-    far as it has arrived): closing a Unix socket with unread data makes the client's read fail
-    with ECONNRESET instead of returning the answer."""
-    try:
-        sock.recv(_READ_BYTES)
-    except OSError:
-        pass
-    _send_best_effort(sock, BUSY)
-    sock.close()
-
-
-def _send_best_effort(sock: socket.socket, data: bytes) -> None:
-    try:
-        sock.send(data)
-    except OSError:
-        pass    # a client that went away or does not read gets no explanation
 
 
 def _peer_uid(sock) -> int | None:

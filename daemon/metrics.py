@@ -15,13 +15,13 @@ from __future__ import annotations
 import logging
 import selectors
 import socket
-import threading
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
+from .connections import Connection, SelectorServer, listening_socket
 from .errors import HpcPredictError
 
 logger = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ def start_metrics_server(address: str, metrics: Metrics, **options) -> tuple["Me
     return server, server.port
 
 
-class MetricsServer:
+class MetricsServer(SelectorServer):
     """GET /metrics over HTTP, one request per connection, from one thread with a selectors loop.
 
     Past ``max_connections`` open connections a new one is closed at once; a connection is cut
@@ -132,9 +132,12 @@ class MetricsServer:
     this thread: a slow scrape delays the next scrape, never a prediction.
     """
 
+    name = "metrics endpoint"
+    thread_name = "metrics"
     _MAX_REQUEST_BYTES = 8192
 
     def __init__(self, address: str, registry, *, max_connections: int = 16, timeout: float = 5.0):
+        super().__init__()
         host, _, port = address.rpartition(":")
         self.host, self.requested_port = host or "127.0.0.1", int(port)
         self.registry = registry
@@ -142,140 +145,85 @@ class MetricsServer:
         self.timeout = timeout
         self.port: int | None = None
         self.refused = 0
-        self._listener: socket.socket    # bound by start(), for the loop it starts
-        self._selector = selectors.DefaultSelector()
-        self._connections: dict[socket.socket, list] = {}   # sock -> [received, unsent, deadline]
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def start(self) -> "MetricsServer":
         family = socket.AF_INET6 if ":" in self.host.strip("[]") else socket.AF_INET
-        listener = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind((self.host.strip("[]"), self.requested_port))
-            listener.listen(64)
-            listener.setblocking(False)
-        except BaseException:
-            listener.close()
-            raise
-        self._listener = listener
+        listener = listening_socket(family, (self.host.strip("[]"), self.requested_port), 64)
         self.port = listener.getsockname()[1]
-        self._selector.register(listener, selectors.EVENT_READ, None)
-        self._thread = threading.Thread(target=self._run, name="metrics", daemon=True)
-        self._thread.start()
+        self._serve(listener)
         return self
 
     def shutdown(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5.0)
+        self._stop_loop(None)
 
-    def _run(self) -> None:
-        failures = 0
-        try:
-            while not self._stop.is_set():
-                try:
-                    self._turn()
-                    failures = 0
-                except Exception:   # a bug or a broken resource: logged; after many in a row, give up
-                    failures += 1
-                    logger.exception("metrics endpoint: loop error %d in a row", failures)
-                    if failures >= 10:
-                        logger.critical("metrics endpoint stopped after %d loop errors in a row", failures)
-                        return
-                    time.sleep(min(0.002 * 2 ** failures, 0.5))
-        finally:
-            for sock in list(self._connections):
-                self._close(sock)
-            self._selector.close()
-            self._listener.close()
+    def _loop_failed(self, error: Exception, failures: int) -> bool:
+        """Logged; after many in a row, give up."""
+        logger.exception("metrics endpoint: loop error %d in a row", failures)
+        if failures >= 10:
+            logger.critical("metrics endpoint stopped after %d loop errors in a row", failures)
+            return False
+        return True
 
-    def _turn(self) -> None:
-        for key, mask in self._selector.select(0.5):
-            if key.fileobj is self._listener:
-                self._accept()
-                continue
-            sock = key.fileobj
-            try:
-                if mask & selectors.EVENT_WRITE:
-                    self._send(sock)
-                else:
-                    self._receive(sock)
-            except Exception:
-                logger.exception("metrics endpoint: error on a connection; closing it")
-                self._close(sock)
+    def _turn(self) -> bool:
+        if self._stop_at is not None:
+            return True
+        self._dispatch(self._selector.select(0.5), time.monotonic())
         now = time.monotonic()
-        for sock in [s for s, state in self._connections.items() if state[2] <= now]:
-            self._close(sock)
+        for connection in [c for c in self._connections.values() if c.deadline <= now]:
+            self._close(connection)
+        return False
 
-    def _accept(self) -> None:
-        for _ in range(64):
-            try:
-                sock, _ = self._listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as error:   # out of descriptors or memory now: the backlog waits
-                logger.warning("metrics endpoint cannot accept: %s", error)
-                return
-            if len(self._connections) >= self.max_connections:
-                self.refused += 1
-                sock.close()
-                continue
-            sock.setblocking(False)
-            self._connections[sock] = [bytearray(), b"", time.monotonic() + self.timeout]
-            self._selector.register(sock, selectors.EVENT_READ)
+    def _accept(self, now: float) -> None:
+        self._accept_connections(now, 64)
 
-    def _receive(self, sock) -> None:
-        state = self._connections[sock]
+    def _accept_failed(self, error: OSError, now: float) -> None:
+        logger.warning("metrics endpoint cannot accept: %s", error)   # out of descriptors or memory now: the backlog waits
+
+    def _admit(self, sock: socket.socket, peer, now: float) -> None:
+        if len(self._connections) >= self.max_connections:
+            self.refused += 1
+            sock.close()
+            return
+        sock.setblocking(False)
+        connection = self._connections[sock.fileno()] = Connection(sock, now + self.timeout)
+        self._watch(connection, selectors.EVENT_READ)
+
+    def _on_event(self, connection: Connection, mask: int) -> None:
         try:
-            data = sock.recv(4096)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._close(sock)
-            return
-        state[0] += data
-        head, found, _ = bytes(state[0]).partition(b"\r\n\r\n")
+            if mask & selectors.EVENT_WRITE:
+                self._flush(connection)
+            elif self._receive(connection, 4096):
+                self._respond(connection)
+        except Exception:
+            logger.exception("metrics endpoint: error on a connection; closing it")
+            self._close(connection)
+
+    def _respond(self, connection: Connection) -> None:
+        head, found, _ = bytes(connection.received).partition(b"\r\n\r\n")
         if not found:
-            if len(state[0]) > self._MAX_REQUEST_BYTES:
-                self._answer(sock, 431, b"request too large\n", "text/plain")
+            if len(connection.received) > self._MAX_REQUEST_BYTES:
+                self._answer(connection, 431, b"request too large\n", "text/plain")
             return
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split()
         headers = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
         accept = next((v.strip() for k, v in headers.items() if k.strip().lower() == "accept"), "")
         if len(parts) < 2 or parts[0] not in ("GET", "HEAD"):
-            self._answer(sock, 405, b"only GET\n", "text/plain")
+            self._answer(connection, 405, b"only GET\n", "text/plain")
         elif parts[1].split("?")[0] not in ("/", "/metrics"):
-            self._answer(sock, 404, b"not found: try /metrics\n", "text/plain")
+            self._answer(connection, 404, b"not found: try /metrics\n", "text/plain")
         else:
             encoder, content_type = choose_encoder(accept)
-            self._answer(sock, 200, b"" if parts[0] == "HEAD" else encoder(self.registry), content_type)
+            self._answer(connection, 200, b"" if parts[0] == "HEAD" else encoder(self.registry), content_type)
 
-    def _answer(self, sock, status: int, body: bytes, content_type: str) -> None:
+    def _answer(self, connection: Connection, status: int, body: bytes, content_type: str) -> None:
         reason = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 431: "Request Header Fields Too Large"}[status]
-        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
-        self._connections[sock][1] = head + body
-        self._selector.modify(sock, selectors.EVENT_WRITE)
-        self._send(sock)
+        connection.unsent += (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
+                              f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+        connection.unsent += body
+        self._watch(connection, selectors.EVENT_WRITE)
+        self._flush(connection)
 
-    def _send(self, sock) -> None:
-        state = self._connections[sock]
-        try:
-            sent = sock.send(state[1])
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            sent = len(state[1])
-        state[1] = state[1][sent:]
-        if not state[1]:
-            self._close(sock)
-
-    def _close(self, sock) -> None:
-        if self._connections.pop(sock, None) is not None:
-            self._selector.unregister(sock)
-        sock.close()
+    def _flush(self, connection: Connection) -> None:
+        if self._send_unsent(connection):
+            self._close(connection)

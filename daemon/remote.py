@@ -36,7 +36,6 @@ holds no thread.
 """
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import selectors
@@ -49,6 +48,7 @@ from google.protobuf import json_format
 
 from . import munge
 from .config import host_port
+from .connections import Connection, SelectorServer, listening_socket, refuse
 from .munge import canonical_call
 from .service import ANYONE, METHODS as RULES, error_message, status_name
 from ..proto.v1 import hpcpredict_pb2 as pb
@@ -61,9 +61,7 @@ _REQUESTS = {method.name: getattr(pb, method.input_type.name) for method in _SER
 REMOTE_METHODS = frozenset(name for name, (_, who) in RULES.items() if who == ANYONE)
 BUSY = b'{"ok":false,"error":"busy"}\n'
 _TICK = 0.1
-_READ_BYTES = 65536
 _ACCEPTS_PER_ROUND = 32
-_ACCEPT_PAUSE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
 def _encode(reply: dict) -> bytes:
@@ -74,26 +72,25 @@ def _unauthenticated(reason: str) -> dict:
     return {"ok": False, "code": "UNAUTHENTICATED", "error": f"credential refused: {reason}"}
 
 
-class _Connection:
-    __slots__ = ("sock", "host", "received", "unsent", "deadline", "events", "closed")
+class _Connection(Connection):
+    __slots__ = ("host",)
 
     def __init__(self, sock: socket.socket, host: str, deadline: float):
-        self.sock = sock
+        super().__init__(sock, deadline)
         self.host = host
-        self.received = bytearray()
-        self.unsent = b""
-        self.deadline = deadline
-        self.events = 0
-        self.closed = False
 
 
-class RemoteServer:
+class RemoteServer(SelectorServer):
     """Serve ``service``'s user calls to MUNGE-authenticated callers on TCP ``address``."""
+
+    name = "remote listener"
+    thread_name = "remote-listener"
 
     def __init__(self, address: str, service, *, munge_socket: str = "", max_line_bytes: int = 2 << 20,
                  workers: int = 1, max_pending: int = 16, max_connections: int = 128,
                  max_connections_per_host: int = 32, max_calls_per_user: int = 4, max_rate: float = 100.0,
                  max_rate_per_user: float = 10.0, request_timeout: float = 5.0):
+        super().__init__()
         self.host, self.port = host_port(address)
         self.service = service
         self.munge_socket = munge_socket
@@ -108,105 +105,45 @@ class RemoteServer:
         self._user_rates: dict[int, _TokenBucket] = {}   # workers, under _lock
         self.address: tuple[str, int] | None = None   # where it listens, once started
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="remote-call")
-        self._selector: selectors.BaseSelector  # made by start(), for the loop it starts
-        self._listener: socket.socket | None = None    # None once it stops accepting
-        self._wake_reader, self._wake_writer = socket.socketpair()
-        self._thread: threading.Thread | None = None
-        self._connections: dict[int, _Connection] = {}
+        self._connections: dict[int, _Connection] = {}   # type: ignore[assignment]
         self._per_host: dict[str, int] = {}
         self._pending = 0                       # loop thread only
         self._per_uid: dict[int, int] = {}      # workers, under _lock
         self._lock = threading.Lock()
         self._replies: list = []                # (connection, reply bytes) from workers, under _lock
-        self._accept_paused_until = 0.0
-        self._stop_at: float | None = None     # set by stop()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "RemoteServer":
-        family, kind, proto, _, sockaddr = socket.getaddrinfo(
+        family, _, _, _, sockaddr = socket.getaddrinfo(
             self.host, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        listener = socket.socket(family, kind, proto)
-        try:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind(sockaddr)
-            listener.listen(128)
-            listener.setblocking(False)
-        except BaseException:
-            listener.close()
-            raise
-        self._listener = listener
+        listener = listening_socket(family, sockaddr, 128)
         self.address = listener.getsockname()[:2]
-        for sock in (self._wake_reader, self._wake_writer):
-            sock.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(listener, selectors.EVENT_READ, "listener")
-        self._selector.register(self._wake_reader, selectors.EVENT_READ, "wake")
-        self._thread = threading.Thread(target=self._run, name="remote-listener", daemon=True)
-        self._thread.start()
+        self._serve(listener)
         logger.info("remote listener on %s:%d (MUNGE-authenticated %s)", self.address[0], self.address[1],
                     ", ".join(sorted(REMOTE_METHODS)))
         return self
 
     def stop(self, grace: float | None = None) -> None:
         """Stop accepting; answer the calls in flight for up to ``grace`` seconds, then close."""
-        thread, self._thread = self._thread, None
-        if thread is None:
+        if not self._stop_loop(grace):
             return
-        self._stop_at = time.monotonic() + (grace or 0.0)
-        self._wake()
-        thread.join(timeout=(grace or 0.0) + 5.0)
         self._pool.shutdown(wait=False, cancel_futures=True)
         logger.info("remote listener stopped")
 
-    def _wake(self) -> None:
-        try:
-            self._wake_writer.send(b"\0")
-        except OSError:
-            pass
-
     # ------------------------------------------------------------------ the loop
-    def _run(self) -> None:
-        try:
-            while True:
-                for key, mask in self._selector.select(_TICK):
-                    if key.data == "listener":
-                        self._accept()
-                    elif key.data == "wake":
-                        try:
-                            self._wake_reader.recv(4096)
-                        except OSError:
-                            pass
-                    elif not key.data.closed:
-                        if mask & selectors.EVENT_WRITE:
-                            self._flush(key.data)
-                        else:
-                            self._read(key.data)
-                self._deliver()
-                now = time.monotonic()
-                self._sweep(now)
-                if self._stop_at is not None:
-                    if self._listener is not None:
-                        if not self._accept_paused_until:
-                            self._selector.unregister(self._listener)
-                        self._listener.close()
-                        self._listener = None
-                    if self._pending == 0 or now >= self._stop_at:
-                        return
-        except Exception:
-            logger.exception("remote listener loop failed")
-        finally:
-            for connection in list(self._connections.values()):
-                self._close(connection)
-            if self._listener is not None:
-                self._listener.close()
-            self._selector.close()
-            self._wake_reader.close()
-            self._wake_writer.close()
+    def _turn(self) -> bool:
+        events = self._selector.select(_TICK)
+        self._dispatch(events, time.monotonic())
+        self._deliver()
+        now = time.monotonic()
+        self._sweep(now)
+        if self._stop_at is not None:
+            self._unlisten()
+            return self._pending == 0 or now >= self._stop_at
+        return False
 
     def _sweep(self, now: float) -> None:
-        if self._accept_paused_until and now >= self._accept_paused_until and self._listener is not None:
-            self._accept_paused_until = 0.0
-            self._selector.register(self._listener, selectors.EVENT_READ, "listener")
+        self._resume_accepts(now)
         for connection in [c for c in self._connections.values() if c.deadline <= now and c.events]:
             if connection.unsent:   # the reply is not read: cut off without a word
                 self._close(connection)
@@ -214,65 +151,36 @@ class RemoteServer:
                 self._send_last(connection, _encode({
                     "ok": False, "error": f"request line not complete within {self.request_timeout:g} s"}))
 
-    def _accept(self) -> None:
-        listener = self._listener
-        assert listener is not None, "only its own event calls this, and only while it listens"
-        now = time.monotonic()
-        for _ in range(_ACCEPTS_PER_ROUND):
-            if not self._rate.take(now):
-                # Over the rate: leave connections in the kernel's backlog (it drops what does
-                # not fit) instead of spending the interpreter on them; resume at the next tick.
-                self._selector.unregister(listener)
-                self._accept_paused_until = now + _TICK / 2
-                return
-            try:
-                sock, peer = listener.accept()
-            except (BlockingIOError, InterruptedError):
-                self._rate.give_back()
-                return
-            except OSError as error:
-                self._rate.give_back()
-                if error.errno not in _ACCEPT_PAUSE_ERRNOS:
-                    raise
-                logger.warning("remote listener cannot accept (%s); pausing accepts for 1 s", error)
-                self._selector.unregister(listener)
-                self._accept_paused_until = now + 1.0
-                return
-            sock.setblocking(False)
-            host = peer[0]
-            if len(self._connections) >= self.max_connections or \
-                    self._per_host.get(host, 0) >= self.max_connections_per_host:
-                self.service.metrics.rejected.inc()
-                _refuse(sock)
-                continue
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            connection = _Connection(sock, host, now + self.request_timeout)   # from the connect
-            self._connections[sock.fileno()] = connection
-            self._per_host[host] = self._per_host.get(host, 0) + 1
-            self._watch(connection, selectors.EVENT_READ)
+    def _accept(self, now: float) -> None:
+        # At most the rate's tokens: past it, connections wait in the kernel's backlog (it drops
+        # what does not fit) instead of spending the interpreter on them; resumed at the next tick.
+        allowed = self._rate.take_up_to(_ACCEPTS_PER_ROUND, now)
+        taken = self._accept_connections(now, allowed)
+        self._rate.give_back(allowed - taken)
+        if taken == allowed < _ACCEPTS_PER_ROUND:
+            self._pause_accepts(now + _TICK / 2)
 
-    def _watch(self, connection: _Connection, events: int) -> None:
-        if events == connection.events:
+    def _admit(self, sock: socket.socket, peer, now: float) -> None:
+        sock.setblocking(False)
+        host = peer[0]
+        if len(self._connections) >= self.max_connections or \
+                self._per_host.get(host, 0) >= self.max_connections_per_host:
+            self.service.metrics.rejected.inc()
+            refuse(sock, BUSY, half_close=True)
             return
-        if not events:
-            self._selector.unregister(connection.sock)
-        elif not connection.events:
-            self._selector.register(connection.sock, events, connection)
-        else:
-            self._selector.modify(connection.sock, events, connection)
-        connection.events = events
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        connection = _Connection(sock, host, now + self.request_timeout)   # from the connect
+        self._connections[sock.fileno()] = connection
+        self._per_host[host] = self._per_host.get(host, 0) + 1
+        self._watch(connection, selectors.EVENT_READ)
 
-    def _read(self, connection: _Connection) -> None:
-        try:
-            data = connection.sock.recv(_READ_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._close(connection)
-            return
-        connection.received += data
+    def _on_event(self, connection: _Connection, mask: int) -> None:   # type: ignore[override]
+        if mask & selectors.EVENT_WRITE:
+            self._flush(connection)
+        elif self._receive(connection):
+            self._take_line(connection)
+
+    def _take_line(self, connection: _Connection) -> None:
         end = connection.received.find(b"\n")
         if end < 0 and len(connection.received) <= self.max_line_bytes:
             return
@@ -310,30 +218,17 @@ class RemoteServer:
 
     def _send_last(self, connection: _Connection, data: bytes) -> None:
         """Send the one reply of this connection, then close it once sent."""
-        connection.unsent = data
+        connection.unsent += data
         connection.deadline = time.monotonic() + self.request_timeout
         self._flush(connection)
 
     def _flush(self, connection: _Connection) -> None:
-        try:
-            sent = connection.sock.send(connection.unsent)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        except OSError:
+        if self._send_unsent(connection):
             self._close(connection)
-            return
-        connection.unsent = connection.unsent[sent:]
-        if connection.unsent:
+        elif not connection.closed:
             self._watch(connection, selectors.EVENT_WRITE)
-        else:
-            self._close(connection)
 
-    def _close(self, connection: _Connection) -> None:
-        if connection.closed:
-            return
-        connection.closed = True
-        self._connections.pop(connection.sock.fileno(), None)
-        self._watch(connection, 0)
+    def _forget(self, connection: _Connection) -> None:   # type: ignore[override]
         left = self._per_host.pop(connection.host, 1) - 1
         if left:
             self._per_host[connection.host] = left
@@ -341,7 +236,6 @@ class RemoteServer:
             connection.sock.shutdown(socket.SHUT_WR)   # the reply is delivered before the close
         except OSError:
             pass
-        connection.sock.close()
 
     # ------------------------------------------------------------------ calls
     def _user_rate(self, uid: int) -> _TokenBucket:
@@ -443,27 +337,19 @@ class _TokenBucket:
         self.tokens -= 1.0
         return True
 
-    def give_back(self) -> None:
-        self.tokens = min(self.burst, self.tokens + 1.0)
+    def take_up_to(self, count: int, now: float) -> int:
+        """Take as many of ``count`` as there are whole tokens; how many were taken."""
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        taken = min(count, int(self.tokens))
+        self.tokens -= taken
+        return taken
+
+    def give_back(self, count: int) -> None:
+        self.tokens = min(self.burst, self.tokens + count)
 
     def full(self, now: float) -> bool:
         return self.tokens + (now - self.stamp) * self.rate >= self.burst
-
-
-def _refuse(sock: socket.socket) -> None:
-    """Answer ``busy`` and close. What arrived of the request is read first: closing a TCP
-    socket with unread data resets the connection, and the client would see the reset instead
-    of the answer."""
-    try:
-        sock.recv(_READ_BYTES)
-    except OSError:
-        pass
-    try:
-        sock.send(BUSY)
-        sock.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-    sock.close()
 
 
 #: What a refused credential means, in the caller's terms (munge_err_t -> advice)
