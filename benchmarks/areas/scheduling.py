@@ -5,7 +5,7 @@
                                         [--easy-ratios 0,2,4,8] [--easy-scales 1,1.5,2,3]
 
 For KTH-SP2 (28,481 jobs, 100 processors) and the HPC2N subset (3,170 jobs, 240 processors)
-in tests/data/traces, EASY backfilling (daemon/scheduling/easy.py, bf_resolution 60 s):
+in tests/data/traces, EASY backfilling (daemon/lab/scheduling/easy.py, bf_resolution 60 s):
 
 1. ``releases``: the default policies (``user``, ``hpcpredict`` = the product's default mode for
    the cluster, ``oracle``, ``easy++``) and ``hpcpredict-bound`` (the opt-in kill-limit bound at
@@ -139,10 +139,10 @@ def _frontier(soft: dict, ours: list[str], easy: list[str]) -> dict:
 def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str],
                  easy_ratios: list[float] = (0.0,), easy_scales: list[float] = (1.0,)) -> dict:
     from hpcpredict.daemon.history.traces import read_trace
-    from hpcpredict.daemon.scheduling import policies
-    from hpcpredict.daemon.scheduling.policies import SOFT_RISK, last_two_predictions, online_predictions
-    from hpcpredict.daemon.scheduling.replay import replay_jobs, replay_policies
-    from hpcpredict.daemon.scheduling.workload import Workload, sim_jobs, trace_machine_size
+    from hpcpredict.daemon.lab.scheduling import policies
+    from hpcpredict.daemon.lab.scheduling.policies import SOFT_RISK, last_two_predictions, online_predictions
+    from hpcpredict.daemon.lab.scheduling.replay import replay_jobs, replay_policies
+    from hpcpredict.daemon.lab.scheduling.workload import Workload, sim_jobs, trace_machine_size
 
     records = read_trace(path)
     procs = trace_machine_size(path)
@@ -241,7 +241,7 @@ def run(args: list[str]) -> dict:
     easy_scales = [float(c) for c in options.easy_scales.split(",")]
     traces = {key: replay_trace(TRACES / TRACE_FILES[key], options.shakes, ratios, values, easy_ratios, easy_scales)
               for key in options.traces.split(",")}
-    return {"method": "EASY backfilling (daemon/scheduling/easy.py), bf_resolution 60 s; releases: Slurm 22.05 "
+    return {"method": "EASY backfilling (daemon/lab/scheduling/easy.py), bf_resolution 60 s; releases: Slurm 22.05 "
                       "(a backfill start runs under its time_min), 24.11 with time_min_as_soft_limit (started on "
                       "the time_min, planned at the hard end once running), 24.11 without it (every start runs "
                       "under its time_min), 25.05.3 without it (lowered to the room before the reservation); "

@@ -7,8 +7,8 @@ import pytest
 from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.history.traces import read_trace
 from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.scheduling import policies
-from hpcpredict.daemon.scheduling.workload import SimJob, sim_jobs, trace_machine_size
+from hpcpredict.daemon.lab.scheduling import policies
+from hpcpredict.daemon.lab.scheduling.workload import SimJob, sim_jobs, trace_machine_size
 from hpcpredict.daemon.walltime_policy import plan_limits
 
 

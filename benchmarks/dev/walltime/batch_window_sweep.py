@@ -9,9 +9,9 @@ from pathlib import Path
 
 from hpcpredict.daemon.history.traces import read_trace
 from hpcpredict.daemon.history.model import HpcPredictModel, ModelParams
-from hpcpredict.daemon.scheduling.policies import online_predictions
-from hpcpredict.daemon.scheduling.replay import replay_policies
-from hpcpredict.daemon.scheduling.workload import sim_jobs, trace_machine_size
+from hpcpredict.daemon.lab.scheduling.policies import online_predictions
+from hpcpredict.daemon.lab.scheduling.replay import replay_policies
+from hpcpredict.daemon.lab.scheduling.workload import sim_jobs, trace_machine_size
 windows = [float(w) for w in sys.argv[1].split(",")]
 risks = [float(r) for r in sys.argv[2].split(",")]
 for name in ("KTH-SP2.swf", "hpc2n-subset.swf"):

@@ -44,11 +44,11 @@ import heapq
 from collections import defaultdict, deque
 from typing import Callable
 
-from ..config import LimitsConfig, PolicyConfig
-from ..estimates import RuntimeEstimate
-from ..history.evaluate import end_time, scorable
-from ..records import JobRecord
-from ..walltime_policy import LimitChange, plan_limits
+from ...config import LimitsConfig, PolicyConfig
+from ...estimates import RuntimeEstimate
+from ...history.evaluate import end_time, scorable
+from ...records import JobRecord
+from ...walltime_policy import LimitChange, plan_limits
 from .workload import SimJob
 
 Policy = Callable[[SimJob, "RuntimeEstimate | None", bool], SimJob]
@@ -155,7 +155,7 @@ def online_predictions(records: list[JobRecord], risk: float, model=None,
     ``soft_risk``: each answer also carries ``soft_s``, the bound at that risk read from the
     same model in the same pass, as the daemon configured with ``risk`` sets its soft
     ``--time-min`` (its adaptive risk offset follows ``risk``)."""
-    from ..history.model import HpcPredictModel
+    from ...history.model import HpcPredictModel
 
     model = model or HpcPredictModel()
     ordered = scorable(records)
