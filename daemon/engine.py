@@ -32,7 +32,7 @@ from .model_set import ModelSet
 from .policy_scope import limits_withheld
 from .registry import Artifact, ModelRegistry
 from .scaling.advice import node_advice
-from .sources import SOURCES
+from .sources import first_estimate
 from .suggestion import RECENT_RUNS, request_warning, runs_limit, suggested_time_limit
 from .timefmt import human
 from .policy_mode import PolicyMode
@@ -152,28 +152,6 @@ class PredictionEngine:
                 self._pending.append(record)
 
     # ------------------------------------------------------------------ predicting
-    def _runtime_estimate(self, spec: JobSpec, job: JobRecord, risk: float, models: ModelSet,
-                          soft_risk: float | None = None) -> tuple[RuntimeEstimate, list[str], str]:
-        """The first source's estimate that is not a fallback, else the first fallback; why
-        the sources that could have answered did not; the model kind that answered ("" = a rule)."""
-        recent = self.recent
-        first_fallback: tuple[RuntimeEstimate, str] | None = None
-        notes: list[str] = []
-        for source in SOURCES:
-            try:
-                estimate = source.estimate(models, recent, spec, job, risk, soft_risk)
-            except HpcPredictError as error:
-                notes.append(f"{source.name} not used: {error}")
-                continue
-            if estimate is None:
-                continue
-            if not estimate.fallback:
-                return estimate, notes, source.kind
-            if first_fallback is None:
-                first_fallback = estimate, source.kind
-        assert first_fallback is not None, "the request source always answers"
-        return first_fallback[0], notes, first_fallback[1]
-
     @staticmethod
     def _published(models: ModelSet, kind: str, application: str = "", cluster: str = "") -> Artifact | None:
         """The served artifact of ``kind`` that answered: the cluster's own walltime model, else
@@ -210,9 +188,9 @@ class PredictionEngine:
         mode = "advise" if withheld or not deciding else self.policy_mode.current()[0]
         # Only a soft --time-min reads the soft_risk quantile: asked of the same pass, only then.
         soft_risk = policy.soft_risk if mode == "soft" else None
-        answer, notes, kind = self._runtime_estimate(spec, job, risk, models, soft_risk)
+        answer, notes, kind = first_estimate(models, self.recent, spec, job, risk, soft_risk)
         point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
-        soft = answer.soft_s or point      # a source without a quantile: plan with its point estimate
+        soft = answer.soft_value_s
         name, version, fallback = answer.model_name, answer.model_version, answer.fallback
         name, version = self._provenance(models, kind, spec.application, name, version, spec.cluster)
         explanation = list(answer.explanation) + notes

@@ -31,3 +31,9 @@ class RuntimeEstimate:
     # The runtime the job outlives with probability [policy] soft_risk: what a soft --time-min
     # plans with. 0: not asked (only in soft mode, at submission) or the source has none.
     soft_s: float = 0.0
+
+    @property
+    def soft_value_s(self) -> float:
+        """What a soft ``--time-min`` plans with: ``soft_s``, else (a source without a quantile)
+        the point estimate. The daemon and the scheduling replay both read it here."""
+        return self.soft_s or self.runtime_s

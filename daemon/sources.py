@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .errors import HpcPredictError
 from .estimates import RuntimeEstimate
 from .jobspec import JobSpec
 from .model_set import ModelSet
@@ -85,3 +86,27 @@ SOURCES: tuple[Source, ...] = (
     Source("recent history", from_recent_history),
     Source("request", from_request),
 )
+
+
+def first_estimate(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord, risk: float,
+                   soft_risk: float | None = None) -> tuple[RuntimeEstimate, list[str], str]:
+    """The first source's estimate that is not a fallback, else the first fallback; why the
+    sources that could have answered did not; the model kind that answered ("" = a rule).
+    The engine answers with it, and the scheduling replay (``lab/scheduling/policies.py``)
+    makes its online predictions with it."""
+    first_fallback: tuple[RuntimeEstimate, str] | None = None
+    notes: list[str] = []
+    for source in SOURCES:
+        try:
+            estimate = source.estimate(models, recent, spec, job, risk, soft_risk)
+        except HpcPredictError as error:
+            notes.append(f"{source.name} not used: {error}")
+            continue
+        if estimate is None:
+            continue
+        if not estimate.fallback:
+            return estimate, notes, source.kind
+        if first_fallback is None:
+            first_fallback = estimate, source.kind
+    assert first_fallback is not None, "the request source always answers"
+    return first_fallback[0], notes, first_fallback[1]

@@ -5,7 +5,7 @@
                                         [--easy-ratios 0,2,4,8] [--easy-scales 1,1.5,2,3]
 
 For KTH-SP2 (28,481 jobs, 100 processors) and the HPC2N subset (3,170 jobs, 240 processors)
-in tests/data/traces, EASY backfilling (daemon/scheduling/easy.py, bf_resolution 60 s):
+in tests/data/traces, EASY backfilling (daemon/lab/scheduling/easy.py, bf_resolution 60 s):
 
 1. ``releases``: the default policies (``user``, ``hpcpredict`` = the product's default mode for
    the cluster, ``oracle``, ``easy++``) and ``hpcpredict-bound`` (the opt-in kill-limit bound at
@@ -16,7 +16,9 @@ in tests/data/traces, EASY backfilling (daemon/scheduling/easy.py, bf_resolution
    an upper quantile; ``answer@r``: the same bound as the risk-0.03 model answers it beside its
    own (``online_predictions(..., soft_risk=r)``), what a daemon configured with ``risk = 0.03``
    and ``soft_risk = r`` sets: ``answer@0.3`` is the product's default; ``low``: the low end of
-   our 80 % interval) under each
+   our 80 % interval; ``VALUE|COMBINER``: VALUE combined with EASY++'s last-two mean where the
+   user has one, ``min-last2``, ``max-last2``, ``gmean-last2`` (geometric mean) or
+   ``last2-first`` (the last-two mean where there is one, VALUE elsewhere)) under each
    ``soft_max_ratio`` k (0 = no guard), through :func:`plan_limits` exactly as the hook calls
    it; EASY++ beside them. A single replay of a trace is chaotic (one job starting a second
    earlier reshuffles the queue behind it), so every figure is the mean over the trace and
@@ -24,7 +26,9 @@ in tests/data/traces, EASY backfilling (daemon/scheduling/easy.py, bf_resolution
    Tsafrir, Ouaknine and Feitelson, 2007), with its standard error and the min and max across
    copies; the share of the oracle's gain, the wide jobs' p99 wait against the users' own and
    the difference to EASY++ are taken per copy (paired). Predictions are made once, online on
-   the trace as recorded.
+   the trace as recorded, through the daemon's sources (``sources.first_estimate``: the
+   walltime model, else the user's recent runs where it knows nothing of the job, else the
+   request).
 
 3. EASY++ made admissible the ways a site could, in the same shaken replay: each
    ``--easy-scales`` c (the last-two mean x c as the soft ``--time-min``) under each
@@ -136,13 +140,32 @@ def _frontier(soft: dict, ours: list[str], easy: list[str]) -> dict:
                                           and s["wide_p99_vs_user"]["mean"] <= easy_wide), "easy++")}
 
 
+COMBINERS = ("min-last2", "gmean-last2", "max-last2", "last2-first")
+
+
+def _combined(value_s: float, last_two, combiner: str) -> float:
+    """A soft value combined with EASY++'s last-two mean (``last_two``: its estimate, or None
+    when the user has fewer than two ended jobs: the value stands)."""
+    if last_two is None:
+        return value_s
+    if combiner == "min-last2":
+        return min(value_s, last_two.runtime_s)
+    if combiner == "max-last2":
+        return max(value_s, last_two.runtime_s)
+    if combiner == "last2-first":
+        return last_two.runtime_s
+    if combiner == "gmean-last2":
+        return float(np.sqrt(value_s * last_two.runtime_s))
+    raise SystemExit(f"benchmarks run scheduling: unknown combiner {combiner!r} (one of {', '.join(COMBINERS)})")
+
+
 def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str],
                  easy_ratios: list[float] = (0.0,), easy_scales: list[float] = (1.0,)) -> dict:
     from hpcpredict.daemon.lab.history.traces import read_trace
-    from hpcpredict.daemon.scheduling import policies
-    from hpcpredict.daemon.scheduling.policies import SOFT_RISK, last_two_predictions, online_predictions
-    from hpcpredict.daemon.scheduling.replay import replay_jobs, replay_policies
-    from hpcpredict.daemon.scheduling.workload import Workload, sim_jobs, trace_machine_size
+    from hpcpredict.daemon.lab.scheduling import policies
+    from hpcpredict.daemon.lab.scheduling.policies import SOFT_RISK, last_two_predictions, online_predictions
+    from hpcpredict.daemon.lab.scheduling.replay import replay_jobs, replay_policies
+    from hpcpredict.daemon.lab.scheduling.workload import Workload, sim_jobs, trace_machine_size
 
     records = read_trace(path)
     procs = trace_machine_size(path)
@@ -157,13 +180,20 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
 
     slurm, soft = CLUSTERS[SOFT_CLUSTER]
     fed = {"point": (ours, "runtime_s"), "low": (ours, "low_s")}
-    for value in values:
+    for value in {value.partition("|")[0] for value in values} - set(fed):
         if value.startswith("answer@"):
             risk = float(value.split("@")[1])
             fed[value] = (ours if risk == SOFT_RISK else online_predictions(records, 0.03, soft_risk=risk), "soft_s")
         elif value.startswith("bound@"):
             fed[value] = (online_predictions(records, float(value.split("@")[1])), "bound_s")
     last_two = last_two_predictions(records)
+    for value in values:
+        base, _, combiner = value.partition("|")
+        if combiner:
+            answers, field = fed[base]
+            fed[value] = ({key: dataclasses.replace(estimate, runtime_s=_combined(
+                getattr(estimate, field) or estimate.runtime_s, last_two.get(key), combiner), soft_s=0.0)
+                for key, estimate in answers.items()}, "runtime_s")
     copies = [Workload(_shaken(workload.jobs, seed), workload.records, workload.dropped, procs)
               for seed in range(shakes + 1)]
 
@@ -229,7 +259,8 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--shakes", type=int, default=20, help="shaken copies of each trace (besides the trace)")
     parser.add_argument("--ratios", default="0,4,16", help="soft_max_ratio values, comma-separated")
     parser.add_argument("--values", default="point,bound@0.25,bound@0.3,bound@0.35,bound@0.5,answer@0.3,low",
-                        help="soft --time-min values: point, low, bound@RISK, answer@RISK")
+                        help="soft --time-min values: point, low, bound@RISK, answer@RISK, each optionally "
+                             f"|COMBINER with EASY++'s last-two mean ({', '.join(COMBINERS)})")
     parser.add_argument("--easy-ratios", default="0,2,4,8",
                         help="soft_max_ratio guards given EASY++ (0 = none, as published), comma-separated")
     parser.add_argument("--easy-scales", default="1,1.5,2,3",
@@ -241,7 +272,7 @@ def run(args: list[str]) -> dict:
     easy_scales = [float(c) for c in options.easy_scales.split(",")]
     traces = {key: replay_trace(TRACES / TRACE_FILES[key], options.shakes, ratios, values, easy_ratios, easy_scales)
               for key in options.traces.split(",")}
-    return {"method": "EASY backfilling (daemon/scheduling/easy.py), bf_resolution 60 s; releases: Slurm 22.05 "
+    return {"method": "EASY backfilling (daemon/lab/scheduling/easy.py), bf_resolution 60 s; releases: Slurm 22.05 "
                       "(a backfill start runs under its time_min), 24.11 with time_min_as_soft_limit (started on "
                       "the time_min, planned at the hard end once running), 24.11 without it (every start runs "
                       "under its time_min), 25.05.3 without it (lowered to the room before the reservation); "

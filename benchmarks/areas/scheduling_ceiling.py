@@ -15,7 +15,7 @@ semantics, bf_resolution 60 s) on KTH-SP2 and the HPC2N subset, two questions:
    goal (>= half the gain, kills within the risk) holds, and how much of the change in mean
    bounded slowdown comes from the killed jobs themselves and how much from the others.
 2. *Information ceiling.* ``hindsight``: the bound of each job is the (1 - risk) quantile of
-   its group's runtimes over the whole trace (benchmarks/scheduling/hindsight.py; groups
+   its group's runtimes over the whole trace (daemon/lab/scheduling/hindsight.py; groups
    user+request+size, user, batch; in-sample, leave-one-out or split conformal), through the
    same policy and simulator, under both accountings.
 
@@ -30,6 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.areas.scheduling import TRACE_FILES, TRACES
+from hpcpredict.daemon.lab.history.traces import read_trace
+from hpcpredict.daemon.lab.scheduling.easy import simulate
+from hpcpredict.daemon.lab.scheduling.hindsight import GROUPINGS, METHODS, group_ids, hindsight_jobs
+from hpcpredict.daemon.lab.scheduling.policies import hpcpredict_bound, online_predictions
+from hpcpredict.daemon.lab.scheduling.replay import replay_jobs, replay_policies
+from hpcpredict.daemon.lab.scheduling.scores import killed_split
+from hpcpredict.daemon.lab.scheduling.workload import sim_jobs, trace_machine_size
 
 DESCRIPTION = ("walltime policy vs oracle when killed jobs are resubmitted, and a hindsight "
                "group-quantile bound as the ceiling of any bound (KTH-SP2, HPC2N)")
@@ -58,36 +65,7 @@ def _group_sizes(ids) -> dict:
             "jobs_in_groups_below_10": int((sizes < 10).sum()), "jobs_in_groups_below_34": int((sizes < 34).sum())}
 
 
-def _killed_split(user_outcomes, outcomes) -> dict:
-    """Where the policy's change in mean bounded slowdown comes from: the jobs it killed, or
-    the others; and the killed jobs' own wait and slowdown against the users' requests'."""
-    from hpcpredict.daemon.scheduling.metrics import job_scores
-
-    first_u, wait_u, bsld_u = job_scores(user_outcomes)
-    first, wait, bsld = job_scores(outcomes)
-    by_seq = {o.job.seq: i for i, o in enumerate(first_u)}
-    order = [by_seq[o.job.seq] for o in first]
-    wait_u, bsld_u = wait_u[order], bsld_u[order]
-    killed = np.array([o.killed for o in first])
-    if not killed.any():
-        return {"bsld_change_killed": 0.0, "bsld_change_others": round(float((bsld - bsld_u).mean()), 3)}
-    n = len(first)
-    return {"bsld_change_killed": round(float((bsld - bsld_u)[killed].sum() / n), 3),
-            "bsld_change_others": round(float((bsld - bsld_u)[~killed].sum() / n), 3),
-            "killed_mean_wait_s": round(float(wait[killed].mean())),
-            "killed_mean_wait_s_user": round(float(wait_u[killed].mean())),
-            "killed_mean_bsld": round(float(bsld[killed].mean()), 3),
-            "killed_mean_bsld_user": round(float(bsld_u[killed].mean()), 3)}
-
-
 def replay_trace(path: Path, risks: list[float]) -> dict:
-    from benchmarks.scheduling.hindsight import GROUPINGS, METHODS, group_ids, hindsight_jobs
-    from hpcpredict.daemon.lab.history.traces import read_trace
-    from hpcpredict.daemon.scheduling.easy import simulate
-    from hpcpredict.daemon.scheduling.policies import hpcpredict_bound, online_predictions
-    from hpcpredict.daemon.scheduling.replay import replay_jobs, replay_policies
-    from hpcpredict.daemon.scheduling.workload import sim_jobs, trace_machine_size
-
     records = read_trace(path)
     procs = trace_machine_size(path)
     workload = sim_jobs(records, procs)
@@ -110,7 +88,7 @@ def replay_trace(path: Path, risks: list[float]) -> dict:
                 for job, record in zip(workload.jobs, workload.records)]
         out["ours"][str(risk)] = {
             accounting: dict(_scores(replay_jobs(workload, jobs, slurm=SLURM, resubmit_killed=resubmit), user, room, risk),
-                             **_killed_split(user_outcomes, simulate(jobs, procs, slurm=SLURM, resubmit_killed=resubmit)))
+                             **killed_split(user_outcomes, simulate(jobs, procs, slurm=SLURM, resubmit_killed=resubmit)))
             for accounting, resubmit in ACCOUNTINGS.items()}
         for grouping in GROUPINGS:
             for method in METHODS:
@@ -145,11 +123,11 @@ def run(args: list[str]) -> dict:
     options = parser.parse_args(args)
     risks = [float(r) for r in options.risks.split(",")]
     traces = {key: replay_trace(TRACES / TRACE_FILES[key], risks) for key in options.traces.split(",")}
-    return {"method": "EASY backfilling with Slurm 22.05's time_min semantics (daemon/scheduling/easy.py), "
+    return {"method": "EASY backfilling with Slurm 22.05's time_min semantics (daemon/lab/scheduling/easy.py), "
                       "bf_resolution 60 s; accountings: 'served' = a killed job is done at its kill (the "
                       "scheduling area's scores), 'resubmitted' = it is submitted again at its kill with its "
                       "user's request and no time_min, scored from first submission to final end; captured = "
                       "(user bsld - policy bsld) / (user bsld - oracle bsld); goal = captured >= 0.5 and "
                       "killed <= risk x shortened; hindsight = (1 - risk) group quantile of the whole trace's "
-                      "runtimes (benchmarks/scheduling/hindsight.py) through the same policy",
+                      "runtimes (daemon/lab/scheduling/hindsight.py) through the same policy",
             "headline": _headline(traces), "traces": traces}

@@ -154,7 +154,7 @@ def score(submitted: list[dict], jobcomp: dict[str, dict], cut: float, compress:
             "fallback": sum(job["fallback"] for job in submitted)}
 
 
-# The simulator's policy for each replay policy it models (daemon/scheduling/policies.py).
+# The simulator's policy for each replay policy it models (daemon/lab/scheduling/policies.py).
 SIMULATED = {"user": "user", "hpcpredict-soft": "hpcpredict-soft"}
 BF_RESOLUTION_S = {"22.05": 60.0, "24.11": 10.0}     # the test clusters' bf_resolution (replay seconds)
 
@@ -177,11 +177,11 @@ def simulate_window(history, window, compress: float, slurm: str, procs: int, po
     """The simulator's prediction for the replayed window: the same compressed jobs on an empty
     machine of ``procs`` processors, EASY backfilling with the release's --time-min semantics
     (24.11: time_min_as_soft_limit on) and the cluster's bf_resolution, the model's online
-    answers after the same history (daemon/scheduling); metrics as :func:`score` reports them."""
+    answers after the same history (daemon/lab/scheduling); metrics as :func:`score` reports them."""
     from hpcpredict.daemon.config import PolicyConfig
-    from hpcpredict.daemon.scheduling.easy import simulate
-    from hpcpredict.daemon.scheduling.policies import POLICIES as SIM_POLICIES, online_predictions
-    from hpcpredict.daemon.scheduling.workload import sim_jobs
+    from hpcpredict.daemon.lab.scheduling.easy import simulate
+    from hpcpredict.daemon.lab.scheduling.policies import POLICIES as SIM_POLICIES, online_predictions
+    from hpcpredict.daemon.lab.scheduling.workload import sim_jobs
 
     origin = min(r.submit_time for r in history + window)     # times stay >= 0 (unknown: -1)
     before = [compressed(r, origin, compress, JOB_NAME) for r in history]

@@ -16,21 +16,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-
-def batch_ids(records, window_s: float) -> list[int]:
-    """A batch id per record (records in submission order)."""
-    last: dict = {}
-    ids, next_id = [], 0
-    for record in records:
-        key = (record.user, record.requested_time_s, record.procs)
-        seen = last.get(key)
-        if seen is not None and record.submit_time - seen[0] <= window_s:
-            batch = seen[1]
-        else:
-            batch, next_id = next_id, next_id + 1
-        last[key] = (record.submit_time, batch)
-        ids.append(batch)
-    return ids
+from hpcpredict.daemon.lab.scheduling.hindsight import batch_ids
 
 
 def icc(values: np.ndarray, groups: np.ndarray) -> float:

@@ -10,7 +10,7 @@ above the trace's 95th percentile, ``wide_procs``; ``wide_n`` jobs) ``wide_mean_
 ``wide_p99_wait_s``, ``wide_max_wait_s``. The machine size comes from the SWF header
 (``; MaxProcs:``, else ``; MaxNodes:``); ``--procs`` overrides it.
 
-``--slurm RELEASE`` says whose ``--time-min`` semantics are replayed (``daemon/scheduling/easy.py``):
+``--slurm RELEASE`` says whose ``--time-min`` semantics are replayed (``daemon/lab/scheduling/easy.py``):
 ``22.05`` (a backfill start runs under its ``--time-min``), ``24.11`` (the default; 23.02 to
 25.05.2) and ``25.05`` (>= 25.05.3) with ``SchedulerParameters=time_min_as_soft_limit``, the
 product's main path: a job backfill starts on its ``--time-min`` keeps its ``--time`` and is
@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..scheduling.easy import SLURM_RELEASES, SOFT_LIMIT_SINCE, semantics
+from ..lab.scheduling.easy import SLURM_RELEASES, SOFT_LIMIT_SINCE, semantics
 from .evaluate_walltime import _check_risk, add_trace_arguments
 
 
@@ -71,9 +71,9 @@ def run(args) -> int:
     _check_risk(args.risk)
     from ..errors import InvalidRequest, ParseError
     from ..lab.history.traces import read_trace
-    from ..scheduling.policies import DEFAULT_POLICIES, POLICIES
-    from ..scheduling.replay import evaluate_scheduling
-    from ..scheduling.workload import trace_machine_size
+    from ..lab.scheduling.policies import DEFAULT_POLICIES, POLICIES
+    from ..lab.scheduling.replay import evaluate_scheduling
+    from ..lab.scheduling.workload import trace_machine_size
 
     procs = args.procs
     if procs is not None and procs <= 0:
@@ -112,7 +112,7 @@ def _with_progress(jobs, procs, risk, policies, options):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
-    from ..scheduling.replay import evaluate_scheduling
+    from ..lab.scheduling.replay import evaluate_scheduling
 
     with Progress(TextColumn("predicting online"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                   console=Console(stderr=True), transient=True) as bar:

@@ -10,9 +10,9 @@ import random
 
 import pytest
 
-from hpcpredict.daemon.scheduling import easy, policies
-from hpcpredict.daemon.scheduling.easy import simulate
-from hpcpredict.daemon.scheduling.workload import SimJob
+from hpcpredict.daemon.lab.scheduling import easy, policies
+from hpcpredict.daemon.lab.scheduling.easy import simulate
+from hpcpredict.daemon.lab.scheduling.workload import SimJob
 
 # The --time-min semantics replayed (easy.py): a kill limit ...
 SLURM_22_05 = {"slurm": "22.05"}                             # ... given to every backfill start
@@ -235,8 +235,8 @@ def test_unknown_release_is_refused():
         simulate(BLOCKED, procs=4, slurm="23.11")
 
 
-@pytest.mark.parametrize("name", ["easy", "workload", "metrics", "replay"])
+@pytest.mark.parametrize("name", ["easy", "workload", "scores", "replay", "hindsight"])
 def test_docstring_examples(name):
-    module = importlib.import_module(f"hpcpredict.daemon.scheduling.{name}")
+    module = importlib.import_module(f"hpcpredict.daemon.lab.scheduling.{name}")
     failures, tried = doctest.testmod(module)
     assert tried > 0 and failures == 0

@@ -7,8 +7,8 @@ import pytest
 from hpcpredict.daemon.estimates import RuntimeEstimate
 from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.scheduling import policies
-from hpcpredict.daemon.scheduling.workload import SimJob, sim_jobs, trace_machine_size
+from hpcpredict.daemon.lab.scheduling import policies
+from hpcpredict.daemon.lab.scheduling.workload import SimJob, sim_jobs, trace_machine_size
 from hpcpredict.daemon.walltime_policy import plan_limits
 
 
@@ -134,6 +134,24 @@ def test_online_predictions_only_see_jobs_ended_before_submission(kth_slice):
     witness = Witness()
     answers = policies.online_predictions(records, 0.03, model=witness)
     assert len(answers) == len(records) and len(witness.seen) > 300
+
+
+def test_online_predictions_fall_back_to_the_users_recent_runs_as_the_daemon_does():
+    """Where the walltime model knows nothing of a job (its request is 100 x all of ann's
+    earlier ones: a cold start), the daemon's next source answers: the recent-history model,
+    the mean of ann's last two runs, with its soft value; the replay then sets a soft
+    --time-min on it. A user with no ended job keeps the walltime model's fallback."""
+    records = [JobRecord(str(i), "ann", 1000.0 * i, runtime_s=300.0 + 100 * i, requested_time_s=3600.0,
+                         end_time=1000.0 * i + 300 + 100 * i) for i in range(6)]
+    records.append(JobRecord("new", "ann", 7000.0, runtime_s=900.0, requested_time_s=360000.0, end_time=7900.0))
+    records.append(JobRecord("bob", "bob", 7000.0, runtime_s=900.0, requested_time_s=3600.0, end_time=7900.0))
+    answers = policies.online_predictions(records, 0.03, soft_risk=0.3)
+    new, bob = answers[id(records[-2])], answers[id(records[-1])]
+    assert not new.fallback and new.model_name == "recent-history"
+    assert new.runtime_s == (700.0 + 800.0) / 2 and new.runtime_s <= new.soft_s <= 800.0
+    planned = policies.hpcpredict(job(360000.0, work=900.0), new, True)
+    assert planned.time_min_s == math.ceil(new.soft_s / 60) * 60 and planned.limit_s == 360000.0
+    assert bob.fallback and policies.hpcpredict(job(3600.0), bob, True) == job(3600.0)
 
 
 def test_machine_size_from_the_header_and_dropped_jobs(tmp_path, kth_slice):

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from hpcpredict.daemon.scheduling.easy import simulate as replay
-from hpcpredict.daemon.scheduling.metrics import summarize
-from hpcpredict.daemon.scheduling.workload import NO_REQUEST_LIMIT_S, SimJob
+from hpcpredict.daemon.lab.scheduling.easy import simulate as replay
+from hpcpredict.daemon.lab.scheduling.scores import summarize
+from hpcpredict.daemon.lab.scheduling.workload import NO_REQUEST_LIMIT_S, SimJob
 
 from .test_easy import BLOCKED, KILL_MODES, SLURM_22_05, by_id, job, random_queue
 

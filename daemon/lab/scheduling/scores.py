@@ -22,8 +22,8 @@ the retry's wait), ``run`` is the final run, ``utilization`` counts the lost run
 machine was busy), ``n`` and the other counts are over first submissions, and
 ``resubmitted`` counts the retries. Without retries the scores are those above.
 
->>> from hpcpredict.daemon.scheduling.easy import simulate
->>> from hpcpredict.daemon.scheduling.workload import SimJob
+>>> from hpcpredict.daemon.lab.scheduling.easy import simulate
+>>> from hpcpredict.daemon.lab.scheduling.workload import SimJob
 >>> summary = summarize(simulate([SimJob(0, "a", 0, 1, 100, 100, 100)], procs=2), procs=2)
 >>> summary["n"], summary["mean_wait_s"], summary["utilization"]
 (1, 0.0, 0.5)
@@ -83,3 +83,25 @@ def job_scores(outcomes) -> tuple[list, np.ndarray, np.ndarray]:
     run = np.fromiter((o.end_s for o in final), float, n) - start
     wait = start - submit       # resubmitted: the first wait, the lost run, the retry's wait
     return first, wait, np.maximum(1.0, (wait + run) / np.maximum(run, TAU_S))
+
+
+def killed_split(user_outcomes, outcomes) -> dict:
+    """Where a policy's change in mean bounded slowdown against the users' requests
+    (``user_outcomes``, same jobs) comes from: the jobs it killed, or the others; and the
+    killed jobs' own wait and slowdown against the users' requests'. The two changes sum to
+    the change in mean bounded slowdown."""
+    first_u, wait_u, bsld_u = job_scores(user_outcomes)
+    first, wait, bsld = job_scores(outcomes)
+    by_seq = {o.job.seq: i for i, o in enumerate(first_u)}
+    order = [by_seq[o.job.seq] for o in first]
+    wait_u, bsld_u = wait_u[order], bsld_u[order]
+    killed = np.array([o.killed for o in first])
+    if not killed.any():
+        return {"bsld_change_killed": 0.0, "bsld_change_others": round(float((bsld - bsld_u).mean()), 3)}
+    n = len(first)
+    return {"bsld_change_killed": round(float((bsld - bsld_u)[killed].sum() / n), 3),
+            "bsld_change_others": round(float((bsld - bsld_u)[~killed].sum() / n), 3),
+            "killed_mean_wait_s": round(float(wait[killed].mean())),
+            "killed_mean_wait_s_user": round(float(wait_u[killed].mean())),
+            "killed_mean_bsld": round(float(bsld[killed].mean()), 3),
+            "killed_mean_bsld_user": round(float(bsld_u[killed].mean()), 3)}

@@ -57,7 +57,7 @@ interchangeable, passes run at every event and a job ends at its limit exactly. 
 backfill thread can also start a job that fits at the head before the main scheduler does
 (22.05 then gives it its ``time_min`` too): ``"24.11"`` without the option bounds that case.
 
->>> from hpcpredict.daemon.scheduling.workload import SimJob
+>>> from hpcpredict.daemon.lab.scheduling.workload import SimJob
 >>> jobs = [SimJob(0, "a", 0, 2, 600, 600, 600), SimJob(1, "b", 1, 4, 60, 600, 600),
 ...         SimJob(2, "c", 2, 2, 900, 3600, 3600, time_min_s=120)]
 >>> [(o.job.job_id, o.start_s, o.limit_s, o.killed) for o in simulate(jobs, procs=4, slurm="22.05")]

@@ -12,10 +12,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, Iterable
 
-from ..errors import InvalidRequest
-from ..records import JobRecord
+from ...errors import InvalidRequest
+from ...records import JobRecord
 from .easy import SLURM_BF_RESOLUTION_S, SOFT_LIMIT_SINCE, semantics, simulate
-from .metrics import summarize
+from .scores import summarize
 from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, SOFT_RISK, hpcpredict,
                        last_two_predictions, online_predictions, shortened)
 from .workload import Workload, sim_jobs
@@ -30,7 +30,7 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
                         soft_risk: float = SOFT_RISK) -> dict[str, dict]:
     """Metrics per policy (``n``, ``mean_wait_s``, ``mean_bounded_slowdown``, ``utilization``,
     ``killed``, ``killed_node_hours``, ``backfilled``, ``lowered``, ``shortened``, ``procs``,
-    ``dropped``, the wait tail of :mod:`.metrics`; with ``resubmit_killed`` every killed job is
+    ``dropped``, the wait tail of :mod:`.scores`; with ``resubmit_killed`` every killed job is
     submitted again with its user's request and scored from its first submission to its final
     end, and ``resubmitted`` is added). ``slurm``, ``soft_limit``: the release replayed and
     whether ``time_min_as_soft_limit`` is set (:func:`.easy.simulate`); ``soft_max_ratio``:

@@ -1,6 +1,6 @@
 """A hindsight bound: how much any risk-bounded limit could give, from a trace's information.
 
-Benchmark only (not a product policy). The bound of each job is the (1 - risk) quantile of the
+A lab reference, not a product policy (the ``scheduling_ceiling`` benchmark's ceiling). The bound of each job is the (1 - risk) quantile of the
 work (trace runtime cut at the request) of its *group* over the whole trace: it knows the
 group's runtime distribution, past and future, but not which of those runtimes is the job's.
 It goes through the product's :func:`plan_limits` exactly as our online bound does, so it is
@@ -9,7 +9,7 @@ an upper reference for any predictor that bounds a job from what jobs like it ra
 - ``user-request-procs``: the user's jobs with the same request and size;
 - ``user``: all the user's jobs;
 - ``batch``: the run of jobs the model calibrates as one unit (same user, request and size,
-  each submitted within 600 s of the previous one: benchmarks/scheduling/batches.py).
+  each submitted within 600 s of the previous one: :func:`batch_ids`).
 
 ``method``, how the group's runtimes become the bound:
 
@@ -44,15 +44,33 @@ import math
 
 import numpy as np
 
+from ...estimates import RuntimeEstimate
+from .policies import hpcpredict_bound
+
 GROUPINGS = ("user-request-procs", "user", "batch")
 METHODS = ("in-sample", "leave-one-out", "conformal")
 BATCH_WINDOW_S = 600.0     # the model's batch_window_s
 
 
+def batch_ids(records, window_s: float) -> list[int]:
+    """A batch id per record (records in submission order): a batch is a run of one user's jobs
+    with the same request and size, each submitted within ``window_s`` of the run's previous one."""
+    last: dict = {}
+    ids, next_id = [], 0
+    for record in records:
+        key = (record.user, record.requested_time_s, record.procs)
+        seen = last.get(key)
+        if seen is not None and record.submit_time - seen[0] <= window_s:
+            batch = seen[1]
+        else:
+            batch, next_id = next_id, next_id + 1
+        last[key] = (record.submit_time, batch)
+        ids.append(batch)
+    return ids
+
+
 def group_ids(workload, grouping: str) -> np.ndarray:
     """A group id per job of ``workload`` (jobs in submission order)."""
-    from benchmarks.scheduling.batches import batch_ids
-
     if grouping == "batch":
         return np.array(batch_ids(workload.records, BATCH_WINDOW_S), dtype=np.int64)
     if grouping == "user-request-procs":
@@ -95,9 +113,6 @@ def hindsight_jobs(workload, grouping: str, risk: float, method: str = "in-sampl
     """The jobs of ``workload`` with the limits our bound policy (``policies.hpcpredict_bound``,
     i.e. :func:`plan_limits` in mode ``bound`` as the hook applies it) sets when the hindsight
     bound is its bound."""
-    from hpcpredict.daemon.estimates import RuntimeEstimate
-    from hpcpredict.daemon.scheduling.policies import hpcpredict_bound
-
     work = np.array([job.work_s for job in workload.jobs])
     bounds = group_quantiles(work, group_ids(workload, grouping), risk, method)
     jobs = []

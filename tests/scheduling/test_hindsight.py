@@ -1,17 +1,22 @@
-"""The hindsight bound of the scheduling_ceiling benchmark: each method's guarantee within a
-group, that the bound goes through the product's policy, and the area's own bookkeeping on the
+"""The hindsight bound (daemon/lab/scheduling/hindsight.py): each method's guarantee within a
+group, and that the bound goes through the product's policy; how a kill's cost splits, on the
 real HPC2N subset."""
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchmarks.areas import scheduling_ceiling
-from benchmarks.scheduling.hindsight import group_ids, group_quantiles, hindsight_jobs
+from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.lab.scheduling import policies
+from hpcpredict.daemon.lab.scheduling.easy import simulate
+from hpcpredict.daemon.lab.scheduling.hindsight import group_ids, group_quantiles, hindsight_jobs
+from hpcpredict.daemon.lab.scheduling.scores import killed_split, summarize
+from hpcpredict.daemon.lab.scheduling.workload import sim_jobs, trace_machine_size
 from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.scheduling import policies
-from hpcpredict.daemon.scheduling.workload import sim_jobs
+
+TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 
 
 def random_groups(seed, n=600):
@@ -87,22 +92,26 @@ def test_hindsight_jobs_get_what_our_policy_sets_on_the_bound():
     assert unchanged == [j for j in load.jobs if j.job_id == "b"]
 
 
-def test_area_on_the_hpc2n_subset():
-    """One risk on the real HPC2N subset: every policy's counts agree with each other and the
-    goal is judged from the numbers it stores."""
-    out = scheduling_ceiling.replay_trace(scheduling_ceiling.TRACES / "hpc2n-subset.swf", [0.3])
-    assert out["procs"] == 240 and out["jobs"] > 3000
-    assert out["oracle"]["captured"] == 1.0 and out["user"]["killed"] == 0
-    rows = [out["ours"]["0.3"]] + [by_risk["0.3"] for by_risk in out["hindsight"].values()]
-    assert len(rows) == 1 + 9
-    for row in rows:
-        served, again = row["served"], row["resubmitted"]
-        assert again["resubmitted"] == again["killed"] and "resubmitted" not in served
-        assert served["shortened"] == again["shortened"]       # same limits, other accounting
-        for s in (served, again):
-            assert s["goal_met"] == (s["captured"] is not None and s["captured"] >= 0.5
-                                     and s["killed"] <= 0.3 * s["shortened"])
-    assert out["ours"]["0.3"]["resubmitted"]["killed"] > 0
-    for s in out["ours"]["0.3"].values():     # the change splits into the killed jobs' and the others'
-        assert s["bsld_change_killed"] + s["bsld_change_others"] == pytest.approx(-s["bsld_gain"], abs=2e-3)
-        assert s["killed_mean_wait_s"] >= 0 and s["killed_mean_bsld"] >= 1
+def test_killed_split_sums_to_the_change_on_the_hpc2n_subset():
+    """Our bound at risk 0.3 on the real HPC2N subset (Slurm 22.05, where a time_min kills):
+    every kill is resubmitted once, and the change in mean
+    bounded slowdown splits exactly into the killed jobs' and the others'."""
+    path = TRACES / "hpc2n-subset.swf"
+    records = read_trace(path)
+    procs = trace_machine_size(path)
+    load = sim_jobs(records, procs)
+    assert procs == 240 and len(load.jobs) > 3000
+    answers = policies.online_predictions(records, 0.3)
+    jobs = [policies.hpcpredict_bound(job, answers.get(id(record)), False)
+            for job, record in zip(load.jobs, load.records)]
+    user = simulate(load.jobs, procs, slurm="22.05")
+    user_bsld = summarize(user, procs)["mean_bounded_slowdown"]
+    runs = {resubmit: simulate(jobs, procs, slurm="22.05", resubmit_killed=resubmit) for resubmit in (False, True)}
+    served, again = (summarize(runs[r], procs) for r in (False, True))
+    assert served["killed"] > 0 and again["killed"] > 0      # the retries change the schedule, so not the same jobs
+    assert sum(o.job.retry_of >= 0 for o in runs[True]) == again["killed"]
+    for outcomes, s in ((runs[False], served), (runs[True], again)):
+        split = killed_split(user, outcomes)
+        assert split["bsld_change_killed"] + split["bsld_change_others"] == pytest.approx(
+            s["mean_bounded_slowdown"] - user_bsld, abs=2e-3)
+        assert split["killed_mean_wait_s"] >= 0 and split["killed_mean_bsld"] >= 1

@@ -7,8 +7,9 @@ Every policy maps (job with the user's request, a prediction, whether the cluste
 - ``hpcpredict``: the product's default policy for the cluster, through
   :func:`~hpcpredict.daemon.walltime_policy.plan_limits` exactly as the hook applies it: with
   ``time_min_as_soft_limit`` (Slurm 24.11 / 25.05 with the option) mode ``soft``, our estimate
-  at ``[policy] soft_risk`` (the runtime the job outlives with that probability, as the daemon's
-  risk-0.03 model answers it: :func:`online_predictions` with ``soft_risk``) as a soft
+  at ``[policy] soft_risk`` (the runtime the job outlives with that probability, as the daemon
+  answers it at risk 0.03: :func:`online_predictions` with ``soft_risk``, through the daemon's
+  own sources, the user's recent runs where the walltime model knows nothing) as a soft
   ``--time-min`` guarded by ``soft_max_ratio``; without it (22.05, or a later
   release with the option off) mode ``advise``: no limit changes, so nothing is killed.
 - ``oracle``: each limit equal to the true runtime (the most any predictor could give).
@@ -44,11 +45,15 @@ import heapq
 from collections import defaultdict, deque
 from typing import Callable
 
-from ..config import LimitsConfig, PolicyConfig
-from ..estimates import RuntimeEstimate
-from ..lab.history.evaluation import end_time, scorable
-from ..records import JobRecord
-from ..walltime_policy import LimitChange, plan_limits
+from ...config import LimitsConfig, PolicyConfig
+from ...model_set import ModelSet
+from ...estimates import RuntimeEstimate
+from ..history.evaluation import end_time, scorable
+from ...jobspec import JobSpec
+from ...recent_history import RecentHistoryModel
+from ...records import JobRecord
+from ...sources import first_estimate
+from ...walltime_policy import LimitChange, plan_limits
 from .workload import SimJob
 
 Policy = Callable[[SimJob, "RuntimeEstimate | None", bool], SimJob]
@@ -56,12 +61,6 @@ Policy = Callable[[SimJob, "RuntimeEstimate | None", bool], SimJob]
 _POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
 SOFT_MAX_RATIO = _POLICY.soft_max_ratio
 SOFT_RISK = _POLICY.soft_risk
-
-
-def _soft_value(prediction: RuntimeEstimate) -> float:
-    """What a soft --time-min plans with, as the engine chooses it: the estimate at soft_risk
-    when the prediction carries one, else the point estimate."""
-    return prediction.soft_s or prediction.runtime_s
 
 
 def _apply(job: SimJob, change: LimitChange) -> SimJob:
@@ -75,7 +74,7 @@ def _apply(job: SimJob, change: LimitChange) -> SimJob:
 def _plan(job: SimJob, prediction: RuntimeEstimate | None, mode: str, soft_max_ratio: float = 0.0) -> SimJob:
     if prediction is None:
         return job
-    return _apply(job, plan_limits(mode=mode, runtime_s=_soft_value(prediction), bound_s=prediction.bound_s,
+    return _apply(job, plan_limits(mode=mode, runtime_s=prediction.soft_value_s, bound_s=prediction.bound_s,
                                    requested_s=job.request_s, fallback=prediction.fallback,
                                    soft_max_ratio=soft_max_ratio))
 
@@ -90,7 +89,7 @@ def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, soft: bool,
     otherwise advise; every other argument as the daemon passes it with the default configuration."""
     if prediction is None:
         return job
-    return _apply(job, plan_limits(mode="soft" if soft else "advise", runtime_s=_soft_value(prediction),
+    return _apply(job, plan_limits(mode="soft" if soft else "advise", runtime_s=prediction.soft_value_s,
                                    bound_s=prediction.bound_s, requested_s=job.request_s,
                                    # a job without --time runs under the partition's limit
                                    max_time_s=None if job.request_s > 0 else job.limit_s,
@@ -149,21 +148,31 @@ def shortened(before: SimJob, after: SimJob) -> bool:
 def online_predictions(records: list[JobRecord], risk: float, model=None,
                        progress: Callable[[int, int], None] | None = None,
                        soft_risk: float | None = None) -> dict[int, RuntimeEstimate]:
-    """Our answer for every scorable record at its submission, keyed by ``id(record)``.
-    ``soft_risk``: each answer also carries ``soft_s``, the bound at that risk read from the
-    same model in the same pass, as the daemon configured with ``risk`` sets its soft
-    ``--time-min`` (its adaptive risk offset follows ``risk``)."""
-    from ..history.model import HpcPredictModel
+    """The daemon's answer for every scorable record at its submission, keyed by ``id(record)``:
+    its sources in its order (:func:`~hpcpredict.daemon.sources.first_estimate`), here the
+    walltime model (``model``, default a fresh :class:`HpcPredictModel`), then the recent-history
+    model (the user's last runs, where the walltime model falls back), then the request.
+    ``soft_risk``: each answer also carries ``soft_s``, the runtime at that risk from the same
+    pass, as the daemon configured with ``risk`` sets its soft ``--time-min`` (the walltime
+    model's adaptive risk offset follows ``risk``). Both models learn each job when it ended
+    in the trace, as the daemon observes it."""
+    from ...history.model import HpcPredictModel
 
     model = model or HpcPredictModel()
+    models = ModelSet(walltime=model)
+    recent = RecentHistoryModel(_POLICY.history_window, _POLICY.default_runtime_s)
     ordered = scorable(records)
     answers: dict[int, RuntimeEstimate] = {}
     running: list[tuple[float, int]] = []     # (trace end, index) of jobs not yet observed
     for index, record in enumerate(ordered):
         while running and running[0][0] <= record.submit_time:
-            model.observe(ordered[heapq.heappop(running)[1]])
-        # submit: its outcome then scores it (at risk; soft_s is read-only)
-        answers[id(record)] = model.submit(record, risk, explain=False, soft_risk=soft_risk)
+            ended = ordered[heapq.heappop(running)[1]]
+            recent.observe(ended)
+            model.observe(ended)
+        # what the sources read of the request besides the job (no inputs model: no inputs)
+        spec = JobSpec(user=record.user, application=record.application, cluster=record.cluster)
+        # the walltime model's answer is scored by the job's outcome (at risk; soft_s is read-only)
+        answers[id(record)] = first_estimate(models, recent, spec, record, risk, soft_risk)[0]
         heapq.heappush(running, (end_time(record), index))
         if progress is not None and (index % 500 == 0 or index == len(ordered) - 1):
             progress(index + 1, len(ordered))
