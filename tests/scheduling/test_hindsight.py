@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.history.traces import read_trace
+from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.lab.scheduling import policies
 from hpcpredict.daemon.lab.scheduling.easy import simulate
 from hpcpredict.daemon.lab.scheduling.hindsight import group_ids, group_quantiles, hindsight_jobs
