@@ -117,7 +117,7 @@ def _train_runtime(args) -> int:
     from .common import reload_daemon, socket_of, writer_config_of
     from ..errors import HpcPredictError, ModelNotFound
     from ..registry import ModelRegistry
-    from ..runtime.training import train_application
+    from ..lab.runtime.training import train_application
 
     aliases = {}
     for item in args.alias:
@@ -166,7 +166,7 @@ def _train_runtime(args) -> int:
 def _runs_from_store(config, args, directory):
     """Write the application's stored runs as a run table in ``directory``: (path, target)."""
     from ..errors import HpcPredictError
-    from ..runtime.stored_runs import TARGET, runs_csv
+    from ..lab.runtime.stored_runs import TARGET, runs_csv
     from ..store import open_store
 
     store = open_store(config)
