@@ -6,6 +6,7 @@ from hpcpredict.daemon.errors import ModelArtifactError
 from hpcpredict.daemon.lab.runtime import model  # noqa: F401  (registers every learner)
 from hpcpredict.daemon.lab.runtime.learners import LEARNERS, make_learner, register_learner
 from hpcpredict.daemon.lab.runtime.packing import pack
+from hpcpredict.daemon.lab.runtime.selection import CANDIDATES
 from hpcpredict.daemon.runtime.artifacts import PREDICTORS, SERVABLE, format_of, learner_of_format, unpack
 
 
@@ -44,3 +45,24 @@ def test_a_packed_learner_unpacks_to_the_same_log_prediction():
     learner, arrays, settings = pack(fitted)
     predictor = unpack(format_of(learner), arrays, 2, settings)
     assert predictor.log_dist(X[0])[0] == pytest.approx(float(fitted.predict_log_dist(X[:1])[0][0]))
+
+
+def test_the_learner_choice_orders_every_servable_learner():
+    """``selection.CANDIDATES`` is the choice's order (simplest first), not a list of learners:
+    a learner served without a place in it would never be chosen by ``auto``."""
+    assert set(CANDIDATES) == set(SERVABLE)
+
+
+def test_the_daemon_loads_the_bundled_runtime_model_without_the_lab():
+    """The artifact is the interface: loading a published runtime model imports no lab module."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; import hpcpredict.daemon as d; "
+            "from hpcpredict.daemon.runtime.served import ApplicationModels; "
+            "root = Path(d.__file__).parent / 'bundled_models' / 'runtime' / '_site'; "
+            "models = ApplicationModels.load(root / (root / 'CURRENT').read_text().strip() / 'model'); "
+            "assert models.applications() == ['lmp']; "
+            "print(sorted(m for m in sys.modules if '.lab' in m))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.strip() == "[]"
