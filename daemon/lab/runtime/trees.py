@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import ExtraTreesRegressor
+from sklearn.linear_model import RidgeCV
 from sklearn.preprocessing import PolynomialFeatures
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -117,8 +118,6 @@ class ExtraTreesRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
             return np.zeros(len(log_y))
         if self.trend != "loglinear":
             raise ValueError(f"trend must be none or loglinear: {self.trend!r}")
-        from sklearn.linear_model import RidgeCV
-
         Xf = np.where(np.isnan(X), self.fill_, X)
         self.log_columns_ = np.all(Xf > 0, axis=0)
         L = np.where(self.log_columns_, np.log(np.maximum(Xf, 1e-300)), Xf)
