@@ -94,7 +94,7 @@ class RuntimeKind(ModelKind):
 
     @staticmethod
     def load(folder: Path) -> Any:
-        from .runtime.service import ApplicationModels
+        from .runtime.served import ApplicationModels
 
         return ApplicationModels.load(folder)
 

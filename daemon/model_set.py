@@ -16,7 +16,7 @@ from ..topology.placement import Placement
 if TYPE_CHECKING:   # loaded by their model kinds (hpcpredict.daemon.model_kinds)
     from .comm.served import CommModelSet, CommRequest
     from .history.model import HpcPredictModel
-    from .runtime.service import ApplicationModels
+    from .runtime.served import ApplicationModels
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ STATES = frozenset({records.COMPLETED, records.FAILED, records.CANCELLED, record
 ANYONE, HISTORY_WRITER, ADMIN = "anyone", "history writer", "admin"
 
 #: ``<key>@t``: when runtime feature ``key`` was reported, seconds since the job started (the
-#: run tables' column name, :mod:`.runtime.dataset`)
+#: run tables' column name, :mod:`.lab.runtime.dataset`)
 REPORT_TIME_SUFFIX = "@t"
 #: The raw feature lines one ReportRuntimeFeatures may carry (the Slurm epilog sends at most
 #: its ``features_max_bytes``, 64 KiB by default)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 
-from .runtime import CODES, DATA, declared_derived
+from hpcpredict.daemon.lab.runtime.applications import declared_derived
+
+from .runtime import CODES, DATA
 
 DESCRIPTION = "declared derived inputs of one real code, with and without: training-half CV MAPE and rank accuracy"
 

@@ -15,7 +15,7 @@ held out, all repetitions of a configuration on one side), over ``--seeds`` rand
   process count (``ranks``) and on those whose inputs a training run had or not, and the noise
   floor per process count (``--fractions 0.75,0.9``: how the error falls with more training);
 * derived inputs: the sweep declares quantities its code's cost follows (``DERIVED`` in
-  ``benchmarks/runtime/sweep_CODE.py``, recorded as ``derived_inputs`` in the JSON beside the CSV);
+  ``daemon/lab/runtime/applications/CODE.py``, recorded as ``derived_inputs`` in the JSON beside the CSV);
   they are computed from the inputs as ``train-runtime --derive`` does (``--no-derived``: without);
 * the code's repetition noise, the floor: ``repetition_mape`` (each run predicted by the mean
   of its configuration's other repetitions: the MAPE of a perfect model of the inputs) and the
@@ -46,6 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcpredict.daemon.lab.runtime.applications import declared_derived
+
 DESCRIPTION = ("runtime from inputs on real codes (LAMMPS, GROMACS, CP2K, NWChem): MAPE, rank accuracy, "
                "coverage at 10/25/50 % training vs each code's repetition noise; auto vs every learner")
 
@@ -59,7 +61,7 @@ def repetition_rank_accuracy(groups: np.ndarray, y: np.ndarray) -> float | None:
     """Rank accuracy of each run predicted by the mean of its configuration's other repetitions:
     what a perfect model of the inputs would score, given the noise (pairs of configurations whose
     runtimes differ by less than the noise are ordered by a coin toss)."""
-    from hpcpredict.daemon.runtime.metrics import rank_accuracy
+    from hpcpredict.daemon.lab.runtime.accuracy import rank_accuracy
 
     _, index = np.unique(groups, return_inverse=True)
     counts, sums = np.bincount(index), np.bincount(index, weights=y)
@@ -71,7 +73,7 @@ def repetition_rank_accuracy(groups: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def noise_floor(table) -> dict:
-    from hpcpredict.daemon.runtime.evaluation import repetition_disagreement
+    from hpcpredict.daemon.lab.runtime.accuracy import repetition_disagreement
 
     spreads, reps = [], Counter(table.groups.tolist())
     for group in np.unique(table.groups):
@@ -103,9 +105,10 @@ def auto_mape_by_part(table, train, test, seed: int) -> dict:
 
     The repetition floor is the error of predicting a run from runs of the same inputs; only the
     seen-inputs part faces that alone, the new-inputs part also what the inputs don't state."""
-    from hpcpredict.daemon.runtime.evaluation import served_predictions, usable_inputs
-    from hpcpredict.daemon.runtime.metrics import mape
-    from hpcpredict.daemon.runtime.training import fit_served
+    from hpcpredict.daemon.lab.runtime.evaluation import served_predictions
+    from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
+    from hpcpredict.daemon.lab.runtime.accuracy import mape
+    from hpcpredict.daemon.lab.runtime.training import fit_served
 
     inputs, _, _ = usable_inputs(table, train, time_share=None)
     model, _ = fit_served(table, train, inputs=inputs, seed=seed)
@@ -129,22 +132,13 @@ def _mean(results: list[dict]) -> dict:
     return {key: float(np.mean([r[key] for r in results])) for key in METRICS}
 
 
-def declared_derived(path: Path):
-    """The derived inputs the sweep that made ``path`` declared (``derived_inputs`` in its JSON)."""
-    from hpcpredict.daemon.runtime.derived import DerivedInputs
-
-    provenance = path.with_suffix(".json")
-    if not provenance.exists():
-        return DerivedInputs()
-    return DerivedInputs.from_json(json.loads(provenance.read_text()).get("derived_inputs"))
-
-
 def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, derived: bool = True,
                   first_seed: int = 0) -> dict:
-    from hpcpredict.daemon.runtime.dataset import read_runs_csv
-    from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration, usable_inputs
-    from hpcpredict.daemon.runtime.model import LearnerNotApplicable
-    from hpcpredict.daemon.runtime.selection import CANDIDATES, select_learner
+    from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
+    from hpcpredict.daemon.lab.runtime.evaluation import evaluate, split_by_configuration
+    from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
+    from hpcpredict.daemon.lab.runtime.learners import LearnerNotApplicable
+    from hpcpredict.daemon.lab.runtime.selection import CANDIDATES, select_learner
 
     declared = declared_derived(path) if derived else None
     table = read_runs_csv(path, target="runtime_s", derived=declared)

@@ -6,7 +6,7 @@ TRAINING configurations of ``--seeds`` splits of ``benchmarks run runtime``
 (``benchmarks/runtime/derived_check.py``'s ``training_cv``: the held-out halves are never looked
 at) of each ``--learners``. Then the GROMACS model fitted on all runs, asked for nsteps = 0 (its
 start-up) per PME grid and rank count, beside the start-up measured by ``mdrun -nsteps 0``
-(``sweep_gromacs.STARTUP_CPU_S``), and the fit's CPU time.
+(``applications.gromacs.STARTUP_CPU_S``), and the fit's CPU time.
 
     python -m benchmarks run startup_steps [--fractions 0.5,0.25] [--seeds 6] [--learners log-linear,startup-steps]
 """
@@ -24,10 +24,10 @@ BOXES = {24: 2.8, 25: 2.95, 28: 3.3, 32: 3.6}   # a box whose PME grid is each e
 
 def recovered_startup() -> dict:
     from benchmarks.runtime.residuals import DATA
-    from benchmarks.runtime.sweep_gromacs import STARTUP_CPU_S
-    from hpcpredict.daemon.runtime.dataset import read_runs_csv
+    from hpcpredict.daemon.lab.runtime.applications.gromacs import STARTUP_CPU_S
+    from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
     from hpcpredict.daemon.runtime.derived import DerivedInputs
-    from hpcpredict.daemon.runtime.model import RuntimeModel
+    from hpcpredict.daemon.lab.runtime.model import RuntimeModel
 
     path = DATA / "gromacs_water.csv"
     declared = json.loads(path.with_suffix(".json").read_text())["derived_inputs"]

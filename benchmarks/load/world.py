@@ -61,9 +61,9 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
 
 
 def _publish_runtime(registry, learner: str, n_trees: int) -> dict:
-    from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-    from hpcpredict.daemon.runtime.model import RuntimeModel
-    from hpcpredict.daemon.runtime.service import save_application_model
+    from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
+    from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+    from hpcpredict.daemon.lab.runtime.packing import save_application_model
 
     # only the deck's inputs (the other columns are measurements made while the job runs)
     lines = [line.split(",") for line in RUNS_CSV.read_text().splitlines() if line.strip()]

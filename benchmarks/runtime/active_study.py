@@ -34,11 +34,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.runtime.active import pick_diverse
-from hpcpredict.daemon.runtime.ann import ANNEnsemble
-from hpcpredict.daemon.runtime.dataset import read_runs_csv
-from hpcpredict.daemon.runtime.metrics import mape
-from hpcpredict.daemon.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.active import pick_diverse
+from hpcpredict.daemon.lab.runtime.ann import ANNEnsemble
+from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
+from hpcpredict.daemon.lab.runtime.accuracy import mape
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runtime"
 

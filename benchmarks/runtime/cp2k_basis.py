@@ -9,7 +9,7 @@ reach far (the orbital basis radius of H in DZVP is 10.1 Å), so even one water 
 records, for each basis of the sweep, what CP2K printed for one water (functions, shells,
 primitive Gaussians, the orbital basis radius of each kind) and the neighbour-list totals
 ("DISTRIBUTION OF THE NEIGHBOR LISTS": particle pairs, matrix elements) for 1-3 waters in boxes
-across the sweep's range, which checks the rule the sweep declares (``sweep_cp2k.DERIVED``).
+across the sweep's range, which checks the rule the sweep declares (``applications.cp2k.DERIVED``).
 
 One rank, ``MAX_SCF 1``, ``PRINT_LEVEL HIGH``, the sweep's input otherwise (cutoff 100 Ry: the
 neighbour list does not depend on it), pinned to ``--cpu`` in the sweep's MPI environment.

@@ -4,7 +4,7 @@ Quickstep collocates the density on NGRIDS = 4 grids (CP2K's default, the sweep'
 cutoffs E, E/3, E/9 and E/27 (progression factor 3): each product of Gaussians goes to the
 coarsest grid fine enough for it (REL_CUTOFF 40), so the coarse grids hold much of the
 collocation and integration, and each grid is Fourier-transformed. Each level's points per edge
-follow the rule of the finest (``sweep_cp2k.FFT_LENGTHS``): the first length CP2K accepts that
+follow the rule of the finest (``applications.cp2k.FFT_LENGTHS``): the first length CP2K accepts that
 is ≥ 2·⌊a·√E_k/2π⌋ + 1, with the coarse levels reaching down to lengths 8-32. This probe
 records what CP2K printed ("PW_GRID| Bounds") for the 55 (edge, cutoff) pairs of the sweeps.
 

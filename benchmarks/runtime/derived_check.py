@@ -21,26 +21,12 @@ import json
 import numpy as np
 
 from benchmarks.runtime.residuals import DATA, FILES
-from hpcpredict.daemon.runtime.dataset import read_runs_csv
+from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
 from hpcpredict.daemon.runtime.derived import DerivedInputs
-from hpcpredict.daemon.runtime.evaluation import split_by_configuration, usable_inputs
-from hpcpredict.daemon.runtime.conformal import group_folds
-from hpcpredict.daemon.runtime.metrics import mape, rank_accuracy
-from hpcpredict.daemon.runtime.model import RuntimeModel
-from hpcpredict.daemon.runtime.selection import CANDIDATES, without_calibration
-
-
-def out_of_fold_predictions(table, rows: np.ndarray, learner: str, *, inputs: list[str], folds: int = 5,
-                            seed: int = 0) -> np.ndarray:
-    """Every run of ``rows`` predicted without its configuration: the folds and fits of
-    ``selection.out_of_fold_errors`` (whose errors are these predictions' percentage errors)."""
-    groups = table.groups[rows]
-    predictions = np.empty(rows.size)
-    for held_out in group_folds(groups, min(folds, np.unique(groups).size), seed):
-        params = dict(without_calibration(learner, CANDIDATES[learner]), random_state=seed)
-        model = RuntimeModel(learner, params, inputs).fit(table, rows[~held_out])
-        predictions[held_out] = model.predict([table.rows[i] for i in rows[held_out]])
-    return predictions
+from hpcpredict.daemon.lab.runtime.evaluation import split_by_configuration
+from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
+from hpcpredict.daemon.lab.runtime.accuracy import mape, rank_accuracy
+from hpcpredict.daemon.lab.runtime.selection import CANDIDATES, out_of_fold_predictions
 
 
 def training_cv(code: str, declarations: list[tuple[str, str]], learners: list[str], fraction: float,
@@ -53,7 +39,7 @@ def training_cv(code: str, declarations: list[tuple[str, str]], learners: list[s
         train, _ = split_by_configuration(table.groups, fraction, seed)
         inputs, _, _ = usable_inputs(table, train, time_share=None)
         for learner in learners:
-            predicted = out_of_fold_predictions(table, train, learner, inputs=inputs, seed=seed)
+            predicted = out_of_fold_predictions(table, train, learner, CANDIDATES[learner], inputs=inputs, seed=seed)
             scores[learner]["mape"].append(mape(table.y[train], predicted))
             scores[learner]["rank"].append(rank_accuracy(table.y[train], predicted))
     return {learner: {metric: round(float(np.mean(values)), 4) for metric, values in by_metric.items()}

@@ -7,7 +7,7 @@ grid edge GROMACS picks (``calcgrid``: the first accepted FFT length n with box 
 fourierspacing) and is not monotone in it: measured here, 2 ranks, 24 → 0.78 s, 25 → 0.27 s,
 28 → 0.44 s, 32 → 0.48 s. That is a property of the code build and the machine, not a rule
 computable from the inputs, so it is measured once (as a site would) and declared to the model
-as a table (``startup_s`` in ``sweep_gromacs.STARTUP_DERIVED``: evaluated, not declared).
+as a table (``startup_s`` in ``applications.gromacs.STARTUP_DERIVED``: evaluated, not declared).
 
 For each grid edge (and reaction-field, which has no grid) and process count: a water box whose
 edge makes GROMACS pick that grid (checked against ``fourier-nx`` in md.log), built as the sweep

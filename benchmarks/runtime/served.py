@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.runtime.dataset import read_runs_csv
-from hpcpredict.daemon.runtime.evaluation import split_by_configuration
-from hpcpredict.daemon.runtime.metrics import coverage, mape, rank_accuracy, relative_width
-from hpcpredict.daemon.runtime.service import ApplicationModels
-from hpcpredict.daemon.runtime.training import train_application
+from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
+from hpcpredict.daemon.lab.runtime.evaluation import split_by_configuration
+from hpcpredict.daemon.lab.runtime.accuracy import coverage, mape, rank_accuracy, relative_width
+from hpcpredict.daemon.runtime.served import ApplicationModels
+from hpcpredict.daemon.lab.runtime.training import train_application
 
 
 def _subset_csv(source: Path, rows: np.ndarray, out: Path) -> None:

@@ -44,9 +44,9 @@ def register(families) -> None:
 
 def run(args) -> int:
     from ..errors import InvalidRequest
-    from ..runtime.dataset import read_runs_csv
+    from ..lab.runtime.dataset import read_runs_csv
     from ..runtime.derived import DerivedInputs
-    from ..runtime.evaluation import evaluate
+    from ..lab.runtime.evaluation import evaluate
 
     if not 0 < args.train_fraction < 1:
         raise InvalidRequest("--train-fraction", "must be between 0 and 1 (exclusive)")

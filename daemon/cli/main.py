@@ -2,6 +2,9 @@
 
 Each command group lives in its own module of this package and exposes
 ``register(subparsers)``, which adds its parser; a handler returns the process exit code.
+Every call imports every command module to build the parser, so a command module imports the
+lab (scikit-learn, scipy, the trace readers) inside the handler that runs it: `hpcpredict
+predict` on a login node must not pay the 0.9 s of importing what `train` needs.
 
 Errors: any :class:`hpcpredict.daemon.errors.HpcPredictError` becomes one line
 ``hpcpredict: <message>`` on stderr and exit code 1; Ctrl-C exits 130; a closed pipe is quiet.

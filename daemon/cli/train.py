@@ -14,13 +14,10 @@ from rich.console import Console
 
 from .common import config_of, print_json, reload_daemon, run_as_data_owner, socket_of
 from ..errors import HpcPredictError, ModelNotFound
-from ..lab.refresh import train_and_publish
 from ..model_kinds import SITE_KEY, model_kind_names
 from ..registry import ModelRegistry
 from ..runtime.artifacts import SERVABLE
 from ..runtime.derived import DerivedInputs
-from ..runtime.stored_runs import TARGET, runs_csv
-from ..runtime.training import train_application
 from ..store_backends import open_store
 
 
@@ -80,6 +77,8 @@ def register(subparsers) -> None:
 
 
 def _train(args) -> int:
+    from ..lab.refresh import train_and_publish   # the lab, on the command that runs it (cli/main.py)
+
     config = config_of(args)
     run_as_data_owner(config)
     with Console(stderr=True).status("training the walltime model on the stored history..."):
@@ -92,6 +91,8 @@ def _train(args) -> int:
 
 
 def _train_runtime(args) -> int:
+    from ..lab.runtime.training import train_application   # (cli/main.py: the lab where it runs)
+
     aliases = {}
     for item in args.alias:
         name, sep, field = item.partition("=")
@@ -135,6 +136,8 @@ def _train_runtime(args) -> int:
 
 def _runs_from_store(config, args, directory):
     """Write the application's stored runs as a run table in ``directory``: (path, target)."""
+    from ..lab.runtime.stored_runs import TARGET, runs_csv
+
     store = open_store(config)
     try:
         text, count = runs_csv(store.jobs_by_submit(with_inputs=True, cluster=args.cluster), args.application)

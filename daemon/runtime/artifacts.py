@@ -1,9 +1,13 @@
-"""Learner arrays of a runtime-model artifact: pack a fitted learner, unpack a served predictor.
+"""Served predictors of runtime-model artifacts, registered by format: unpack an artifact's arrays.
+
+The lab packs a fitted learner into these arrays (:mod:`hpcpredict.daemon.lab.runtime.packing`);
+the daemon unpacks them here without importing the lab. A served learner is declared once, with
+:func:`served_learner` on its predictor class: its name and format (``hpcpredict-runtime-<name>``).
 
 Seven learners can be served, each stored as plain arrays (``np.savez``, no pickle):
 
 * ``extra-trees`` (format ``hpcpredict-runtime-extra-trees``): the compiled forest
-  (:class:`~hpcpredict.daemon.runtime.compiled.CompiledForest`), the feature transform and the
+  (:class:`~.compiled.CompiledForest`), the feature transform and the
   log-log trend — the layout of every artifact published before the ANN could be served;
 * ``ann`` (format ``hpcpredict-runtime-ann``): the members' stacked weights and the ensemble's
   preprocessing (:class:`~hpcpredict.daemon.runtime.compiled_ann.CompiledEnsemble`);
@@ -17,7 +21,7 @@ Seven learners can be served, each stored as plain arrays (``np.savez``, no pick
 * ``gaussian-process`` (format ``hpcpredict-runtime-gaussian-process``): the input transform
   (fill, log columns, centre and scale), the training configurations, the weights ``alpha`` of
   the kernel row, the kernel's length scales and its ``constant`` and ``sigma_0``, and the log
-  runtime's centre and scale: :func:`~.gaussian_process.kernel_row` · alpha;
+  runtime's centre and scale: :func:`~.compiled.kernel_row` · alpha;
 * ``blend`` (format ``hpcpredict-runtime-blend``): each member's arrays as that member's own
   format packs them, prefixed ``member<i>_``, its learner and settings listed in
   ``blend_members``; served as the mean of the members' log predictions.
@@ -29,100 +33,47 @@ m ± q·s with the conformal multiplier q, whatever the learner. A predictor's
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
 from ..errors import ModelArtifactError
-from .compiled import CompiledForest, log_linear_trend, transform_features
+from ..plugins import NamedRegistry
+from .compiled import CompiledForest, fill_and_log, kernel_row, log_linear_trend, transform_features, with_pairs
 from .compiled_ann import CompiledEnsemble
 
-FORMATS = {"extra-trees": "hpcpredict-runtime-extra-trees", "ann": "hpcpredict-runtime-ann",
-           "boosted-trees": "hpcpredict-runtime-boosted-trees", "log-linear": "hpcpredict-runtime-log-linear",
-           "blend": "hpcpredict-runtime-blend", "startup-steps": "hpcpredict-runtime-startup-steps",
-           "gaussian-process": "hpcpredict-runtime-gaussian-process"}
 BOOSTED_PARTS = ("centre", "lower", "upper")
-LEARNER_OF_FORMAT = {value: key for key, value in FORMATS.items()}
+MIN_SCALE = 1e-3   # log-space scale floor of boosted trees: the quantile models may cross or coincide
 # The layout version of every format. A new learner is a new format string, not a new version:
 # the blend left the other formats' layouts, and so their artifacts, unchanged (a daemon older
 # than the blend refuses a blend artifact as "not a runtime model artifact").
 FORMAT_VERSION = 1
-SERVABLE = tuple(FORMATS)
+
+PREDICTORS: NamedRegistry = NamedRegistry("runtime model format", ModelArtifactError)
 
 
-def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
-    """(learner name, arrays, JSON settings) of a fitted runtime learner that can be served."""
-    from .ann import ANNEnsemble
-    from .blend import BlendRuntime
-    from .boosting import BoostedTreesRuntime
-    from .gaussian_process import GaussianProcessRuntime
-    from .loglinear import LogLinearRuntime
-    from .startup_steps import StartupStepsRuntime
-    from .trees import ExtraTreesRuntime
-
-    if isinstance(estimator, ExtraTreesRuntime) and hasattr(estimator, "compiled_"):
-        arrays = dict(estimator.compiled_.arrays(), fill=estimator.fill_, powers=estimator.powers_,
-                      mean=estimator.mean_, scale=estimator.scale_,
-                      kept=np.asarray(estimator.kept_, dtype=np.int64),
-                      calibration_scores=estimator.calibration_scores_,
-                      log_columns=estimator.log_columns_.astype(np.int8), trend_coef=estimator.trend_coef_,
-                      trend_intercept=np.asarray([estimator.trend_intercept_]))
-        return "extra-trees", arrays, {"n_trees": len(estimator.compiled_.roots)}
-    if isinstance(estimator, ANNEnsemble) and hasattr(estimator, "members_"):
-        compiled = CompiledEnsemble.from_sklearn(estimator)
-        arrays = dict(compiled.arrays(), calibration_scores=np.asarray(estimator.calibration_scores_, dtype=float))
-        return "ann", arrays, {"ann": compiled.settings()}
-    if isinstance(estimator, BoostedTreesRuntime) and hasattr(estimator, "parts_"):
-        parts = estimator.parts_
-        arrays = _trend_arrays(parts["fill"], parts["log_columns"], parts["coef"], parts["intercept"], parts["pairs"])
-        arrays["calibration_scores"] = np.asarray(estimator.calibration_scores_, dtype=float)
-        for name in BOOSTED_PARTS:
-            if name in parts:
-                forest, baseline = parts[name]
-                arrays.update({f"{name}_{key}": value for key, value in forest.arrays().items()})
-                arrays[f"{name}_baseline"] = np.asarray([baseline])
-        return "boosted-trees", arrays, {"boosted_parts": [name for name in BOOSTED_PARTS if name in parts]}
-    if isinstance(estimator, LogLinearRuntime) and hasattr(estimator, "coef_"):
-        arrays = _trend_arrays(estimator.fill_, estimator.log_columns_, estimator.coef_, estimator.intercept_,
-                               estimator.pairs_)
-        arrays["calibration_scores"] = np.asarray(estimator.calibration_scores_, dtype=float)
-        if getattr(estimator, "startup_", 0.0) > 0:  # absent: no start-up term (earlier artifacts load unchanged)
-            arrays["startup_s"] = np.asarray([estimator.startup_], dtype=float)
-        return "log-linear", arrays, {}
-    if isinstance(estimator, StartupStepsRuntime) and hasattr(estimator, "startup_coef_"):
-        arrays = {f"{part}_{key}": value for part, (coef, intercept, pairs) in (
-            ("startup", (estimator.startup_coef_, estimator.startup_intercept_, estimator.startup_pairs_)),
-            ("step", (estimator.step_coef_, estimator.step_intercept_, estimator.step_pairs_)))
-            for key, value in _trend_arrays(estimator.fill_, estimator.log_columns_, coef, intercept, pairs).items()}
-        arrays.update(steps_column=np.asarray([estimator.steps_column_], dtype=np.int64),
-                      calibration_scores=np.asarray(estimator.calibration_scores_, dtype=float))
-        return "startup-steps", arrays, {"steps_input": estimator.steps_name_}
-    if isinstance(estimator, GaussianProcessRuntime) and hasattr(estimator, "alpha_"):
-        arrays = {"fill": estimator.fill_, "log_columns": estimator.log_columns_.astype(np.int8),
-                  "mean": estimator.x_mean_, "scale": estimator.x_scale_, "train": estimator.train_,
-                  "alpha": estimator.alpha_, "length_scale": estimator.length_scale_,
-                  "kernel": np.asarray([estimator.constant_, estimator.sigma_0_]),
-                  "target": np.asarray([estimator.y_centre_, estimator.y_scale_]),
-                  "calibration_scores": np.asarray(estimator.calibration_scores_, dtype=float)}
-        return "gaussian-process", arrays, {}
-    if isinstance(estimator, BlendRuntime) and hasattr(estimator, "members_"):
-        arrays = {"calibration_scores": np.asarray(estimator.calibration_scores_, dtype=float)}
-        members = []
-        for i, (_, member) in enumerate(estimator.members_):
-            learner, member_arrays, settings = pack(member)
-            if learner == "blend":
-                raise ModelArtifactError("a blend cannot contain a blend")
-            arrays.update({f"member{i}_{key}": value for key, value in member_arrays.items()})
-            members.append({"learner": learner, "settings": settings})
-        return "blend", arrays, {"blend_members": members}
-    raise ModelArtifactError(f"only fitted {', '.join(SERVABLE)} runtime models can be saved")
+def format_of(learner: str) -> str:
+    """The artifact format string of a served learner."""
+    return f"hpcpredict-runtime-{learner}"
 
 
-def _trend_arrays(fill, log_columns, coef, intercept, pairs=None) -> dict[str, np.ndarray]:
-    arrays = {"fill": np.asarray(fill, dtype=float), "log_columns": np.asarray(log_columns).astype(np.int8),
-              "trend_coef": np.asarray(coef, dtype=float), "trend_intercept": np.asarray([intercept], dtype=float)}
-    if pairs is not None and len(pairs):  # absent: a first-order trend (artifacts written before pairs load unchanged)
-        arrays["trend_pairs"] = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    return arrays
+def served_learner(learner: str) -> Callable[[type], type]:
+    """Class decorator: serve ``learner``'s artifacts (format :func:`format_of`) with this predictor.
+
+    A predictor is built as ``cls(arrays, n_inputs, description)`` from the artifact's arrays
+    and JSON description and raises :class:`ModelArtifactError` when they are inconsistent.
+    """
+    def register(cls: type) -> type:
+        cls.learner = learner
+        return PREDICTORS.register(format_of(learner))(cls)
+    return register
+
+
+def learner_of_format(format_name: object) -> str | None:
+    """The learner served for an artifact's ``format``; None when no predictor serves it."""
+    if not isinstance(format_name, str) or format_name not in PREDICTORS.names():
+        return None
+    return PREDICTORS.get(format_name).learner
 
 
 class _Trend:
@@ -144,21 +95,18 @@ class _Trend:
             raise ModelArtifactError("trend pairs name columns that do not exist")
 
     def inputs(self, vector: np.ndarray) -> np.ndarray:
-        from .compiled import fill_and_log
         return fill_and_log(vector, self.fill, self.log_columns)
 
     def value(self, z: np.ndarray) -> float:
         """The trend at the (filled, logged) inputs ``z`` of one row."""
-        from .compiled import with_pairs
         return float(with_pairs(z, self.pairs)[0] @ self.coef + self.intercept)
 
 
+@served_learner("log-linear")
 class LogLinearPredictor:
     """Served log-log trend: one dot product."""
 
-    learner = "log-linear"
-
-    def __init__(self, arrays: dict, n_inputs: int):
+    def __init__(self, arrays: dict, n_inputs: int, settings: dict):
         self.trend = _Trend(arrays, n_inputs)
         try:
             self.startup = float(np.asarray(arrays.get("startup_s", [0.0]), dtype=float).ravel()[0])
@@ -183,10 +131,9 @@ class LogLinearPredictor:
         return "constant factor"
 
 
+@served_learner("startup-steps")
 class StartupStepsPredictor:
     """Served start-up + steps × per-step model: two dot products and a log-sum-exp."""
-
-    learner = "startup-steps"
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
         self.startup, self.step = (_Trend({key[len(part) + 1:]: value for key, value in arrays.items()
@@ -219,12 +166,11 @@ class StartupStepsPredictor:
         return "constant factor"
 
 
+@served_learner("gaussian-process")
 class GaussianProcessPredictor:
     """Served Gaussian process: one kernel row against the training configurations, one dot product."""
 
-    learner = "gaussian-process"
-
-    def __init__(self, arrays: dict, n_inputs: int):
+    def __init__(self, arrays: dict, n_inputs: int, settings: dict):
         try:
             self.fill, self.mean, self.scale, self.alpha, self.length_scale, kernel, target = (
                 np.asarray(arrays[key], dtype=float)
@@ -245,9 +191,6 @@ class GaussianProcessPredictor:
             raise ModelArtifactError("gaussian-process arrays: scales must be positive")
 
     def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
-        from .compiled import fill_and_log
-        from .gaussian_process import kernel_row
-
         z = (fill_and_log(vector, self.fill, self.log_columns) - self.mean) / self.scale
         k = kernel_row(z, self.train, self.length_scale, self.constant, self.sigma_0)
         return float(self.centre + self.target_scale * (k @ self.alpha)[0]), 1.0
@@ -259,10 +202,9 @@ class GaussianProcessPredictor:
         return "constant factor"
 
 
+@served_learner("boosted-trees")
 class BoostedPredictor:
     """Served boosted trees: log-log trend + the sum of the centre's trees (+ quantile trees)."""
-
-    learner = "boosted-trees"
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
         self.trend = _Trend(arrays, n_inputs)
@@ -288,8 +230,6 @@ class BoostedPredictor:
         return float(forest.tree_predictions(z)[0].sum()) + baseline
 
     def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
-        from .boosting import MIN_SCALE
-
         z = self.trend.inputs(vector)
         m = self.trend.value(z) + self._sum("centre", z)
         if "lower" not in self.parts:
@@ -303,12 +243,11 @@ class BoostedPredictor:
         return "boosted 10 %/90 % quantiles" if "lower" in self.parts else "constant factor"
 
 
+@served_learner("extra-trees")
 class ForestPredictor:
     """Served extra-trees: transform → compiled forest (+ log-log trend)."""
 
-    learner = "extra-trees"
-
-    def __init__(self, arrays: dict, n_inputs: int):
+    def __init__(self, arrays: dict, n_inputs: int, settings: dict):
         self.forest = CompiledForest.from_arrays(arrays)
         try:
             self.fill, self.powers, self.mean, self.scale = (arrays[k].astype(float)
@@ -340,13 +279,15 @@ class ForestPredictor:
         return "per-tree mean/variance"
 
 
+@served_learner("ann")
 class EnsemblePredictor:
     """Served ANN ensemble: every member's forward pass at once (numpy)."""
 
-    learner = "ann"
-
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
-        self.ensemble = CompiledEnsemble.from_arrays(arrays, settings)
+        ann = settings.get("ann") if isinstance(settings, dict) else None
+        if not isinstance(ann, dict):
+            raise ModelArtifactError("ANN settings missing")
+        self.ensemble = CompiledEnsemble.from_arrays(arrays, ann)
         if self.ensemble.fill.size != n_inputs:
             raise ModelArtifactError("array shapes do not match")
 
@@ -361,10 +302,9 @@ class EnsemblePredictor:
         return "members' spread"
 
 
+@served_learner("blend")
 class BlendPredictor:
     """Served blend: the mean of its members' log predictions (constant-factor interval)."""
-
-    learner = "blend"
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
         members = settings.get("blend_members") if isinstance(settings, dict) else None
@@ -378,7 +318,7 @@ class BlendPredictor:
                 raise ModelArtifactError(f"blend member {i}: settings missing")
             prefix = f"member{i}_"
             member_arrays = {key[len(prefix):]: value for key, value in arrays.items() if key.startswith(prefix)}
-            self.members.append(unpack(member["learner"], member_arrays, n_inputs, member["settings"]))
+            self.members.append(unpack(format_of(member["learner"]), member_arrays, n_inputs, member["settings"]))
 
     def log_dist(self, vector: np.ndarray) -> tuple[float, float]:
         return float(np.mean([member.log_dist(vector)[0] for member in self.members])), 1.0
@@ -390,23 +330,11 @@ class BlendPredictor:
         return "constant factor"
 
 
-def unpack(learner: str, arrays: dict, n_inputs: int, description: dict):
-    """The served predictor of an artifact's arrays and JSON description (ModelArtifactError when inconsistent)."""
-    settings = description.get("ann") if learner == "ann" else description
-    if learner == "extra-trees":
-        return ForestPredictor(arrays, n_inputs)
-    if learner == "ann":
-        if not isinstance(settings, dict):
-            raise ModelArtifactError("ANN settings missing")
-        return EnsemblePredictor(arrays, n_inputs, settings)
-    if learner == "boosted-trees":
-        return BoostedPredictor(arrays, n_inputs, description)
-    if learner == "log-linear":
-        return LogLinearPredictor(arrays, n_inputs)
-    if learner == "blend":
-        return BlendPredictor(arrays, n_inputs, description)
-    if learner == "startup-steps":
-        return StartupStepsPredictor(arrays, n_inputs, description)
-    if learner == "gaussian-process":
-        return GaussianProcessPredictor(arrays, n_inputs)
-    raise ModelArtifactError(f"unknown learner {learner!r}")
+# The learners whose fitted models can be served (every predictor above declares one).
+SERVABLE: tuple[str, ...] = tuple(PREDICTORS.get(name).learner for name in PREDICTORS.names())
+
+
+def unpack(format_name: str, arrays: dict, n_inputs: int, description: dict):
+    """The served predictor of an artifact's arrays and JSON description (ModelArtifactError when
+    the format is unknown or the arrays inconsistent)."""
+    return PREDICTORS.get(format_name)(arrays, n_inputs, description)

@@ -138,3 +138,12 @@ class CompiledForest:
             raise ModelArtifactError("compiled forest: inconsistent arrays")
         return cls(*(arrays[k].astype(np.int64) if k in ints else arrays[k].astype(float)
                      for k in ARRAY_NAMES), depth)
+
+
+def kernel_row(Z: np.ndarray, train: np.ndarray, length_scale: np.ndarray, constant: float,
+               sigma_0: float) -> np.ndarray:
+    """Covariance of each row of ``Z`` with each training configuration: c · Matérn 5/2 + linear
+    (scikit-learn's kernel without its white noise, which covaries with nothing new)."""
+    diff = (Z[:, None, :] - train[None, :, :]) / length_scale
+    r = np.sqrt(5.0) * np.sqrt(np.sum(diff * diff, axis=2))
+    return constant * (1.0 + r + r * r / 3.0) * np.exp(-r) + sigma_0 ** 2 + Z @ train.T

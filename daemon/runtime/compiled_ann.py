@@ -1,6 +1,6 @@
 """A fitted ANN ensemble as plain numpy arrays: pickle-free storage and the served forward pass.
 
-Every member of an :class:`~hpcpredict.daemon.runtime.ann.ANNEnsemble` is a scikit-learn
+Every member of an :class:`~hpcpredict.daemon.lab.runtime.ann.ANNEnsemble` is a scikit-learn
 ``MLPRegressor`` with the same layer sizes, so layer k of all members stacks into one array
 ``W[k]`` of shape (members, fan_in, fan_out) and one ``b[k]`` (members, fan_out). The forward
 pass then runs every member at once with batched matrix products: ``(1, rows, fan_in) @
@@ -11,7 +11,7 @@ No buffers are preallocated across calls: the daemon answers Predict from severa
 and the arrays of one row (members × 16 floats) are cheaper to allocate than to lock.
 
 >>> import numpy as np
->>> from hpcpredict.daemon.runtime.ann import ANNEnsemble
+>>> from hpcpredict.daemon.lab.runtime.ann import ANNEnsemble
 >>> rng = np.random.default_rng(0)
 >>> X = rng.uniform(1, 10, size=(60, 2)); y = X[:, 0] * X[:, 1]
 >>> ensemble = ANNEnsemble(n_members=3, max_epochs=50, random_state=0).fit(X, y)

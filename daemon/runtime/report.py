@@ -10,7 +10,7 @@ the launcher sets it; otherwise since this module was first imported). Any progr
 these lines (``echo "HPCPREDICT t=$SECONDS n=400" >> "$HPCPREDICT_FEATURES_FILE"``); Python
 programs call :func:`report`. The daemon reads the lines with :func:`parse_feature_lines` and
 re-predicts (``ReportRuntimeFeatures``); which reported features a model may use is decided at
-training time by :func:`hpcpredict.daemon.runtime.reduction.reduce_by_time`.
+training time by :func:`hpcpredict.daemon.lab.runtime.reduction.reduce_by_time`.
 
 >>> line = format_feature_line({"iterations": 400, "solver": "cg"}, at_s=12.5)
 >>> line

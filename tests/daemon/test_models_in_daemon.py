@@ -23,9 +23,9 @@ def _number(value: float) -> pb.Value:
 
 
 def test_runtime_model_answers_from_inputs_and_runtime_features(daemon, stubs, tmp_path):
-    from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-    from hpcpredict.daemon.runtime.model import RuntimeModel
-    from hpcpredict.daemon.runtime.service import save_application_model
+    from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
+    from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+    from hpcpredict.daemon.lab.runtime.packing import save_application_model
 
     stub, admin = stubs
     csv = "n,ntasks,t\n" + "\n".join(f"{n},{p},{n / p:.3f}" for n in range(10, 400, 5) for p in (1, 2, 4, 8))

@@ -149,9 +149,9 @@ def test_stalled_store_does_not_stall_predict(world_dir, journal_mib):
 
 
 def _runtime_model(folder: Path) -> Path:
-    from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-    from hpcpredict.daemon.runtime.model import RuntimeModel
-    from hpcpredict.daemon.runtime.service import save_application_model
+    from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
+    from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+    from hpcpredict.daemon.lab.runtime.packing import save_application_model
 
     rows = [line.split(",") for line in RUNS_CSV.read_text().splitlines() if line.strip()]
     keep = [rows[0].index(c) for c in ("x", "y", "z", "steps", "cutoff", "runtime_s")]

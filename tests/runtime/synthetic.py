@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
 
 NOISE_SIGMA = 0.03
 

@@ -1,6 +1,6 @@
 import numpy as np
 
-from hpcpredict.daemon.runtime.active import pick_diverse, suggest_runs
+from hpcpredict.daemon.lab.runtime.active import pick_diverse, suggest_runs
 
 
 def test_min_distance_rule_and_relaxation():
@@ -25,7 +25,7 @@ def test_suggestions_go_where_the_ensemble_disagrees():
 
 
 def test_density_weighting_keeps_picks_off_the_corners():
-    from hpcpredict.daemon.runtime.active import candidate_density
+    from hpcpredict.daemon.lab.runtime.active import candidate_density
 
     rng = np.random.default_rng(1)
     Z = np.vstack([rng.normal(0, 1, size=(300, 3)), [[8.0, 8.0, 8.0]]])  # one far outlier

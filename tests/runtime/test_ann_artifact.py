@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.runtime.ann import ANNEnsemble
+from hpcpredict.daemon.lab.runtime.ann import ANNEnsemble
 from hpcpredict.daemon.runtime.compiled_ann import CompiledEnsemble
 from hpcpredict.daemon.runtime.conformal import conformal_multiplier
-from hpcpredict.daemon.runtime.dataset import read_runs_csv
-from hpcpredict.daemon.runtime.model import RuntimeModel
-from hpcpredict.daemon.runtime.service import ApplicationModels, save_application_model
-from hpcpredict.daemon.runtime.training import train_application
+from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.packing import save_application_model
+from hpcpredict.daemon.runtime.served import ApplicationModels
+from hpcpredict.daemon.lab.runtime.training import train_application
 
 from .synthetic import power_law_table
 

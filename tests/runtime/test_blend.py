@@ -8,11 +8,12 @@ import pytest
 
 from hpcpredict.daemon.cli.main import main
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.runtime.blend import FALLBACK, MEMBERS, BlendRuntime, with_fallback
+from hpcpredict.daemon.lab.runtime.blend import FALLBACK, MEMBERS, BlendRuntime, with_fallback
 from hpcpredict.daemon.runtime.conformal import conformal_multiplier
-from hpcpredict.daemon.runtime.model import RuntimeModel
-from hpcpredict.daemon.runtime.selection import CANDIDATES, out_of_fold_errors, without_calibration
-from hpcpredict.daemon.runtime.service import ApplicationModels, save_application_model
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.selection import CANDIDATES, out_of_fold_errors, without_calibration
+from hpcpredict.daemon.lab.runtime.packing import save_application_model
+from hpcpredict.daemon.runtime.served import ApplicationModels
 
 from .synthetic import power_law_table
 from .test_served_learners import served_as_fitted
@@ -148,7 +149,7 @@ def test_cross_validated_blend_is_the_mean_of_its_members_out_of_fold_prediction
 def test_evaluate_runtime_and_train_application_serve_the_blend(capsys, tmp_path):
     """``hpcpredict evaluate runtime --learner blend`` scores the served blend (default members);
     ``train_application`` (what ``train-runtime --learner blend`` calls) publishes it."""
-    from hpcpredict.daemon.runtime.training import train_application
+    from hpcpredict.daemon.lab.runtime.training import train_application
 
     csv = tmp_path / "runs.csv"
     csv.write_text("n,m,t\n" + "\n".join(f"{n},{m},{n * n * m / 100:.4f}" for n in range(5, 40, 3) for m in (1, 2, 3)))

@@ -63,7 +63,7 @@ def test_suggest_runs_cli(capsys, tmp_path):
 
 def test_train_runtime_publishes_the_chosen_learner(capsys, tmp_path, monkeypatch):
     from hpcpredict.daemon.registry import ModelRegistry
-    from hpcpredict.daemon.runtime.service import ApplicationModels
+    from hpcpredict.daemon.runtime.served import ApplicationModels
 
     monkeypatch.setenv("HPCPREDICT_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HPCPREDICT_MODELS_BUNDLED", "false")

@@ -1,7 +1,7 @@
 import pytest
 
 from hpcpredict.daemon.errors import ParseError
-from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
 
 
 @pytest.mark.parametrize("text, line, part", [

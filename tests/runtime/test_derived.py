@@ -7,10 +7,11 @@ import pytest
 
 from hpcpredict.daemon.cli.main import main
 from hpcpredict.daemon.errors import ModelArtifactError, ParseError
-from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
 from hpcpredict.daemon.runtime.derived import MAX_DERIVED, DerivedInputs
-from hpcpredict.daemon.runtime.model import RuntimeModel
-from hpcpredict.daemon.runtime.service import ApplicationModels, save_application_model
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.packing import save_application_model
+from hpcpredict.daemon.runtime.served import ApplicationModels
 
 # A cost that jumps where an FFT length rounds up (as CP2K's grid does): no smooth function of n follows it.
 GRID = "grid=round_up(n * 1.7, 16, 20, 24, 30, 32, 40, 48, 60, 64) ** 3"

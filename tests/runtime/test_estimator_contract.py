@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from hpcpredict.daemon.runtime.ann import ANNEnsemble
-from hpcpredict.daemon.runtime.blend import BlendRuntime
-from hpcpredict.daemon.runtime.boosting import BoostedTreesRuntime
-from hpcpredict.daemon.runtime.gaussian_process import GaussianProcessRuntime
-from hpcpredict.daemon.runtime.linear import LinearRuntime
-from hpcpredict.daemon.runtime.loglinear import LogLinearRuntime
-from hpcpredict.daemon.runtime.trees import ExtraTreesRuntime
+from hpcpredict.daemon.lab.runtime.ann import ANNEnsemble
+from hpcpredict.daemon.lab.runtime.blend import BlendRuntime
+from hpcpredict.daemon.lab.runtime.boosting import BoostedTreesRuntime
+from hpcpredict.daemon.lab.runtime.gaussian_process import GaussianProcessRuntime
+from hpcpredict.daemon.lab.runtime.linear import LinearRuntime
+from hpcpredict.daemon.lab.runtime.loglinear import LogLinearRuntime
+from hpcpredict.daemon.lab.runtime.trees import ExtraTreesRuntime
 
 LEARNERS = [
     LogLinearRuntime(),

@@ -2,20 +2,26 @@
 follow it, served from plain arrays as fitted, refused when
 corrupt, skipped by the learner choice outside its configurations' bounds."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration
-from hpcpredict.daemon.runtime.gaussian_process import GaussianProcessRuntime
-from hpcpredict.daemon.runtime.model import LearnerNotApplicable, RuntimeModel
-from hpcpredict.daemon.runtime.selection import select_learner
-from hpcpredict.daemon.runtime.service import ApplicationModels, save_application_model
+from hpcpredict.daemon.lab.runtime.applications import declared_derived
+from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv, read_runs_csv
+from hpcpredict.daemon.lab.runtime.evaluation import evaluate, split_by_configuration
+from hpcpredict.daemon.lab.runtime.gaussian_process import GaussianProcessRuntime
+from hpcpredict.daemon.lab.runtime.learners import LearnerNotApplicable
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.selection import select_learner
+from hpcpredict.daemon.lab.runtime.packing import save_application_model
+from hpcpredict.daemon.runtime.served import ApplicationModels
 
 from .test_served_learners import served_as_fitted
 from .test_startup_steps import _rewrite
+
+DATA = Path(__file__).parent.parent / "data" / "runtime"
 
 
 def melt_like_table(n_configs=80, reps=2, seed=0, noise=0.02):
@@ -93,10 +99,7 @@ def test_the_likelihood_search_does_not_stop_at_a_poor_optimum():
     one restart ended at a log marginal likelihood of 19.8 where other starts reach 64.5, and its
     predictions were half as good (7.1 % MAPE against 3.8 %). The served search must find what a
     search with many more starts finds."""
-    from benchmarks.areas.runtime import CODES, DATA, declared_derived
-    from hpcpredict.daemon.runtime.dataset import read_runs_csv
-
-    path = DATA / CODES["lammps"]
+    path = DATA / "lammps_melt_quiet.csv"
     table = read_runs_csv(path, target="runtime_s", derived=declared_derived(path))
     train, _ = split_by_configuration(table.groups, 0.5, 1)
 

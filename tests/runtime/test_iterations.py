@@ -1,51 +1,37 @@
-"""SCF iteration counts of CP2K and NWChem: the parsers on the codes' real output, the sweep
-harness's ``_iterations`` column from a real run, and the recorded counts against the sweeps."""
+"""SCF iteration counts of CP2K and NWChem: the parsers on the codes' real output and the
+recorded counts against the sweeps (the sweep harness's column: tests/benchmarks/test_iterations_area.py)."""
 import csv
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from benchmarks.runtime import sweep, sweep_cp2k, sweep_nwchem
+from hpcpredict.daemon.lab.runtime.applications import cp2k, nwchem
 
 DATA = Path(__file__).parent.parent / "data" / "runtime"
 OUTPUT = DATA / "scf_output"   # excerpts of real reports (SOURCES.md, "SCF iteration counts")
 
 
 def test_cp2k_steps_from_its_report():
-    assert sweep_cp2k.scf_steps((OUTPUT / "cp2k_converged.out").read_text()) == 12
+    assert cp2k.scf_steps((OUTPUT / "cp2k_converged.out").read_text()) == 12
     # MAX_SCF 4: CP2K says "SCF run NOT converged": the count would be the cap, not the configuration's.
-    assert sweep_cp2k.scf_steps((OUTPUT / "cp2k_not_converged.out").read_text()) is None
-    assert sweep_cp2k.scf_steps("") is None
+    assert cp2k.scf_steps((OUTPUT / "cp2k_not_converged.out").read_text()) is None
+    assert cp2k.scf_steps("") is None
 
 
 @pytest.mark.parametrize("method, converged", [("dft", 6), ("scf", 5)])
 def test_nwchem_iterations_from_its_report(method, converged):
-    assert sweep_nwchem.scf_iterations((OUTPUT / f"nwchem_{method}_converged.out").read_text()) == converged
+    assert nwchem.scf_iterations((OUTPUT / f"nwchem_{method}_converged.out").read_text()) == converged
     # maxiter 2: NWChem stops with "Calculation failed to converge" after its 2 iterations.
-    assert sweep_nwchem.scf_iterations((OUTPUT / f"nwchem_{method}_not_converged.out").read_text()) is None
+    assert nwchem.scf_iterations((OUTPUT / f"nwchem_{method}_not_converged.out").read_text()) is None
 
 
 def test_nwchem_dft_table_is_not_read_as_scf():
     """The DFT rows carry their iteration number after "d= 0,ls=0.0,diis"; the SCF pattern alone
     must not take the DFT table's other numbers for iterations."""
     dft = (OUTPUT / "nwchem_dft_converged.out").read_text()
-    assert not sweep_nwchem.SCF_ITERATION.findall(dft)
-    assert not sweep_nwchem.DFT_ITERATION.findall((OUTPUT / "nwchem_scf_converged.out").read_text())
-
-
-@pytest.mark.skipif(shutil.which("nwchem") is None or shutil.which("mpirun") is None, reason="needs NWChem and Open MPI")
-def test_sweep_run_writes_the_iterations_nwchem_reported(tmp_path):
-    """A real run through the harness: ``_iterations`` is the count in the report it kept."""
-    config = {"config": 0, "n_water": 1, "basis": "sto-3g", "method": "scf", "ranks": 1}
-    cpus = ",".join(str(cpu) for cpu in sorted(os.sched_getaffinity(0)))   # the CPUs the test may use
-    row = sweep.run_once(sweep_nwchem, config, tmp_path, timeout_s=120, cpu=cpus)
-    assert row is not None
-    report = (tmp_path / sweep_nwchem.STDOUT).read_text()
-    assert "Total SCF energy" in report
-    assert row["_iterations"] == sweep_nwchem.scf_iterations(report) and 2 <= row["_iterations"] <= 50
+    assert not nwchem.SCF_ITERATION.findall(dft)
+    assert not nwchem.DFT_ITERATION.findall((OUTPUT / "nwchem_scf_converged.out").read_text())
 
 
 @pytest.mark.parametrize("code", ["cp2k", "nwchem"])
@@ -70,29 +56,3 @@ def test_recorded_counts_cover_the_sweep_with_provenance(code):
     assert determinism["configurations_run_twice"] >= 10 and determinism["with_2_ranks"] >= 1
     assert determinism["same_count"] == determinism["configurations_run_twice"], determinism["differing"]
     assert f"{code}_iterations.json" in (DATA / "SOURCES.md").read_text()
-
-
-@pytest.mark.parametrize("code", ["cp2k", "nwchem", "lammps"])
-def test_iterations_area_adds_the_count_to_the_runtime_areas_table(code):
-    """The area scores the runtime area's table (same runs, derived inputs, configurations, so the
-    same splits) with one more input, each run's configuration's recorded count."""
-    from benchmarks.areas import iterations
-
-    count = iterations.CODES[code]
-    without, with_count = iterations.tables(code)
-    assert with_count.inputs == without.inputs[:len(without.inputs) - len(without.derived.names)] \
-        + [count.name] + without.derived.names
-    assert (with_count.groups == without.groups).all() and (with_count.y == without.y).all()
-    if count.source.endswith(".json"):
-        recorded = json.loads((DATA / count.source).read_text())["iterations"]
-    else:   # a column of another sweep of the same configurations (its first run of each)
-        with (DATA / count.source).open(newline="") as handle:
-            recorded = {}
-            for row in csv.DictReader(handle):
-                recorded.setdefault(row["config"], int(float(row[count.name])))
-    with (DATA / count.sweep).open(newline="") as handle:
-        configs = [row["config"] for row in csv.DictReader(handle)]
-    assert [row[count.name] for row in with_count.rows] == [float(recorded[c]) for c in configs]
-    # The count is the configuration's: every run of a configuration carries the same.
-    for group in set(with_count.groups.tolist()):
-        assert len({with_count.rows[i][count.name] for i in (with_count.groups == group).nonzero()[0]}) == 1

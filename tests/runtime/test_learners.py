@@ -1,14 +1,14 @@
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.runtime.ann import ANNEnsemble
-from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration
-from hpcpredict.daemon.runtime.metrics import coverage, mape, rank_accuracy, relative_width
-from hpcpredict.daemon.runtime.model import RuntimeModel
-from hpcpredict.daemon.runtime.reduction import keep_by_importance, reduce_by_time
-from hpcpredict.daemon.runtime.selection import select_learner
-from hpcpredict.daemon.runtime.transfer import TransferRuntime
-from hpcpredict.daemon.runtime.trees import ExtraTreesRuntime
+from hpcpredict.daemon.lab.runtime.ann import ANNEnsemble
+from hpcpredict.daemon.lab.runtime.evaluation import evaluate, split_by_configuration
+from hpcpredict.daemon.lab.runtime.accuracy import coverage, mape, rank_accuracy, relative_width
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.reduction import keep_by_importance, reduce_by_time
+from hpcpredict.daemon.lab.runtime.selection import select_learner
+from hpcpredict.daemon.lab.runtime.transfer import TransferRuntime
+from hpcpredict.daemon.lab.runtime.trees import ExtraTreesRuntime
 
 from .synthetic import power_law_table
 
@@ -76,7 +76,7 @@ def test_transfer_beats_target_alone_with_few_samples():
 
 
 def test_model_selection_prefers_linear_on_linear_data():
-    from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+    from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
     rows = "\n".join(f"{a},{b},{3 * a + 2 * b + 10}" for a in range(1, 12) for b in range(1, 12))
     table = parse_runs_csv("a,b,t\n" + rows, target="t")
     best, scores = select_learner(table, np.arange(len(table.y)), candidates={

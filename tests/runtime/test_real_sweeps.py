@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.runtime.dataset import read_runs_csv
+from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
 
 DATA = Path(__file__).parent.parent / "data" / "runtime"
 SWEEPS = {
@@ -58,7 +58,7 @@ def test_lammps_quiet_sweep_ran_the_configurations_of_the_loaded_one():
 def test_cp2k_declared_grid_is_the_grid_cp2k_printed():
     """The sweep's derived input ``fft_points`` against the finest grid CP2K itself chose for
     every (box edge, cutoff) pair of the sweeps (cp2k_grids.json, see SOURCES.md)."""
-    from benchmarks.runtime.sweep_cp2k import DERIVED
+    from hpcpredict.daemon.lab.runtime.applications.cp2k import DERIVED
     from hpcpredict.daemon.runtime.derived import DerivedInputs
 
     derived = DerivedInputs(DERIVED)
@@ -77,7 +77,7 @@ def test_cp2k_declared_multigrid_points_are_the_grids_cp2k_printed():
     """The sweep's derived input ``multigrid_points`` against the four grid levels CP2K itself
     chose (NGRIDS 4: cutoffs E, E/3, E/9, E/27) for every (box edge, cutoff) pair of the sweeps
     (cp2k_multigrid.json, see SOURCES.md): each level by the rule of the finest."""
-    from benchmarks.runtime.sweep_cp2k import DERIVED
+    from hpcpredict.daemon.lab.runtime.applications.cp2k import DERIVED
     from hpcpredict.daemon.runtime.derived import DerivedInputs
 
     derived = DerivedInputs(DERIVED)
@@ -97,7 +97,7 @@ def test_cp2k_declared_neighbour_pairs_follow_the_pairs_cp2k_printed():
     SOURCES.md), and its radii against the orbital basis radii CP2K printed. The rule counts
     pairs as a continuum (the radii exceed the box); where CP2K counted fewer than 100 pairs the
     lattice's discreteness shows more."""
-    from benchmarks.runtime.sweep_cp2k import DERIVED, ORBITAL_RADIUS_A
+    from hpcpredict.daemon.lab.runtime.applications.cp2k import DERIVED, ORBITAL_RADIUS_A
     from hpcpredict.daemon.runtime.derived import DerivedInputs
 
     probe = json.loads((DATA / "cp2k_basis.json").read_text())
@@ -117,7 +117,7 @@ def test_cp2k_declared_neighbour_pairs_follow_the_pairs_cp2k_printed():
 def test_nwchem_declared_basis_functions_are_the_counts_nwchem_printed():
     """The sweep's derived input ``basis_functions`` against the 'functions =' NWChem 7.0.2 printed
     for one water in each basis of the sweep (nwchem_functions.json, see SOURCES.md)."""
-    from benchmarks.runtime.sweep_nwchem import BASES, DERIVED
+    from hpcpredict.daemon.lab.runtime.applications.nwchem import BASES, DERIVED
     from hpcpredict.daemon.runtime.derived import DerivedInputs
 
     printed = json.loads((DATA / "nwchem_functions.json").read_text())["basis_functions_per_water"]
@@ -136,7 +136,7 @@ def test_gromacs_startup_candidate_follows_the_grid_gromacs_picked():
     declared ``pme_grid`` (the grid edge as a category): the PME grid rule against the grid GROMACS chose for every box of the sweep
     (gromacs_startup.json), and its table against the start-up the probe measured (mdrun
     -nsteps 0) for each grid and rank count."""
-    from benchmarks.runtime.sweep_gromacs import DERIVED, PME_GRID, PME_GRID_DERIVED, STARTUP_CPU_S, STARTUP_DERIVED
+    from hpcpredict.daemon.lab.runtime.applications.gromacs import DERIVED, PME_GRID, PME_GRID_DERIVED, STARTUP_CPU_S, STARTUP_DERIVED
     from hpcpredict.daemon.runtime.derived import DerivedInputs
 
     probe = json.loads((DATA / "gromacs_startup.json").read_text())
@@ -165,8 +165,8 @@ def test_gromacs_startup_candidate_follows_the_grid_gromacs_picked():
 
 def test_lammps_quiet_sweep_declares_the_sweep_modules_derived_inputs():
     """The runtime area reads a sweep's derived inputs from its JSON: it must be what
-    ``sweep_lammps.DERIVED`` declares, and give the pair work of the atoms' neighbour spheres."""
-    from benchmarks.runtime.sweep_lammps import DERIVED
+    ``applications.lammps.DERIVED`` declares, and give the pair work of the atoms' neighbour spheres."""
+    from hpcpredict.daemon.lab.runtime.applications.lammps import DERIVED
     from hpcpredict.daemon.runtime.derived import DerivedInputs
 
     assert json.loads((DATA / "lammps_melt_quiet.json").read_text())["derived_inputs"] == DERIVED
@@ -180,7 +180,7 @@ def test_lammps_declared_builds_follow_the_builds_lammps_counted():
     """``neighbour_builds`` stands for a count LAMMPS prints: for nine in ten of the 180
     configurations it is within 15 % of the builds LAMMPS counted (``lammps_melt.csv``), and it
     orders them as LAMMPS did."""
-    from benchmarks.runtime.sweep_lammps import DERIVED
+    from hpcpredict.daemon.lab.runtime.applications.lammps import DERIVED
     from hpcpredict.daemon.runtime.derived import DerivedInputs
 
     table = read_runs_csv(DATA / "lammps_melt.csv", target="runtime_s", derived=DerivedInputs(DERIVED))

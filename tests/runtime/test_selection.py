@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.runtime.selection import (blend_of_candidates, clearly_better, out_of_fold_errors, pick,
+from hpcpredict.daemon.lab.runtime.selection import (blend_of_candidates, clearly_better, out_of_fold_errors, pick,
                                                  select_learner, selection_report)
 
 from .synthetic import power_law_table

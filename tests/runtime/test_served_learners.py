@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration
-from hpcpredict.daemon.runtime.metrics import mape
-from hpcpredict.daemon.runtime.model import RuntimeModel
-from hpcpredict.daemon.runtime.selection import select_learner
-from hpcpredict.daemon.runtime.service import ApplicationModels, save_application_model
-from hpcpredict.daemon.runtime.training import train_application
+from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.lab.runtime.evaluation import evaluate, split_by_configuration
+from hpcpredict.daemon.lab.runtime.accuracy import mape
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.selection import select_learner
+from hpcpredict.daemon.lab.runtime.packing import save_application_model
+from hpcpredict.daemon.runtime.served import ApplicationModels
+from hpcpredict.daemon.lab.runtime.training import train_application
 
 from .synthetic import power_law_table
 

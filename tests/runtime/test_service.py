@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-from hpcpredict.daemon.runtime.model import RuntimeModel
-from hpcpredict.daemon.runtime.service import ApplicationModels, RuntimeEstimate, save_application_model
+from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.packing import save_application_model
+from hpcpredict.daemon.runtime.served import ApplicationModels, RuntimeEstimate
 
 PARAMS = {"n_estimators": 25, "random_state": 0}
 

@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-from hpcpredict.daemon.runtime.evaluation import evaluate, split_by_configuration
-from hpcpredict.daemon.runtime.model import LearnerNotApplicable, RuntimeModel
-from hpcpredict.daemon.runtime.selection import select_learner
-from hpcpredict.daemon.runtime.service import ApplicationModels, save_application_model
-from hpcpredict.daemon.runtime.startup_steps import StartupStepsRuntime
+from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.lab.runtime.evaluation import evaluate, split_by_configuration
+from hpcpredict.daemon.lab.runtime.learners import LearnerNotApplicable
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.selection import select_learner
+from hpcpredict.daemon.lab.runtime.packing import save_application_model
+from hpcpredict.daemon.runtime.served import ApplicationModels
+from hpcpredict.daemon.lab.runtime.startup_steps import StartupStepsRuntime
 
 from .test_served_learners import served_as_fitted
 

@@ -7,8 +7,8 @@ import pytest
 
 from hpcpredict.daemon.cli.main import main
 from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-from hpcpredict.daemon.runtime.stored_runs import runs_csv
+from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.lab.runtime.stored_runs import runs_csv
 
 
 def job(index: int, *, application="demo", state="COMPLETED", reported=True) -> JobRecord:
@@ -34,7 +34,7 @@ def test_the_table_keeps_completed_runs_of_the_application_with_report_times():
 
 def test_train_runtime_from_store_uses_the_reported_feature(capsys, tmp_path, monkeypatch):
     from hpcpredict.daemon.registry import ModelRegistry
-    from hpcpredict.daemon.runtime.service import ApplicationModels
+    from hpcpredict.daemon.runtime.served import ApplicationModels
     from hpcpredict.daemon.store import SQLiteStore
 
     monkeypatch.setenv("HPCPREDICT_DATA_DIR", str(tmp_path / "data"))
@@ -69,7 +69,7 @@ def test_train_runtime_from_store_errors(capsys, tmp_path, monkeypatch, args, me
 def test_docstring_example():
     import doctest
 
-    from hpcpredict.daemon.runtime import stored_runs
+    from hpcpredict.daemon.lab.runtime import stored_runs
 
     result = doctest.testmod(stored_runs)
     assert result.attempted > 0 and result.failed == 0

@@ -3,11 +3,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.runtime.dataset import read_runs_csv
+from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
 from hpcpredict.daemon.runtime.inputs import extract_inputs
 from hpcpredict.daemon.runtime.report import parse_feature_lines
-from hpcpredict.daemon.runtime.service import ApplicationModels
-from hpcpredict.daemon.runtime.training import train_application
+from hpcpredict.daemon.runtime.served import ApplicationModels
+from hpcpredict.daemon.lab.runtime.training import train_application
 
 DATA = Path(__file__).parent.parent / "data" / "runtime" / "lammps_melt.csv"
 

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.runtime.compiled import CompiledForest
-from hpcpredict.daemon.runtime.evaluation import split_by_configuration
-from hpcpredict.daemon.runtime.metrics import coverage
-from hpcpredict.daemon.runtime.model import RuntimeModel
-from hpcpredict.daemon.runtime.trees import ExtraTreesRuntime
+from hpcpredict.daemon.lab.runtime.evaluation import split_by_configuration
+from hpcpredict.daemon.lab.runtime.accuracy import coverage
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime.trees import ExtraTreesRuntime
 
 from .synthetic import power_law_table
 

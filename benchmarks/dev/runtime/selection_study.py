@@ -11,7 +11,7 @@ everything a selection rule needs:
   configuration fold assignments (:func:`fold_seeds`: split seed + r, as ``select_learner`` draws
   them; before the repeats, ``select_learner`` used repeat 0 alone).
 
-The blend's predictions are the geometric mean of its members' (:mod:`hpcpredict.daemon.runtime.blend`
+The blend's predictions are the geometric mean of its members' (:mod:`hpcpredict.daemon.lab.runtime.blend`
 fits them with the same seed; calibration does not change point predictions), computed when rules
 are compared, so ``--blend`` can try other members without refitting.
 
@@ -36,16 +36,19 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.runtime.blend import MEMBERS, uncalibrated, with_fallback
+from hpcpredict.daemon.lab.runtime.blend import MEMBERS, uncalibrated, with_fallback
 from hpcpredict.daemon.runtime.conformal import group_folds
-from hpcpredict.daemon.runtime.dataset import read_runs_csv
-from hpcpredict.daemon.runtime.evaluation import split_by_configuration, usable_inputs
-from hpcpredict.daemon.runtime.gaussian_process import MIN_CONFIGURATIONS
-from hpcpredict.daemon.runtime.model import LearnerNotApplicable, RuntimeModel
-from hpcpredict.daemon.runtime import selection
+from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
+from hpcpredict.daemon.lab.runtime.evaluation import split_by_configuration
+from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
+from hpcpredict.daemon.lab.runtime.gaussian_process import MIN_CONFIGURATIONS
+from hpcpredict.daemon.lab.runtime.learners import LearnerNotApplicable
+from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime import selection
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-from benchmarks.areas.runtime import CODES, DATA, declared_derived  # noqa: E402
+from benchmarks.areas.runtime import CODES, DATA  # noqa: E402
+from hpcpredict.daemon.lab.runtime.applications import declared_derived  # noqa: E402
 
 SINGLE = tuple(name for name in selection.CANDIDATES if name != selection.HEDGE)
 FRACTIONS = (0.1, 0.25, 0.5)

@@ -1,6 +1,6 @@
 """A runtime model of one application: input encoder + learner, fitted from a run table.
 
->>> from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+>>> from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
 >>> rows = "\\n".join(f"{n},{s},{n * (2 if s == 'cg' else 3)}" for n in range(1, 30) for s in ("cg", "lu"))
 >>> table = parse_runs_csv("n,solver,runtime\\n" + rows, target="runtime")
 >>> model = RuntimeModel(learner="extra-trees", params={"n_estimators": 30, "random_state": 0}).fit(table)
@@ -15,45 +15,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ...runtime.encoding import InputEncoder
+# Every learner module, so that each learner is registered under its name (make_learner).
+from . import ann, blend, boosting, gaussian_process, linear, loglinear, startup_steps, trees  # noqa: F401
 from .dataset import RunTable
-from .encoding import InputEncoder
-
-LEARNERS = ("log-linear", "startup-steps", "gaussian-process", "extra-trees", "boosted-trees", "ann", "blend",
-            "linear")
-
-
-class LearnerNotApplicable(ValueError):
-    """The learner cannot model these runs (the start-up + steps model without a steps input):
-    the learner choice skips it; asked for by name, it is a clear error."""
-
-
-def make_learner(name: str, **params):
-    """A fresh learner by name (import here: sklearn only when a model is built)."""
-    if name == "extra-trees":
-        from .trees import ExtraTreesRuntime
-        return ExtraTreesRuntime(**params)
-    if name == "ann":
-        from .ann import ANNEnsemble
-        return ANNEnsemble(**params)
-    if name == "boosted-trees":
-        from .boosting import BoostedTreesRuntime
-        return BoostedTreesRuntime(**params)
-    if name == "log-linear":
-        from .loglinear import LogLinearRuntime
-        return LogLinearRuntime(**params)
-    if name == "startup-steps":
-        from .startup_steps import StartupStepsRuntime
-        return StartupStepsRuntime(**params)
-    if name == "gaussian-process":
-        from .gaussian_process import GaussianProcessRuntime
-        return GaussianProcessRuntime(**params)
-    if name == "blend":
-        from .blend import BlendRuntime
-        return BlendRuntime(**params)
-    if name == "linear":
-        from .linear import LinearRuntime
-        return LinearRuntime(**params)
-    raise ValueError(f"unknown learner {name!r} (choose from {', '.join(LEARNERS)})")
+from .learners import make_learner
 
 
 class RuntimeModel:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ParseError
-from .derived import DerivedInputs
-from .values import Value, coerce_value
+from ...errors import ParseError
+from ...runtime.derived import DerivedInputs
+from ...runtime.values import Value, coerce_value
 
 MAX_ROWS = 1_000_000
 RESERVED = ("rep", "config")

@@ -34,11 +34,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .compiled import fill_and_log
-from .conformal import group_folds
+from ...runtime.artifacts import EnsemblePredictor
+from ...runtime.compiled import fill_and_log
+from ...runtime.compiled_ann import CompiledEnsemble
+from ...runtime.conformal import group_folds
+from .learners import register_learner
 from .loglinear import LogNormalPredictions, check_runtimes, runtime_tags
 
 
+@register_learner("ann", served=EnsemblePredictor)
 class ANNEnsemble(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __init__(self, n_members=10, method="kfold", hidden_layer_sizes=(16,), activation="logistic",
                  alpha=1e-4, learning_rate_init=0.01, max_epochs=400, patience=40, target="log",
@@ -160,6 +164,13 @@ class ANNEnsemble(LogNormalPredictions, RegressorMixin, BaseEstimator):
         check_is_fitted(self, "members_")
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
         return self._member_predictions(self.standardised_inputs(X))
+
+    def artifact(self) -> tuple[dict, dict]:
+        """(arrays, JSON settings) of the served form (:mod:`hpcpredict.daemon.runtime.artifacts`)."""
+        check_is_fitted(self, "members_")
+        compiled = CompiledEnsemble.from_sklearn(self)
+        arrays = dict(compiled.arrays(), calibration_scores=np.asarray(self.calibration_scores_, dtype=float))
+        return arrays, {"ann": compiled.settings()}
 
     def predict_log_dist(self, X):
         logs = np.log(self.predict_members(X))

@@ -16,7 +16,7 @@ Which input is n (``steps=None``): chosen by cross-validation over configuration
 numeric inputs whose training values are positive integers with at least 3 distinct values
 (GROMACS ``nsteps``, LAMMPS ``steps``; the box counts of LAMMPS qualify too and lose); then the
 penalty among :data:`PENALTIES`, the same way. Runs without such an input cannot be modelled:
-``fit`` raises :class:`~.model.LearnerNotApplicable` (a ``ValueError``), which the learner choice
+``fit`` raises :class:`~.learners.LearnerNotApplicable` (a ``ValueError``), which the learner choice
 (:mod:`.selection`) takes as "skip this candidate".
 
 Interval: cross-conformal over configuration folds on |log y − m| (a constant factor), as
@@ -46,10 +46,12 @@ from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .compiled import fill_and_log, with_pairs
-from .conformal import trainable_folds
+from ...runtime.artifacts import StartupStepsPredictor
+from ...runtime.compiled import fill_and_log, with_pairs
+from ...runtime.conformal import trainable_folds
+from .learners import LearnerNotApplicable, register_learner
 from .loglinear import LogNormalPredictions, all_pairs, check_runtimes, runtime_tags
-from .model import LearnerNotApplicable
+from .packing import trend_arrays
 
 PENALTIES = (1e-3, 3e-3, 1e-2, 3e-2)   # per configuration: mean squared log error + penalty · Σ coef²
 CHOICE_PENALTY = 1e-2                  # the penalty while the steps input is chosen
@@ -132,6 +134,7 @@ def fit_two_part(Fs: np.ndarray, Fw: np.ndarray, n: np.ndarray, log_y: np.ndarra
     return coef_s, float(p[0] - coef_s @ mean_s), coef_w, float(p[ks + 1] - coef_w @ mean_w)
 
 
+@register_learner("startup-steps", served=StartupStepsPredictor)
 class StartupStepsRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     """runtime = exp(s(x)) + n · exp(w(x)); see the module.
 
@@ -250,6 +253,17 @@ class StartupStepsRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
                 scores.append(np.abs(np.log(y[held_out]) - self._predict_parts(parts, X[held_out], steps)))
         self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)
         return self
+
+    def artifact(self) -> tuple[dict, dict]:
+        """(arrays, JSON settings) of the served form (:mod:`hpcpredict.daemon.runtime.artifacts`)."""
+        check_is_fitted(self, "startup_coef_")
+        arrays = {f"{part}_{key}": value for part, (coef, intercept, pairs) in (
+            ("startup", (self.startup_coef_, self.startup_intercept_, self.startup_pairs_)),
+            ("step", (self.step_coef_, self.step_intercept_, self.step_pairs_)))
+            for key, value in trend_arrays(self.fill_, self.log_columns_, coef, intercept, pairs).items()}
+        arrays.update(steps_column=np.asarray([self.steps_column_], dtype=np.int64),
+                      calibration_scores=np.asarray(self.calibration_scores_, dtype=float))
+        return arrays, {"steps_input": self.steps_name_}
 
     def predict_log_dist(self, X):
         check_is_fitted(self, "startup_coef_")

@@ -74,10 +74,11 @@ import math
 
 import numpy as np
 
+from ...runtime.conformal import group_folds
 from .blend import MEMBERS, in_folds, uncalibrated, with_fallback
-from .conformal import group_folds
 from .dataset import RunTable
-from .model import LearnerNotApplicable, RuntimeModel
+from .learners import LearnerNotApplicable
+from .model import RuntimeModel
 
 # Simplest first; the parameters are the served ones (selection fits skip interval calibration).
 # The Gaussian process first where it can be fitted (see the module's docstring), then the
@@ -121,7 +122,7 @@ def out_of_fold_predictions(table: RunTable, rows: np.ndarray, learner: str, par
 
     Folds drawn with ``fold_seed`` (default ``seed``), models fitted with ``seed``. None when there
     are fewer than 2 configurations, a fold would leave a single run to train on, or the learner
-    cannot model these runs (:class:`~.model.LearnerNotApplicable`).
+    cannot model these runs (:class:`~.learners.LearnerNotApplicable`).
     """
     groups = table.groups[rows]
     n_folds = min(folds, np.unique(groups).size)

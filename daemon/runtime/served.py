@@ -2,7 +2,8 @@
 
 Artifacts, no pickle: ``DIRECTORY/<application>/<variant>.npz`` (plain arrays, loaded with
 ``allow_pickle=False``) + ``<variant>.json`` (encoder, names, learner, metadata, SHA-256 of the
-npz). Every learner of :mod:`.artifacts` can be served (extra-trees, ANN ensemble, boosted
+npz), written by :func:`hpcpredict.daemon.lab.runtime.packing.save_application_model`. Every
+learner of :mod:`.artifacts` can be served (extra-trees, ANN ensemble, boosted
 trees, log-linear, start-up + steps, a blend: the format string names it; artifacts written before ANN serving load unchanged).
 An application can have several variants — e.g. ``inputs`` (job-script inputs only) and
 ``runtime`` (inputs + early runtime features): :meth:`ApplicationModels.estimate` uses the
@@ -13,8 +14,9 @@ The request's ``nodes``, ``ntasks`` and ``cpus_per_task`` are inputs under those
 metadata key ``input_aliases`` (e.g. ``{"np": "ntasks"}``) maps a model input to one of them.
 
 >>> import tempfile, pathlib
->>> from hpcpredict.daemon.runtime.dataset import parse_runs_csv
->>> from hpcpredict.daemon.runtime.model import RuntimeModel
+>>> from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
+>>> from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+>>> from hpcpredict.daemon.lab.runtime.packing import save_application_model
 >>> csv = "n,ntasks,t\\n" + "\\n".join(f"{n},{p},{n / p:.3f}" for n in range(10, 200, 5) for p in (1, 2, 4))
 >>> model = RuntimeModel(params={"n_estimators": 20, "random_state": 0}).fit(parse_runs_csv(csv, target="t"))
 >>> root = pathlib.Path(tempfile.mkdtemp())
@@ -35,8 +37,6 @@ import io
 import json
 import logging
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Mapping
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from ..errors import InvalidRequest, ModelArtifactError
 from ..estimates import RuntimeEstimate
-from .artifacts import FORMAT_VERSION, FORMATS, LEARNER_OF_FORMAT, pack, unpack
+from .artifacts import FORMAT_VERSION, learner_of_format, unpack
 from .conformal import conformal_multiplier
 from .derived import DerivedInputs
 from .encoding import InputEncoder
@@ -52,55 +52,6 @@ from .encoding import InputEncoder
 logger = logging.getLogger(__name__)
 
 REQUEST_FIELDS = ("nodes", "ntasks", "cpus_per_task")
-
-
-def _safe_name(name: str, what: str) -> str:
-    if (not name or len(name) > 128 or name.startswith(".") or "/" in name or "\\" in name
-            or "\x00" in name):
-        raise ModelArtifactError(f"invalid {what} for a model directory: {name!r}")
-    return name
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def save_application_model(model, directory: Path, *, application: str, metadata: dict) -> None:
-    """Write a fitted :class:`RuntimeModel` (a learner of :mod:`.artifacts`) under ``directory/<application>/``.
-
-    ``metadata["variant"]`` names the variant (default ``inputs``); the rest (data reference,
-    learner choice and CV scores, version, ``input_aliases``...) is stored as given (must be JSON).
-    """
-    learner, arrays, settings = pack(getattr(model, "estimator_", None))
-    variant = _safe_name(str(metadata.get("variant", "inputs")), "variant")
-    target = Path(directory) / _safe_name(application, "application key")
-    target.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    blob = buffer.getvalue()
-    description = dict(settings, **{
-        "format": FORMATS[learner], "format_version": FORMAT_VERSION, "application": application,
-        "learner": learner, "variant": variant, "encoder": model.encoder_.to_json(),
-        "required_inputs": model.required_inputs, "kept_features": model.kept_features,
-        "arrays_sha256": hashlib.sha256(blob).hexdigest(), "metadata": metadata,
-        "input_ranges": {name: [low, high] for name, (low, high) in getattr(model, "input_ranges_", {}).items()},
-    })
-    derived = getattr(model, "derived_", None)
-    if derived:  # absent otherwise: artifacts without derived inputs are unchanged
-        description["derived_inputs"] = derived.to_json()
-    try:
-        text = json.dumps(description, indent=1, sort_keys=True)
-    except (TypeError, ValueError) as error:
-        raise ModelArtifactError(f"metadata is not JSON: {error}") from error
-    _atomic_write(target / f"{variant}.npz", blob)
-    _atomic_write(target / f"{variant}.json", text.encode())
 
 
 class _Variant:
@@ -112,18 +63,18 @@ class _Variant:
             blob = path.with_suffix(".npz").read_bytes()
         except (OSError, ValueError) as error:
             raise ModelArtifactError(f"{path}: cannot read model: {error}") from error
-        if not isinstance(description, dict) or description.get("format") not in LEARNER_OF_FORMAT:
+        learner = learner_of_format(description.get("format")) if isinstance(description, dict) else None
+        if learner is None:
             raise ModelArtifactError(f"{path}: not a runtime model artifact")
         if description.get("format_version") != FORMAT_VERSION:
             raise ModelArtifactError(f"{path}: unsupported format version {description.get('format_version')!r}")
         if hashlib.sha256(blob).hexdigest() != description.get("arrays_sha256"):
             raise ModelArtifactError(f"{path.with_suffix('.npz')}: checksum mismatch")
-        learner = LEARNER_OF_FORMAT[description["format"]]
         try:
             with np.load(io.BytesIO(blob), allow_pickle=False) as data:
                 arrays = {name: np.asarray(data[name]) for name in data.files}
             self.encoder = InputEncoder.from_json(description["encoder"])
-            self.predictor = unpack(learner, arrays, len(self.encoder.feature_names), description)
+            self.predictor = unpack(description["format"], arrays, len(self.encoder.feature_names), description)
             self.scores = np.sort(arrays["calibration_scores"].astype(float))
             self.required = [str(name) for name in description["required_inputs"]]
             metadata = description.get("metadata") or {}

@@ -23,15 +23,19 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import ExtraTreesRegressor
+from sklearn.linear_model import RidgeCV
 from sklearn.preprocessing import PolynomialFeatures
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .compiled import CompiledForest, log_linear_trend, transform_features
-from .conformal import group_folds, trainable_folds
+from ...runtime.artifacts import ForestPredictor
+from ...runtime.compiled import CompiledForest, log_linear_trend, transform_features
+from ...runtime.conformal import group_folds, trainable_folds
+from .learners import register_learner
 from .loglinear import LogNormalPredictions, check_runtimes, runtime_tags
 from .reduction import keep_by_importance
 
 
+@register_learner("extra-trees", served=ForestPredictor)
 class ExtraTreesRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __init__(self, n_estimators=200, degree=1, standardize=True, importance_threshold=0.95,
                  min_samples_leaf=1, max_features=1.0, calibration_folds=5,
@@ -114,8 +118,6 @@ class ExtraTreesRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
             return np.zeros(len(log_y))
         if self.trend != "loglinear":
             raise ValueError(f"trend must be none or loglinear: {self.trend!r}")
-        from sklearn.linear_model import RidgeCV
-
         Xf = np.where(np.isnan(X), self.fill_, X)
         self.log_columns_ = np.all(Xf > 0, axis=0)
         L = np.where(self.log_columns_, np.log(np.maximum(Xf, 1e-300)), Xf)
@@ -166,6 +168,15 @@ class ExtraTreesRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def _log_dist(self, X):
         m, s = self.compiled_.mean_std(self.feature_terms(X))
         return m + self.trend_of(X), s
+
+    def artifact(self) -> tuple[dict, dict]:
+        """(arrays, JSON settings) of the served form (:mod:`hpcpredict.daemon.runtime.artifacts`)."""
+        check_is_fitted(self, "compiled_")
+        arrays = dict(self.compiled_.arrays(), fill=self.fill_, powers=self.powers_, mean=self.mean_,
+                      scale=self.scale_, kept=np.asarray(self.kept_, dtype=np.int64),
+                      calibration_scores=self.calibration_scores_, log_columns=self.log_columns_.astype(np.int8),
+                      trend_coef=self.trend_coef_, trend_intercept=np.asarray([self.trend_intercept_]))
+        return arrays, {"n_trees": len(self.compiled_.roots)}
 
     def predict_log_dist(self, X):
         """Centre m and scale s of log runtime per row (seed 000's per-tree mixture)."""

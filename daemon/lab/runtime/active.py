@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ann import ANNEnsemble
+
 
 def pick_diverse(cov: np.ndarray, X: np.ndarray, *, done: np.ndarray, k: int, min_distance: float) -> list[int]:
     """Indices of ``k`` candidates: highest CoV first, at least ``min_distance`` apart."""
@@ -74,8 +76,6 @@ def suggest_runs(X_candidates: np.ndarray, X_done: np.ndarray, y_done: np.ndarra
     ``model``: a fitted ensemble with ``coefficient_of_variation`` (default: ANN k-fold
     ensemble fitted here on the runs done).
     """
-    from .ann import ANNEnsemble
-
     X_candidates = np.asarray(X_candidates, dtype=float)
     X_done = np.asarray(X_done, dtype=float)
     if model is None:

@@ -21,7 +21,7 @@ noise of their means). Below :data:`MIN_CONFIGURATIONS` configurations one lengt
 input is more than the runs can tell (at 10 % training, 10-21 configurations, on development
 splits: 11-56 % MAPE where the best learner had 7-27 %), and the fit is O(n³) in configurations:
 beyond :data:`MAX_CONFIGURATIONS` the tree learners have the runs they need. Outside those
-bounds it is not attempted (:class:`~.model.LearnerNotApplicable`: the learner choice skips it,
+bounds it is not attempted (:class:`~.learners.LearnerNotApplicable`: the learner choice skips it,
 a blend takes the log-log model in its place).
 
 Interval: cross-conformal over configuration folds on |log y − m| (a constant factor, as
@@ -51,10 +51,11 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, DotProduct, Matern, WhiteKernel
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .compiled import fill_and_log
-from .conformal import trainable_folds
+from ...runtime.artifacts import GaussianProcessPredictor
+from ...runtime.compiled import fill_and_log, kernel_row
+from ...runtime.conformal import trainable_folds
+from .learners import LearnerNotApplicable, register_learner
 from .loglinear import LogNormalPredictions, check_runtimes, runtime_tags
-from .model import LearnerNotApplicable
 
 MIN_CONFIGURATIONS = 24
 MAX_CONFIGURATIONS = 1_000
@@ -79,15 +80,7 @@ RESTARTS = 3
 #   every code, LAMMPS included (3.95 %). Choosing it by cross-validation would triple the fits.
 
 
-def kernel_row(Z: np.ndarray, train: np.ndarray, length_scale: np.ndarray, constant: float,
-               sigma_0: float) -> np.ndarray:
-    """Covariance of each row of ``Z`` with each training configuration: c · Matérn 5/2 + linear
-    (scikit-learn's kernel without its white noise, which covaries with nothing new)."""
-    diff = (Z[:, None, :] - train[None, :, :]) / length_scale
-    r = np.sqrt(5.0) * np.sqrt(np.sum(diff * diff, axis=2))
-    return constant * (1.0 + r + r * r / 3.0) * np.exp(-r) + sigma_0 ** 2 + Z @ train.T
-
-
+@register_learner("gaussian-process", served=GaussianProcessPredictor)
 class GaussianProcessRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     """c · Matérn 5/2 (one length scale per input) + linear + noise on log runtime."""
 
@@ -158,6 +151,17 @@ class GaussianProcessRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator
                 scores.append(np.abs(log_y[held_out] - m))
         self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)
         return self
+
+    def artifact(self) -> tuple[dict, dict]:
+        """(arrays, JSON settings) of the served form (:mod:`hpcpredict.daemon.runtime.artifacts`)."""
+        check_is_fitted(self, "alpha_")
+        arrays = {"fill": self.fill_, "log_columns": self.log_columns_.astype(np.int8),
+                  "mean": self.x_mean_, "scale": self.x_scale_, "train": self.train_,
+                  "alpha": self.alpha_, "length_scale": self.length_scale_,
+                  "kernel": np.asarray([self.constant_, self.sigma_0_]),
+                  "target": np.asarray([self.y_centre_, self.y_scale_]),
+                  "calibration_scores": np.asarray(self.calibration_scores_, dtype=float)}
+        return arrays, {}
 
     def predict_log_dist(self, X):
         check_is_fitted(self, "alpha_")

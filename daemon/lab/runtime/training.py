@@ -35,14 +35,14 @@ from typing import Mapping
 
 import numpy as np
 
-from .artifacts import SERVABLE
+from ...runtime.artifacts import SERVABLE
+from ...runtime.derived import DerivedInputs
+from .accuracy import repetition_disagreement
 from .dataset import RunTable, read_runs_csv
-from .derived import DerivedInputs
-from .evaluation import repetition_disagreement, usable_inputs
 from .model import RuntimeModel
-from .reduction import DEFAULT_TIME_SHARE
+from .packing import save_application_model
+from .reduction import DEFAULT_TIME_SHARE, usable_inputs
 from .selection import CANDIDATES, REPEATS, select_learner, selection_report
-from .service import save_application_model
 
 
 DEFAULT_LEARNERS = CANDIDATES

@@ -38,3 +38,28 @@ def coverage(y_true: np.ndarray, low: np.ndarray, high: np.ndarray) -> float:
 def relative_width(y_pred: np.ndarray, low: np.ndarray, high: np.ndarray) -> float:
     """Mean interval width relative to the point prediction."""
     return float(np.mean((np.asarray(high) - np.asarray(low)) / np.asarray(y_pred)))
+
+
+def configuration_means(groups: np.ndarray, y: np.ndarray, predicted: np.ndarray):
+    """(mean runtime, prediction) per configuration, or None without repetitions."""
+    unique, index = np.unique(groups, return_inverse=True)
+    if unique.size == groups.size:
+        return None
+    counts = np.bincount(index)
+    return np.bincount(index, weights=y) / counts, np.bincount(index, weights=predicted) / counts
+
+
+def repetition_disagreement(groups: np.ndarray, y: np.ndarray) -> float | None:
+    """MAPE of predicting each run by the mean of its configuration's *other* repetitions.
+
+    How much repetitions of the same inputs disagree (measurement noise); a model of the
+    inputs alone cannot be expected to do much better.
+    """
+    unique, index = np.unique(groups, return_inverse=True)
+    counts = np.bincount(index)
+    sums = np.bincount(index, weights=y)
+    repeated = counts[index] > 1
+    if not repeated.any():
+        return None
+    others = (sums[index] - y)[repeated] / (counts[index][repeated] - 1)
+    return mape(y[repeated], others)

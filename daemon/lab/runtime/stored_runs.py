@@ -3,7 +3,7 @@
 A job's history row keeps its inputs (from the script and the request) and the runtime
 features it reported while running (relayed by the Slurm epilog: each value under its key,
 and when it was reported under ``<key>@t``). :func:`runs_csv` writes the completed jobs of one
-application as the run table :func:`hpcpredict.daemon.runtime.dataset.parse_runs_csv` reads
+application as the run table :func:`hpcpredict.daemon.lab.runtime.dataset.parse_runs_csv` reads
 (``hpcpredict train-runtime --from-store``): one column per input, ``<key>@t`` report times,
 the target ``runtime_s`` and the job id as the annotation ``_job_id``. A job that did not
 report a value leaves its cell empty.
@@ -23,7 +23,7 @@ import io
 from collections import deque
 from typing import Iterable
 
-from ..records import COMPLETED, JobRecord
+from ...records import COMPLETED, JobRecord
 from .dataset import MAX_ROWS, RESERVED
 
 TARGET = "runtime_s"

@@ -1,7 +1,7 @@
 """Gradient-boosted trees runtime model (scikit-learn's ``HistGradientBoostingRegressor``).
 
 Pipeline: missing inputs filled with training medians → log of positive inputs → a log-log
-ridge trend (:func:`~hpcpredict.daemon.runtime.loglinear.fit_log_trend`: power laws from few
+ridge trend (:func:`~hpcpredict.daemon.lab.runtime.loglinear.fit_log_trend`: power laws from few
 runs; by default second order, ``interactions=True``: products of pairs of log inputs and
 one-hot categories, so a categorical input may change a scaling exponent) → boosted trees on
 the residual of log runtime. Measured at 50 % training (3 splits, 2026-11-24) the second-order
@@ -41,12 +41,14 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from .compiled import CompiledForest, fill_and_log, with_pairs
-from .conformal import trainable_folds
+from ...runtime.artifacts import BOOSTED_PARTS, MIN_SCALE, BoostedPredictor
+from ...runtime.compiled import CompiledForest, fill_and_log, with_pairs
+from ...runtime.conformal import trainable_folds
+from .learners import register_learner
 from .loglinear import LogNormalPredictions, check_runtimes, fit_log_trend, runtime_tags
+from .packing import trend_arrays
 
 QUANTILES = (0.1, 0.9)
-MIN_SCALE = 1e-3   # log-space scale floor: the quantile models may cross or coincide
 
 
 def compile_boosting(model: HistGradientBoostingRegressor) -> tuple[CompiledForest, float]:
@@ -85,6 +87,7 @@ def boosted_sum(forest: CompiledForest, baseline: float, Z: np.ndarray) -> np.nd
     return forest.tree_predictions(Z)[0].sum(axis=1) + baseline
 
 
+@register_learner("boosted-trees", served=BoostedPredictor)
 class BoostedTreesRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __init__(self, max_iter=200, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=5,
                  l2_regularization=1.0, trend=True, interactions=True, interval="constant", calibration_folds=20,
@@ -159,6 +162,19 @@ class BoostedTreesRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
                 scores.append(np.abs(np.log(y[held_out]) - m) / s)
         self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)
         return self
+
+    def artifact(self) -> tuple[dict, dict]:
+        """(arrays, JSON settings) of the served form (:mod:`hpcpredict.daemon.runtime.artifacts`)."""
+        check_is_fitted(self, "parts_")
+        parts = self.parts_
+        arrays = trend_arrays(parts["fill"], parts["log_columns"], parts["coef"], parts["intercept"], parts["pairs"])
+        arrays["calibration_scores"] = np.asarray(self.calibration_scores_, dtype=float)
+        for name in BOOSTED_PARTS:
+            if name in parts:
+                forest, baseline = parts[name]
+                arrays.update({f"{name}_{key}": value for key, value in forest.arrays().items()})
+                arrays[f"{name}_baseline"] = np.asarray([baseline])
+        return arrays, {"boosted_parts": [name for name in BOOSTED_PARTS if name in parts]}
 
     def predict_log_dist(self, X):
         check_is_fitted(self, "parts_")

@@ -57,14 +57,18 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .conformal import trainable_folds
+from ...errors import ModelArtifactError
+from ...runtime.artifacts import SERVABLE, BlendPredictor
+from ...runtime.conformal import trainable_folds
+# The learners a blend can contain, so that each is registered under its name (make_learner).
+from . import ann, boosting, gaussian_process, startup_steps, trees  # noqa: F401
+from .learners import LearnerNotApplicable, make_learner, register_learner
 from .loglinear import LogNormalPredictions, check_runtimes, runtime_tags
+from .packing import pack
 
 MEMBERS = ("gaussian-process", "boosted-trees", "ann")
 FALLBACK = "log-linear"   # in place of a member that cannot model the runs
 FOLD_ANN_MEMBERS = 5   # nets of the ANN member in the calibration folds' blends
-# Learners a blend may contain: those that can be served from arrays (not a blend: no nesting).
-MEMBER_LEARNERS = ("log-linear", "gaussian-process", "extra-trees", "boosted-trees", "ann")
 
 
 def uncalibrated(name: str, params: dict) -> dict:
@@ -97,6 +101,7 @@ def with_fallback(predicted: dict, members) -> list | None:
     return None if any(value is None for value in chosen) else chosen
 
 
+@register_learner("blend", served=BlendPredictor)
 class BlendRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def __init__(self, members=MEMBERS, member_params=None, calibration_folds=20, random_state=None):
         self.members = members
@@ -112,16 +117,16 @@ class BlendRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
         params = dict(self.member_params or {})
         if len(names) < 2 or len(set(names)) != len(names):
             raise ValueError(f"a blend needs at least 2 distinct members: {names!r}")
-        unknown = sorted(set(names) - set(MEMBER_LEARNERS)) + sorted(set(params) - set(names))
+        # Learners a blend may contain: those that can be served from arrays (not a blend: no nesting).
+        member_learners = [name for name in SERVABLE if name != "blend"]
+        unknown = sorted(set(names) - set(member_learners)) + sorted(set(params) - set(names))
         if unknown:
-            raise ValueError(f"unknown blend members {unknown!r} (choose from {', '.join(MEMBER_LEARNERS)})")
+            raise ValueError(f"unknown blend members {unknown!r} (choose from {', '.join(member_learners)})")
         return [(name, uncalibrated(name, dict(params.get(name) or {}, random_state=self.random_state)))
                 for name in names]
 
     @staticmethod
     def _fit_members(specs, X, y, groups, feature_names):
-        from .model import LearnerNotApplicable, make_learner
-
         members = []
         for name, params in specs:
             try:
@@ -158,6 +163,19 @@ class BlendRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
                 scores.append(np.abs(np.log(y[held_out]) - self._log_mean(fold_members, X[held_out])))
         self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)
         return self
+
+    def artifact(self) -> tuple[dict, dict]:
+        """(arrays, JSON settings) of the served form (:mod:`hpcpredict.daemon.runtime.artifacts`)."""
+        check_is_fitted(self, "members_")
+        arrays = {"calibration_scores": np.asarray(self.calibration_scores_, dtype=float)}
+        members = []
+        for i, (_, member) in enumerate(self.members_):
+            learner, member_arrays, settings = pack(member)
+            if learner == "blend":
+                raise ModelArtifactError("a blend cannot contain a blend")
+            arrays.update({f"member{i}_{key}": value for key, value in member_arrays.items()})
+            members.append({"learner": learner, "settings": settings})
+        return arrays, {"blend_members": members}
 
     def predict_log_dist(self, X):
         check_is_fitted(self, "members_")

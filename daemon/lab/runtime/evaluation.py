@@ -1,12 +1,12 @@
 """Scoring a runtime model on a run table: split by configuration, fit, report seed metrics.
 
 The model scored is the one ``train-runtime`` would serve from the training runs
-(:func:`~hpcpredict.daemon.runtime.training.fit_served`: with ``learner="auto"`` the
+(:func:`~.training.fit_served`: with ``learner="auto"`` the
 cross-validated choice, else the named learner), and its predictions and intervals on the
 held-out runs are the daemon's own: the model is written as an artifact, loaded as the daemon
 loads it and asked one run at a time (``ApplicationModels.estimate``).
 
->>> from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+>>> from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
 >>> rows = "\\n".join(f"{n},{r},{n * n / 100 * (1 + 0.01 * r)}" for n in range(10, 70, 2) for r in range(2))
 >>> table = parse_runs_csv("n,rep,t\\n" + rows, target="t")
 >>> result = evaluate(table, learner="extra-trees", train_fraction=0.5, seed=0, params={"n_estimators": 30})
@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import numpy as np
 
+import tempfile
+from pathlib import Path
+
+from ...runtime.artifacts import SERVABLE
+from ...runtime.served import ApplicationModels
+from .accuracy import configuration_means, coverage, mape, rank_accuracy, relative_width, repetition_disagreement
 from .dataset import RunTable
-from .metrics import coverage, mape, rank_accuracy, relative_width
-from .artifacts import SERVABLE
 from .model import RuntimeModel
-from .reduction import DEFAULT_TIME_SHARE, reduce_by_time
+from .packing import save_application_model
+from .reduction import DEFAULT_TIME_SHARE, usable_inputs
+from .training import fit_served
 
 
 def split_by_configuration(groups: np.ndarray, train_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -34,21 +40,6 @@ def split_by_configuration(groups: np.ndarray, train_fraction: float, seed: int)
     chosen = rng.permutation(unique)[:n_train]
     in_train = np.isin(groups, chosen)
     return np.nonzero(in_train)[0], np.nonzero(~in_train)[0]
-
-
-def usable_inputs(table: RunTable, rows: np.ndarray, *, time_share: float | None) -> tuple[list[str], list[str], list[str]]:
-    """(inputs to use, runtime features kept, runtime features dropped by time).
-
-    ``time_share=None`` drops every runtime feature (submit-time model).
-    """
-    features = [name for name in table.report_times if name in table.inputs]
-    if time_share is None:
-        kept = []
-    else:
-        kept = reduce_by_time({name: table.report_times[name][rows] for name in features},
-                              runtime_s=table.y[rows], max_share=time_share)
-    dropped = sorted(set(features) - set(kept))
-    return [name for name in table.inputs if name not in dropped], kept, dropped
 
 
 def evaluate(table: RunTable, *, learner: str = "extra-trees", train_fraction: float = 0.5, seed: int = 0,
@@ -64,8 +55,6 @@ def evaluate(table: RunTable, *, learner: str = "extra-trees", train_fraction: f
     y = table.y[test_rows]
     cv_scores = selection = None
     if learner == "auto" or learner in SERVABLE:
-        from .training import fit_served
-
         model, choice = fit_served(table, train_rows, inputs=inputs, seed=seed,
                                    learners=None if learner == "auto" else {learner: params},
                                    cross_validate_single=False)
@@ -107,11 +96,6 @@ def served_predictions(model: RuntimeModel, rows: list[dict]) -> tuple[np.ndarra
     The model is saved and loaded as an artifact and asked one run at a time. A run the served
     model declines (a required input missing) is predicted in-process and counted.
     """
-    import tempfile
-    from pathlib import Path
-
-    from .service import ApplicationModels, save_application_model
-
     with tempfile.TemporaryDirectory(prefix="hpcpredict-evaluate-") as folder:
         save_application_model(model, Path(folder), application="evaluated", metadata={"variant": "evaluated"})
         served = ApplicationModels.load(Path(folder))
@@ -128,28 +112,3 @@ def served_predictions(model: RuntimeModel, rows: list[dict]) -> tuple[np.ndarra
         else:
             out[:, i] = at80.runtime_s, at80.low_s, at80.high_s, at95.low_s, at95.high_s
     return (*out, not_served)
-
-
-def configuration_means(groups: np.ndarray, y: np.ndarray, predicted: np.ndarray):
-    """(mean runtime, prediction) per configuration, or None without repetitions."""
-    unique, index = np.unique(groups, return_inverse=True)
-    if unique.size == groups.size:
-        return None
-    counts = np.bincount(index)
-    return np.bincount(index, weights=y) / counts, np.bincount(index, weights=predicted) / counts
-
-
-def repetition_disagreement(groups: np.ndarray, y: np.ndarray) -> float | None:
-    """MAPE of predicting each run by the mean of its configuration's *other* repetitions.
-
-    How much repetitions of the same inputs disagree (measurement noise); a model of the
-    inputs alone cannot be expected to do much better.
-    """
-    unique, index = np.unique(groups, return_inverse=True)
-    counts = np.bincount(index)
-    sums = np.bincount(index, weights=y)
-    repeated = counts[index] > 1
-    if not repeated.any():
-        return None
-    others = (sums[index] - y)[repeated] / (counts[index][repeated] - 1)
-    return mape(y[repeated], others)

@@ -16,10 +16,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .conformal import conformal_multiplier, group_folds
+from ...runtime.conformal import conformal_multiplier, group_folds
+from .learners import register_learner
 from .loglinear import check_runtimes, runtime_tags
 
 
+@register_learner("linear")
 class LinearRuntime(RegressorMixin, BaseEstimator):
     def __init__(self, calibration_folds=5, random_state=None):
         self.calibration_folds = calibration_folds

@@ -9,7 +9,7 @@ correction fitted on [log f_source(x), standardised x], its penalty chosen by le
 conformal on cross-validated log residuals.
 
 >>> import numpy as np
->>> from hpcpredict.daemon.runtime.trees import ExtraTreesRuntime
+>>> from hpcpredict.daemon.lab.runtime.trees import ExtraTreesRuntime
 >>> rng = np.random.default_rng(0)
 >>> X = rng.uniform(1, 10, size=(300, 2)); source_y = X[:, 0] * X[:, 1]
 >>> source = ExtraTreesRuntime(n_estimators=50, calibration_folds=0, random_state=0).fit(X, source_y)
@@ -26,7 +26,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import RidgeCV
 from sklearn.utils.validation import check_is_fitted
 
-from .conformal import conformal_multiplier, group_folds
+from ...runtime.conformal import conformal_multiplier, group_folds
+from .trees import ExtraTreesRuntime
 
 
 class TransferRuntime(RegressorMixin, BaseEstimator):
@@ -53,7 +54,6 @@ class TransferRuntime(RegressorMixin, BaseEstimator):
             ridge = RidgeCV(alphas=alphas).fit((Zf - mean) / scale, np.log(y) - Zf[:, 0])
             return ("ridge", fill, mean, scale, ridge)
         if self.base == "extra-trees":
-            from .trees import ExtraTreesRuntime
             trees = ExtraTreesRuntime(n_estimators=100, calibration_folds=0, importance_threshold=None,
                                       random_state=self.random_state)
             return ("trees", trees.fit(Z, y, groups=groups))

@@ -1,10 +1,14 @@
-"""The drift estimators of benchmarks/runtime/residuals.py, against known ground truth and the product's noise floor."""
+"""The block-effect estimators of the noise floor, against known ground truth and the repetition noise floor."""
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks.runtime.residuals import DATA, between_block_sigma, repetition_mape_with_block_effect
-from hpcpredict.daemon.runtime.evaluation import repetition_disagreement
+from hpcpredict.daemon.lab.runtime.accuracy import repetition_disagreement
+from hpcpredict.daemon.lab.runtime.noise_floor import between_block_sigma, repetition_mape_with_block_effect
+
+DATA = Path(__file__).parent.parent / "data" / "runtime"
 
 
 @pytest.mark.parametrize("sigma_block", [0.0, 0.05, 0.1])

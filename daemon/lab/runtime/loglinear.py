@@ -33,8 +33,11 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import RidgeCV
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .compiled import fill_and_log, log_linear_trend, with_pairs
-from .conformal import conformal_multiplier, trainable_folds
+from ...runtime.artifacts import LogLinearPredictor
+from ...runtime.compiled import fill_and_log, log_linear_trend, with_pairs
+from ...runtime.conformal import conformal_multiplier, trainable_folds
+from .learners import register_learner
+from .packing import trend_arrays
 
 
 def runtime_tags(tags):
@@ -115,6 +118,7 @@ STARTUP_SHARES = (0.0, 0.3, 0.5)
 STARTUP_FOLDS = 5
 
 
+@register_learner("log-linear", served=LogLinearPredictor)
 class LogLinearRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     """Log-log trend, optionally above a constant start-up time.
 
@@ -182,6 +186,15 @@ class LogLinearRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
                 scores.append(np.abs(np.log(y[held_out]) - m))
         self.calibration_scores_ = np.sort(np.concatenate(scores)) if scores else np.zeros(0)
         return self
+
+    def artifact(self) -> tuple[dict, dict]:
+        """(arrays, JSON settings) of the served form (:mod:`hpcpredict.daemon.runtime.artifacts`)."""
+        check_is_fitted(self, "coef_")
+        arrays = trend_arrays(self.fill_, self.log_columns_, self.coef_, self.intercept_, self.pairs_)
+        arrays["calibration_scores"] = np.asarray(self.calibration_scores_, dtype=float)
+        if getattr(self, "startup_", 0.0) > 0:  # absent: no start-up term (earlier artifacts load unchanged)
+            arrays["startup_s"] = np.asarray([self.startup_], dtype=float)
+        return arrays, {}
 
     def predict_log_dist(self, X):
         check_is_fitted(self, "coef_")

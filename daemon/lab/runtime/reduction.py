@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dataset import RunTable
+
 DEFAULT_TIME_SHARE = 0.05
 DEFAULT_IMPORTANCE = 0.95
 
@@ -46,3 +48,18 @@ def keep_by_importance(importances: np.ndarray, *, threshold: float = DEFAULT_IM
     cumulative = np.cumsum(importances[order]) / total
     count = int(np.searchsorted(cumulative, threshold - 1e-12) + 1)
     return sorted(order[:min(count, importances.size)].tolist())
+
+
+def usable_inputs(table: RunTable, rows: np.ndarray, *, time_share: float | None) -> tuple[list[str], list[str], list[str]]:
+    """(inputs to use, runtime features kept, runtime features dropped by time).
+
+    ``time_share=None`` drops every runtime feature (submit-time model).
+    """
+    features = [name for name in table.report_times if name in table.inputs]
+    if time_share is None:
+        kept = []
+    else:
+        kept = reduce_by_time({name: table.report_times[name][rows] for name in features},
+                              runtime_s=table.y[rows], max_share=time_share)
+    dropped = sorted(set(features) - set(kept))
+    return [name for name in table.inputs if name not in dropped], kept, dropped
