@@ -7,7 +7,6 @@ from dataclasses import replace
 from rich.progress import Progress
 
 from .common import config_of, reload_daemon, run_as_data_owner, socket_of
-from ..lab.history.traces import read_trace
 from ..store_backends import open_store
 
 
@@ -22,6 +21,8 @@ def register(subparsers) -> None:
 
 
 def _ingest(args) -> int:
+    from ..lab.history.traces import read_trace   # the lab where it runs (cli/main.py)
+
     config = config_of(args)
     run_as_data_owner(config)
     store = open_store(config)

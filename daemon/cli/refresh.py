@@ -16,13 +16,13 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .common import config_of, print_json, run_as_data_owner, shown, socket_of
-from ..lab.refresh import AccountingQuery, refresh
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "refresh", help="pull finished jobs from sacct, retrain, publish and reload the daemon (admin)")
-    parser.add_argument("--since", default=AccountingQuery.since, help="sacct -S value (default: now-7days)")
+    # defaults: AccountingQuery's (the lab is imported when the command runs: cli/main.py)
+    parser.add_argument("--since", help="sacct -S value (default: now-7days)")
     parser.add_argument("-M", "--cluster", default="",
                         help="pull this cluster's jobs (sacct -M) and store them under its name")
     parser.add_argument("--cluster-model", action="store_true",
@@ -32,18 +32,20 @@ def register(subparsers) -> None:
     parser.add_argument("--source", choices=("auto", "sacct", "pyslurm"),
                         help="accounting source (default: [accounting] source, auto = pyslurm when it matches "
                              "the site's Slurm, else sacct --json)")
-    parser.add_argument("--sacct", default=AccountingQuery.sacct, help="sacct program (default: sacct on PATH)")
-    parser.add_argument("--timeout", type=float, default=AccountingQuery.timeout, help="seconds sacct may take (default 300)")
+    parser.add_argument("--sacct", help="sacct program (default: sacct on PATH)")
+    parser.add_argument("--timeout", type=float, help="seconds sacct may take (default 300)")
     parser.add_argument("--no-reload", action="store_true", help="publish but do not ask the daemon to reload")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=_refresh)
 
 
 def _refresh(args) -> int:
+    from ..lab.refresh import AccountingQuery, refresh
+
     config = config_of(args)
     run_as_data_owner(config)
-    query = AccountingQuery(since=args.since, cluster=args.cluster, sacct_json=args.sacct_json or "",
-                            source=args.source or "", sacct=args.sacct, timeout=args.timeout)
+    given = {name: getattr(args, name) for name in ("since", "sacct", "timeout") if getattr(args, name) is not None}
+    query = AccountingQuery(cluster=args.cluster, sacct_json=args.sacct_json or "", source=args.source or "", **given)
     console = Console(stderr=True)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     quiet = args.json or not console.is_terminal          # progress only for a person at a terminal

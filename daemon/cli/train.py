@@ -16,7 +16,6 @@ from .common import config_of, print_json, reload_daemon, run_as_data_owner, soc
 from ..errors import HpcPredictError, ModelNotFound
 from ..model_kinds import SITE_KEY, model_kind_names
 from ..registry import ModelRegistry
-from ..runtime.artifacts import SERVABLE
 from ..runtime.derived import DerivedInputs
 from ..store_backends import open_store
 
@@ -52,8 +51,8 @@ def register(subparsers) -> None:
                          help="an input computed from the others, stored with the model and computed for every "
                               "job, e.g. 'grid=box**3*cutoff**1.5' (repeatable; + - * / **, sqrt log exp abs "
                               "min max floor ceil round_up)")
-    runtime.add_argument("--learner", choices=("auto", *SERVABLE),
-                         default="auto", help="auto (default): by cross-validation on DATA.csv, the blend unless "
+    runtime.add_argument("--learner", metavar="NAME",   # checked when run: the learners load scipy
+                         default="auto", help="a servable learner, or auto (default): by cross-validation on DATA.csv, the blend unless "
                                               "a single learner (the simplest that no richer one beats "
                                               "clearly) beats it clearly")
     runtime.add_argument("--no-reload", action="store_true")
@@ -92,7 +91,10 @@ def _train(args) -> int:
 
 def _train_runtime(args) -> int:
     from ..lab.runtime.training import train_application   # (cli/main.py: the lab where it runs)
+    from ..runtime.artifacts import SERVABLE
 
+    if args.learner not in ("auto", *SERVABLE):
+        raise HpcPredictError(f"--learner {args.learner!r}: not a servable learner (one of auto, {', '.join(SERVABLE)})")
     aliases = {}
     for item in args.alias:
         name, sep, field = item.partition("=")

@@ -78,5 +78,6 @@ def test_train_runtime_publishes_the_chosen_learner(capsys, tmp_path, monkeypatc
     estimate = ApplicationModels.load(model_dir).estimate("demo", {"n": 20.0, "m": 2.0}, 1, 1, 1)
     assert estimate.model_name == "runtime-extra-trees/demo/inputs"
     assert abs(estimate.runtime_s - 8.0) / 8.0 < 0.3
-    with pytest.raises(SystemExit):  # only servable learners can be asked for
-        main(["train-runtime", str(csv), "--target", "t", "--application", "demo", "--learner", "linear"])
+    # only servable learners can be asked for: one line naming them, exit 1, nothing published
+    assert main(["train-runtime", str(csv), "--target", "t", "--application", "demo", "--learner", "linear"]) == 1
+    assert "'linear': not a servable learner (one of auto, " in capsys.readouterr().err
