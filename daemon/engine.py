@@ -19,7 +19,7 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, cast
 
 from .errors import HpcPredictError
 from .faults import FaultBoard
@@ -160,7 +160,8 @@ class PredictionEngine:
         for (entry_kind, entry_key), (artifact, model) in models.loaded.items():
             if entry_kind != kind or (kind == "walltime" and entry_key != walltime_key):
                 continue
-            if kind == "scaling" and application not in model:
+            # A scaling artifact loads as application -> model (load_scaling_models).
+            if kind == "scaling" and application not in cast(Mapping[str, object], model):
                 continue
             return artifact
         return None
@@ -274,6 +275,8 @@ class PredictionEngine:
             return None, "", "", ["no communication model published"]
         model = models.comm.get(spec.cluster) or models.comm.get(SITE_KEY) or next(iter(models.comm.values()))
         comm = spec.comm
+        # Called only for a job with a comm spec; the comm kind's place sets comm_request with models.comm.
+        assert comm is not None and models.comm_request is not None
         request = models.comm_request(pattern=comm.pattern, message_bytes=comm.message_bytes, ntasks=spec.ntasks,
                               nodes=spec.nodes, ntasks_per_node=spec.ntasks_per_node,
                               distribution=spec.distribution, tasks_per_node=spec.tasks_per_node,

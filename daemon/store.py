@@ -387,8 +387,8 @@ class SQLiteStore(StoreLookups, Store):
                 *(f"{self.path}.journal-{index}" for index in range(2)))
 
     # -- plumbing
-    def _connect(self) -> None:
-        """Open, set the pragmas, migrate. Caller holds the lock (or is __init__)."""
+    def _connect(self) -> sqlite3.Connection:
+        """Open, set the pragmas, migrate; the new connection. Caller holds the lock (or is __init__)."""
         try:
             if self.path != ":memory:":
                 os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o750, exist_ok=True)
@@ -409,11 +409,13 @@ class SQLiteStore(StoreLookups, Store):
             private_file(self.path + suffix, create=False)
         self._db, self._mode, self._error = db, (self._synchronous, self._busy_timeout_ms), None
         if self._journal_bytes > 0 and self._journals is None and self.path != ":memory:":
-            self._open_journals()
+            self._open_journals(db)
+        return db
 
     # -- prediction journal
-    def _open_journals(self) -> None:
-        """Open both files, commit what a killed daemon left in them, start the flusher.
+    def _open_journals(self, db: sqlite3.Connection) -> None:
+        """Open both files, commit what a killed daemon left in them (through ``db``, the store's
+        open connection), start the flusher.
         Caller holds the store lock (or is __init__). Without a journal, rows go straight in."""
         journals: list[JournalFile] = []
         try:
@@ -421,8 +423,8 @@ class SQLiteStore(StoreLookups, Store):
                 journals.append(JournalFile.open(f"{self.path}.journal-{index}", self._journal_bytes))
             left = [decode_row(payload) for journal in journals for payload in journal.records()]
             if left:
-                with _immediate(self._db):
-                    self._db.executemany(_INSERT_PREDICTION, left)
+                with _immediate(db):
+                    db.executemany(_INSERT_PREDICTION, left)
                 logger.warning("store %s: %d prediction records recovered from the journal", self.path, len(left))
             for journal in journals:
                 journal.reset()
@@ -489,6 +491,8 @@ class SQLiteStore(StoreLookups, Store):
                     del self._pending[index][:]
                     for row in rows:
                         self._pending_ids.pop(row[0], None)
+                    # Rows are journaled only while the journals are open; close() flushes before closing them.
+                    assert self._journals is not None
                     self._journals[index].reset()
                 if self._flush_failed:
                     self._flush_failed = False
@@ -501,11 +505,11 @@ class SQLiteStore(StoreLookups, Store):
             if self._journals is not None or self._stop.is_set():
                 return
             try:
-                self._connection()
+                db = self._connection()
             except StoreError:
                 return   # _connection opens the journals itself once the store opens
             if self._journals is None:
-                self._open_journals()
+                self._open_journals(db)
 
     def _flush_loop(self) -> None:
         stop = self._stop
@@ -547,19 +551,20 @@ class SQLiteStore(StoreLookups, Store):
         if now < self._next_try:
             raise StoreError(f"store {self.path} unavailable: {self._error}")
         try:
-            self._connect()
+            db = self._connect()
         except StoreError as error:
             self._error, self._next_try = error, now + self._retry_s
             raise
         logger.warning("store %s reopened", self.path)
-        return self._db
+        return db
 
-    def _failed(self, error: sqlite3.Error) -> None:
-        """A read-only file system or an I/O error poisons the connection: drop it, reopen later."""
+    def _failed(self, db: sqlite3.Connection, error: sqlite3.Error) -> None:
+        """A read-only file system or an I/O error poisons the connection ``db`` (the store's, used
+        under the lock): drop it, reopen later."""
         text = str(error).lower()
         if "readonly" in text or "read-only" in text or "i/o" in text or "unable to open" in text:
             try:
-                self._db.close()
+                db.close()
             except sqlite3.Error:
                 pass
             self._db, self._error, self._next_try = None, StoreError(str(error)), 0.0
@@ -580,7 +585,7 @@ class SQLiteStore(StoreLookups, Store):
                 self._set_mode(db, mode)
                 yield db
             except sqlite3.Error as error:
-                self._failed(error)
+                self._failed(db, error)
                 raise StoreError(f"store write failed ({self.path}): {error}") from error
 
     def _mode_for(self, durable: bool) -> tuple[str, int]:
@@ -609,7 +614,7 @@ class SQLiteStore(StoreLookups, Store):
             try:
                 return db.execute(sql, params).fetchall()
             except sqlite3.Error as error:
-                self._failed(error)
+                self._failed(db, error)
                 raise StoreError(f"store read failed ({self.path}): {error}") from error
 
     # -- jobs

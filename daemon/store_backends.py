@@ -19,7 +19,7 @@ def open_store(config, *, lazy: bool = False, journal: bool = False) -> Store:
     if getattr(config.store, "backend", "sqlite") == "postgres":
         if not config.store.dsn:
             raise StoreError("[store] backend = postgres needs [store] dsn (a libpq connection string)")
-        store = PostgresStore(config.store.dsn, lazy=lazy)
+        store: Store = PostgresStore(config.store.dsn, lazy=lazy)
     else:
         store = SQLiteStore(config.store.path, synchronous=config.store.synchronous,
                             busy_timeout_ms=config.store.busy_timeout_ms, lazy=lazy,

@@ -147,8 +147,8 @@ def reload_daemon(socket_path: str, published=None) -> int:
     except HpcPredictError as error:
         print(shown(f"note: daemon not reloaded ({error}); run `hpcpredict reload` once it runs"), file=sys.stderr)
         return 0
-    for error in reply.errors:
-        print(shown(f"refused by the daemon: {error}"), file=sys.stderr)
+    for refusal in reply.errors:
+        print(shown(f"refused by the daemon: {refusal}"), file=sys.stderr)
     if published is not None and not any((m.kind, m.key, m.version) == (published.kind, published.key, published.version)
                                          for m in reply.models):
         print(f"error: the daemon does not serve the published {published.kind} model {published.key} "

@@ -122,7 +122,7 @@ def _train_runtime(args) -> int:
             folder.mkdir()
         shutil.rmtree(folder / args.application, ignore_errors=True)
         with Console(stderr=True).status(f"training the runtime model of {args.application}..."):
-            learners = None if args.learner == "auto" else {args.learner: {}}
+            learners: dict[str, dict] | None = None if args.learner == "auto" else {args.learner: {}}
             variants = train_application(data, target=target, application=args.application,
                                          directory=folder, input_aliases=aliases or None, learners=learners,
                                          derived=derived)

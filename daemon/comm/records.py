@@ -18,7 +18,7 @@ import dataclasses
 import io
 import os
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -106,7 +106,7 @@ def read_records(path: str | os.PathLike) -> list[CommRecord]:
         raise ParseError(f"missing columns {sorted(missing)}", source=str(path), line=1)
     records = []
     for row in reader:
-        kwargs = {}
+        kwargs: dict[str, Any] = {}   # each field parsed to its own type (int, float or str)
         for key in FIELDS:
             value = row.get(key)
             if value is None or value == "":

@@ -128,7 +128,7 @@ class CommModelSet:
     def predict(self, request: CommRequest, node_list: Sequence[str] | None = None,
                 placement: Placement | None = None) -> CommPrediction:
         use_c = node_list is not None and placement is not None and "C" in self.models
-        if use_c and (placement.kind, tuple(placement.levels)) != (self.kind, self.levels):
+        if placement is not None and use_c and (placement.kind, tuple(placement.levels)) != (self.kind, self.levels):
             raise InvalidRequest("placement", f"model was trained on a {self.kind} {list(self.levels)} "
                                  f"topology, not {placement.kind} {list(placement.levels)}")
         if use_c:

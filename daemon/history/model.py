@@ -482,7 +482,7 @@ class HpcPredictModel(OnlinePredictor):
         # The bound is calibrated on the selected expert's residuals; the point answer may be
         # the blend (both are scored when the job ends).
         point = estimate
-        if experts is not None and self.params.blend_power > 0:
+        if experts is not None and features is not None and self.params.blend_power > 0:   # both or neither
             blend = self._blend(experts, features, predicted)
             if self._use_blend(job.user):
                 point = blend
@@ -504,7 +504,7 @@ class HpcPredictModel(OnlinePredictor):
             runtime_s=max(math.exp(point), 1.0), bound_s=max(math.exp(answered_bound), 1.0),
             low_s=max(math.exp(min(low, point)), 1.0), high_s=max(math.exp(max(high, point)), 1.0),
             coverage=coverage, explanation=self._explain(
-                job, chosen if point == estimate else int(np.argmin(np.abs(experts - point))),
+                job, chosen if experts is None or point == estimate else int(np.argmin(np.abs(experts - point))),
                 risk, shift, point != estimate, point) if explain else (),
             fallback=experts is None, model_name=self.name, soft_s=soft), (experts, features, estimate, regime, bound, risk, blend)
 

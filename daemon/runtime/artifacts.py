@@ -33,7 +33,7 @@ m ± q·s with the conformal multiplier q, whatever the learner. A predictor's
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, ClassVar, TypeVar
 
 import numpy as np
 
@@ -57,13 +57,23 @@ def format_of(learner: str) -> str:
     return f"hpcpredict-runtime-{learner}"
 
 
-def served_learner(learner: str) -> Callable[[type], type]:
+class ServedPredictor:
+    """The base of a served predictor class: ``learner``, the learner it serves, is set by
+    :func:`served_learner`."""
+
+    learner: ClassVar[str]
+
+
+_Predictor = TypeVar("_Predictor", bound=ServedPredictor)
+
+
+def served_learner(learner: str) -> Callable[[type[_Predictor]], type[_Predictor]]:
     """Class decorator: serve ``learner``'s artifacts (format :func:`format_of`) with this predictor.
 
     A predictor is built as ``cls(arrays, n_inputs, description)`` from the artifact's arrays
     and JSON description and raises :class:`ModelArtifactError` when they are inconsistent.
     """
-    def register(cls: type) -> type:
+    def register(cls: type[_Predictor]) -> type[_Predictor]:
         cls.learner = learner
         return PREDICTORS.register(format_of(learner))(cls)
     return register
@@ -103,7 +113,7 @@ class _Trend:
 
 
 @served_learner("log-linear")
-class LogLinearPredictor:
+class LogLinearPredictor(ServedPredictor):
     """Served log-log trend: one dot product."""
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
@@ -132,7 +142,7 @@ class LogLinearPredictor:
 
 
 @served_learner("startup-steps")
-class StartupStepsPredictor:
+class StartupStepsPredictor(ServedPredictor):
     """Served start-up + steps × per-step model: two dot products and a log-sum-exp."""
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
@@ -167,7 +177,7 @@ class StartupStepsPredictor:
 
 
 @served_learner("gaussian-process")
-class GaussianProcessPredictor:
+class GaussianProcessPredictor(ServedPredictor):
     """Served Gaussian process: one kernel row against the training configurations, one dot product."""
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
@@ -203,7 +213,7 @@ class GaussianProcessPredictor:
 
 
 @served_learner("boosted-trees")
-class BoostedPredictor:
+class BoostedPredictor(ServedPredictor):
     """Served boosted trees: log-log trend + the sum of the centre's trees (+ quantile trees)."""
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
@@ -244,7 +254,7 @@ class BoostedPredictor:
 
 
 @served_learner("extra-trees")
-class ForestPredictor:
+class ForestPredictor(ServedPredictor):
     """Served extra-trees: transform → compiled forest (+ log-log trend)."""
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
@@ -280,7 +290,7 @@ class ForestPredictor:
 
 
 @served_learner("ann")
-class EnsemblePredictor:
+class EnsemblePredictor(ServedPredictor):
     """Served ANN ensemble: every member's forward pass at once (numpy)."""
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):
@@ -303,7 +313,7 @@ class EnsemblePredictor:
 
 
 @served_learner("blend")
-class BlendPredictor:
+class BlendPredictor(ServedPredictor):
     """Served blend: the mean of its members' log predictions (constant-factor interval)."""
 
     def __init__(self, arrays: dict, n_inputs: int, settings: dict):

@@ -57,7 +57,7 @@ class CompiledForest:
 
     @classmethod
     def from_sklearn(cls, forest, *, single_leaf_variance: float = 0.01) -> "CompiledForest":
-        parts = {name: [] for name in ARRAY_NAMES[:-1]}
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in ARRAY_NAMES[:-1]}
         roots = []
         offset = 0
         depth = 0
@@ -136,8 +136,10 @@ class CompiledForest:
                 or arrays["roots"].min() < 0 or arrays["roots"].max() >= n
                 or arrays["feature"].min() < 0):
             raise ModelArtifactError("compiled forest: inconsistent arrays")
-        return cls(*(arrays[k].astype(np.int64) if k in ints else arrays[k].astype(float)
-                     for k in ARRAY_NAMES), depth)
+        index = {k: arrays[k].astype(np.int64) for k in ints}
+        real = {k: arrays[k].astype(float) for k in ARRAY_NAMES if k not in ints}
+        return cls(index["left"], index["right"], index["feature"], real["threshold"], real["value"],
+                   real["variance"], index["roots"], depth)
 
 
 def kernel_row(Z: np.ndarray, train: np.ndarray, length_scale: np.ndarray, constant: float,

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence, TypeGuard, TypeVar
 
 from .values import valid_key
 
@@ -75,6 +75,9 @@ _OPERATORS: dict[type, Callable[[float, float], float]] = {
     ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: math.pow(a, b),
 }
 _Evaluator = Callable[[Mapping[str, object]], float]   # (a word-valued choose() gives a str)
+
+
+_Input = TypeVar("_Input")   # the type of a stated input's value
 
 
 class _Missing(Exception):
@@ -133,7 +136,7 @@ def _compile_top(node: ast.AST, where: str, names: set[str]) -> _Evaluator:
     return _compile(node, where, names)
 
 
-def _is_word(node: ast.AST) -> bool:
+def _is_word(node: ast.AST) -> TypeGuard[ast.Constant]:
     return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
@@ -236,9 +239,9 @@ class DerivedInputs:
     def __bool__(self) -> bool:
         return bool(self.expressions)
 
-    def apply(self, inputs: Mapping[str, object]) -> dict[str, object]:
+    def apply(self, inputs: Mapping[str, _Input]) -> dict[str, _Input | float | str]:
         """``inputs`` plus every derived input that can be computed (a stated one is replaced)."""
-        values = dict(inputs)
+        values: dict[str, _Input | float | str] = dict(inputs)
         for name, evaluate in self._evaluators:
             values.pop(name, None)
             try:

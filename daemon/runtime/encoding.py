@@ -43,7 +43,7 @@ class InputEncoder:
 
     def fit(self, rows: Sequence[Mapping[str, object]], names: Sequence[str] | None = None) -> "InputEncoder":
         names = list(names) if names is not None else sorted({k for row in rows for k in row})
-        columns = []
+        columns: list[tuple[str, list[str] | None]] = []   # (name, categories; None: numeric)
         for name in names:
             values = [row[name] for row in rows if name in row]
             if all(isinstance(v, (float, int, bool)) for v in values):

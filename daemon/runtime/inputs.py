@@ -157,7 +157,7 @@ def _split(line: str, number: int, warnings: _Warnings) -> list[str]:
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = "#"
-    words: list[str] = []
+    words = []
     try:
         for word in lexer:
             words.append(word)

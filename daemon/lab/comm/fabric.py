@@ -82,8 +82,8 @@ def fabric_placement(fabric: str, shape: str) -> Placement:
         m = lists[1]
         per_switch = m[0]
         per_rack = m[0] * m[1] if len(m) >= 2 else len(names)
-        paths = {name: (f"s{i // per_switch}", f"r{i // per_rack}") for i, name in enumerate(names)}
-        return Placement("infiniband", ("switch", "rack"), paths,
+        switch_rack = {name: (f"s{i // per_switch}", f"r{i // per_rack}") for i, name in enumerate(names)}
+        return Placement("infiniband", ("switch", "rack"), switch_rack,
                          source=f"SimGrid fat tree {shape} (simulated)")
     (_, _), (chassis, _), (routers, _), (per_router,) = lists
     paths = {name: (f"a{i // per_router}", f"c{i // (per_router * routers)}",

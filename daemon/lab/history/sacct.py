@@ -130,24 +130,24 @@ def read_sacct_parsable(text: str, source: str = "") -> list[JobRecord]:
     return jobs
 
 
-def _parsable_row(row: dict, source: str, line: int) -> JobRecord:
+def _parsable_row(row: dict[str, str], source: str, line: int) -> JobRecord:
     get = row.get
     stamp = lambda key: parse_timestamp(get(key, ""), source=source, line=line, field=key)  # noqa: E731
     if get("elapsedraw", "").strip():
-        runtime = float(_int(get("elapsedraw"), source=source, line=line, field="ElapsedRaw"))
+        runtime = float(_int(row["elapsedraw"], source=source, line=line, field="ElapsedRaw"))
     elif get("elapsed", "").strip():
-        runtime = parse_duration(get("elapsed"), source=source, line=line, field="Elapsed")
+        runtime = parse_duration(row["elapsed"], source=source, line=line, field="Elapsed")
     else:
         runtime = -1.0
     if get("timelimitraw", "").strip().isdigit():
-        requested = 60.0 * int(get("timelimitraw"))
+        requested = 60.0 * int(row["timelimitraw"])
     else:
         requested = parse_duration(get("timelimit", ""), minutes_default=True, source=source, line=line,
                                    field="Timelimit")
     exit_code = get("exitcode", "0:0").split(":")[0]
     cpus = _int(get("reqcpus", "") or get("cpus", ""), source=source, line=line, field="NCPUS")
     return accounting_record(
-        get("jobid").strip(), get("user", "").strip(), stamp("submit"), stamp("start"), stamp("end"),
+        row["jobid"].strip(), get("user", "").strip(), stamp("submit"), stamp("start"), stamp("end"),
         runtime, requested, get("jobname", "").strip(), job_state(get("state", "")),
         group=get("group", "").strip(), account=get("account", "").strip(),
         partition=get("partition", "").strip(), qos=get("qos", "").strip(),

@@ -84,7 +84,7 @@ def train_from_store(store: Store, params: ModelParams | None = None, risk: floa
     total = store.count_jobs(scorable=True, cluster=cluster)
     model = HpcPredictModel(params)
     full_from = max(total - replay_last, 0)
-    running: list[tuple[float, int, object]] = []   # (end, index, job) of jobs not yet ended
+    running: list[tuple[float, int, JobRecord]] = []   # (end, index, job) of jobs not yet ended
     last_end = -math.inf
     seen = 0
     for index, job in enumerate(store.jobs_by_submit(with_inputs=False, cluster=cluster)):

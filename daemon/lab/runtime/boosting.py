@@ -56,7 +56,7 @@ def compile_boosting(model: HistGradientBoostingRegressor) -> tuple[CompiledFore
 
     A node sends a row left when ``x <= num_threshold`` (the rows are filled: no NaN).
     """
-    parts = {name: [] for name in ("left", "right", "feature", "threshold", "value")}
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in ("left", "right", "feature", "threshold", "value")}
     roots, offset, depth = [], 0, 1
     for (tree,) in model._predictors:
         nodes = tree.nodes
@@ -83,7 +83,9 @@ def compile_boosting(model: HistGradientBoostingRegressor) -> tuple[CompiledFore
     return forest, float(np.ravel(model._baseline_prediction)[0])
 
 
-def boosted_sum(forest: CompiledForest, baseline: float, Z: np.ndarray) -> np.ndarray:
+def boosted_sum(boosted: tuple[CompiledForest, float], Z: np.ndarray) -> np.ndarray:
+    """The sum of the trees of ``boosted`` (compile_boosting's (forest, baseline)) at each row."""
+    forest, baseline = boosted
     return forest.tree_predictions(Z)[0].sum(axis=1) + baseline
 
 
@@ -137,9 +139,9 @@ class BoostedTreesRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
     def _log_dist(parts: dict, X) -> tuple[np.ndarray, np.ndarray]:
         Z = fill_and_log(X, parts["fill"], parts["log_columns"])
         trend = with_pairs(Z, parts["pairs"]) @ parts["coef"] + parts["intercept"]
-        m = trend + boosted_sum(*parts["centre"], Z)
+        m = trend + boosted_sum(parts["centre"], Z)
         if "lower" in parts:
-            s = (boosted_sum(*parts["upper"], Z) - boosted_sum(*parts["lower"], Z)) / 2
+            s = (boosted_sum(parts["upper"], Z) - boosted_sum(parts["lower"], Z)) / 2
             return m, np.maximum(s, MIN_SCALE)
         return m, np.ones_like(m)
 

@@ -94,6 +94,7 @@ def parse_runs_csv(text: str, *, target: str, source: str = "CSV", derived: Deri
     # A configuration is what the user chose: the `config` column when given, else the input
     # values without runtime features (those differ between repetitions of one configuration).
     keys: dict[tuple, int] = {}
+    labels: list[tuple]
     if "config" in header:
         labels = [(cells,) for cells in config_labels]
     else:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...plugins import NamedRegistry
+from ...runtime.artifacts import ServedPredictor
 
 LEARNERS: NamedRegistry = NamedRegistry("runtime learner", ValueError)
 
@@ -30,7 +31,7 @@ class LearnerNotApplicable(ValueError):
     the learner choice skips it; asked for by name, it is a clear error."""
 
 
-def register_learner(name: str, served: type | None = None) -> Callable[[type], type]:
+def register_learner(name: str, served: type[ServedPredictor] | None = None) -> Callable[[type], type]:
     """Class decorator: register an estimator class as learner ``name``; ``served`` is the
     predictor class that serves its artifacts (None: the learner cannot be served)."""
     if served is not None and served.learner != name:

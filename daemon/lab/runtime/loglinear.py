@@ -162,7 +162,7 @@ class LogLinearRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
                 predicted = startup + np.exp(log_linear_trend(X[held_out], *trend))
                 total += np.sum(np.abs(predicted - y[held_out]) / y[held_out])
             errors[share] = total
-        best = min(errors, key=errors.get)
+        best = min(errors, key=errors.__getitem__)
         return best * y.min() if errors[best] < 0.98 * errors[0.0] else 0.0
 
     def fit(self, X, y, groups=None, feature_names=None):

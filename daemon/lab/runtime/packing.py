@@ -71,7 +71,7 @@ def save_application_model(model, directory: Path, *, application: str, metadata
     target = Path(directory) / _safe_name(application, "application key")
     target.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, allow_pickle=False, **arrays)
     blob = buffer.getvalue()
     description = dict(settings, **{
         "format": format_of(learner), "format_version": FORMAT_VERSION, "application": application,

@@ -128,11 +128,11 @@ def out_of_fold_predictions(table: RunTable, rows: np.ndarray, learner: str, par
     n_folds = min(folds, np.unique(groups).size)
     if n_folds < 2:
         return None
-    folds = group_folds(groups, n_folds, seed if fold_seed is None else fold_seed)
-    if any((~held_out).sum() < 2 for held_out in folds):
+    held_outs = group_folds(groups, n_folds, seed if fold_seed is None else fold_seed)
+    if any((~held_out).sum() < 2 for held_out in held_outs):
         return None   # a fold would train on a single run
     predicted = np.empty(rows.size)
-    for held_out in folds:
+    for held_out in held_outs:
         try:
             model = RuntimeModel(learner, dict(without_calibration(learner, params), random_state=seed),
                                  inputs).fit(table, rows[~held_out])
@@ -211,6 +211,7 @@ def pick(errors: dict[str, np.ndarray | None], margin: float = SIMPLER_MARGIN) -
             chosen = name
     if HEDGE in usable and (chosen is None or not clearly_better(usable[chosen], usable[HEDGE], margin)):
         return HEDGE
+    assert chosen is not None   # usable holds a learner other than HEDGE, else HEDGE was returned
     return chosen
 
 
@@ -232,6 +233,12 @@ def candidates_out_of_fold_errors(table: RunTable, rows: np.ndarray, candidates:
     return {name: None if p is None else np.abs(p - y) / y for name, p in predicted.items()}
 
 
+def mean_over_repeats(errors: list[np.ndarray | None]) -> np.ndarray | None:
+    """Each run's mean error over the repeats; None when a repeat could not cross-validate."""
+    known = [e for e in errors if e is not None]
+    return np.mean(known, axis=0) if len(known) == len(errors) else None
+
+
 def select_learner(table: RunTable, rows: np.ndarray, *, inputs: list[str] | None = None,
                    candidates: dict[str, dict] | None = None, folds: int = 5, seed: int = 0,
                    repeats: int = REPEATS) -> tuple[str, dict]:
@@ -243,8 +250,7 @@ def select_learner(table: RunTable, rows: np.ndarray, *, inputs: list[str] | Non
     candidates = CANDIDATES if candidates is None else candidates
     runs = [candidates_out_of_fold_errors(table, rows, candidates, inputs=inputs, folds=folds, seed=seed,
                                           fold_seed=seed + repeat) for repeat in range(max(1, repeats))]
-    errors = {name: None if any(run[name] is None for run in runs) else np.mean([run[name] for run in runs], axis=0)
-              for name in candidates}
+    errors = {name: mean_over_repeats([run[name] for run in runs]) for name in candidates}
     groups = table.groups[rows]
     by_configuration = {name: None if e is None else per_configuration(groups, e) for name, e in errors.items()}
     scores = {name: float("nan") if e is None else float(e.mean()) for name, e in errors.items()}
@@ -258,15 +264,15 @@ def selection_report(chosen: str, scores: dict[str, float], noise: float | None)
     its configuration's other repetitions), None without repetitions.
     """
     finite = {name: score for name, score in scores.items() if math.isfinite(score)}
-    best = min(finite, key=finite.get) if finite else None
     simplest = next(iter(scores))
+    best = min(finite, key=finite.__getitem__) if finite else simplest   # without finite scores: unused
     clearly = f"by > {SIMPLER_MARGIN:.0%} and > 1 standard error"
     if not finite:
         reason = f"too few configurations to cross-validate: the simplest candidate ({simplest}) is served"
     elif chosen == HEDGE:
         singles = {name: score for name, score in finite.items() if name != HEDGE}
-        best_single = min(singles, key=singles.get) if singles else None
-        versus = f", best single: {best_single} {singles[best_single]:.1%}" if singles else ""
+        best_single = min(singles, key=singles.__getitem__) if singles else None
+        versus = f", best single: {best_single} {singles[best_single]:.1%}" if best_single is not None else ""
         reason = (f"no single learner beats the {HEDGE} of its members clearly ({clearly}; {HEDGE} "
                   f"{finite[HEDGE]:.1%}{versus}): the {HEDGE} is served")
     elif chosen == simplest and best != simplest:

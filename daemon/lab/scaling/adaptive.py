@@ -113,7 +113,7 @@ def line_features(x: np.ndarray, y: np.ndarray, noise: float) -> np.ndarray:
     return out
 
 
-def features_of(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], noise: Sequence[float]) -> np.ndarray:
+def features_of(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], noise: Sequence[float] | np.ndarray) -> np.ndarray:
     return np.stack([line_features(x, y, n) for x, y, n in zip(xs, ys, noise)])
 
 
@@ -138,7 +138,7 @@ class ClassifierWeights:
         arrays.update({f"intercept_{k}": b.astype(np.float32) for k, b in enumerate(self.intercepts)})
         arrays["meta"] = np.array(json.dumps(meta))
         tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez_compressed(tmp, **arrays)
+        np.savez_compressed(tmp, allow_pickle=False, **arrays)
         tmp.replace(path)
 
     @classmethod

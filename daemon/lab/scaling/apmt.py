@@ -25,9 +25,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ParseError
 from .profiles import P2P_CALLS, MpiCall, PerfCounters, parse_mpi_profile, parse_perf_stat
@@ -47,7 +48,8 @@ class ProfiledRun:
 
 # --- fitting one quantity against P -------------------------------------------------------
 
-FUNCTIONS = {
+# name -> design matrix of a fit linear in its parameters; None: fitted in log space below.
+FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray] | None] = {
     "a+b*P": lambda p: np.column_stack([np.ones_like(p), p]),
     "a+b*log2P": lambda p: np.column_stack([np.ones_like(p), np.log2(p)]),
     "a+b/P": lambda p: np.column_stack([np.ones_like(p), 1.0 / p]),
@@ -69,7 +71,9 @@ class CounterFit:
             return a * p ** b
         if self.function == "a*exp(b*P)":
             return a * np.exp(b * p)
-        return (FUNCTIONS[self.function](np.atleast_1d(p)) @ np.array([a, b])).reshape(p.shape)
+        design = FUNCTIONS[self.function]
+        assert design is not None  # the two log-space functions (design None) returned above
+        return (design(np.atleast_1d(p)) @ np.array([a, b])).reshape(p.shape)
 
 
 def _r2(y: np.ndarray, fitted: np.ndarray) -> float:
@@ -78,7 +82,7 @@ def _r2(y: np.ndarray, fitted: np.ndarray) -> float:
     return 1.0 - residual / total if total > 0 else (1.0 if residual == 0 else 0.0)
 
 
-def fit_against_p(p: Sequence[float], y: Sequence[float]) -> CounterFit:
+def fit_against_p(p: npt.ArrayLike, y: npt.ArrayLike) -> CounterFit:
     """Best-R² function of P from the set above (ties: the earlier, simpler function)."""
     p = np.asarray(p, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -145,7 +149,7 @@ class Decomposition:
             if "memory_cycles" in f:
                 mem = float(f["memory_cycles"](p) / (freq * p))
         else:
-            comp = float(max(f["compute_s_per_process"](p), 0.0))
+            comp = max(float(f["compute_s_per_process"](p)), 0.0)
             mem = 0.0
         comm = 0.0
         for call in self.p2p_calls:
@@ -222,7 +226,7 @@ def decompose(runs: Sequence[ProfiledRun], latency_cycles: Mapping[str, float] |
         else:
             source = "task-clock"
             notes.append(f"{reason}: computation = task-clock / P - MPI time per process")
-            cpu = np.array([r.counters.get("task-clock") / r.processes for r in runs])
+            cpu = np.array([r.counters.get("task-clock") for r in runs]) / p
             compute = np.maximum(cpu - mpi_time, 0.0)
         fits["compute_s_per_process"] = fit_against_p(p, compute)
     else:
@@ -281,7 +285,7 @@ def load_runs(manifest: Path) -> list[ProfiledRun]:
             raise ParseError(f"{where}: processes must be >= 1", source=str(manifest), part=where)
         try:
             counters = parse_perf_stat(perf_path.read_text(encoding="utf-8").splitlines(), source=str(perf_path))
-            mpi = ()
+            mpi: tuple[MpiCall, ...] = ()
             if entry.get("mpi_profile"):
                 mpi_path = base / entry["mpi_profile"]
                 mpi = tuple(parse_mpi_profile(mpi_path.read_text(encoding="utf-8").splitlines(), source=str(mpi_path)))

@@ -96,7 +96,7 @@ class PmnfFunction:
 
     def evaluate(self, params: Mapping[str, float | np.ndarray]) -> float | np.ndarray:
         columns = {k: np.asarray(v, dtype=float) for k, v in params.items()}
-        total = self.constant
+        total: float | np.ndarray = self.constant
         for term in self.terms:
             total = total + term.coefficient * term.basis(columns)
         if np.ndim(total) == 0:

@@ -106,9 +106,9 @@ def rank_single_parameter(x: np.ndarray, y: np.ndarray, pairs: Sequence[Exponent
     others = [p for p in pairs if p != CONSTANT]
     if others:
         designs = np.stack([np.column_stack([np.ones_like(x), factor(x, p)]) for p in others])
-        coef, cv = loo_fit(designs, y)
-        cv = np.where(coef[:, 1] < 0, np.inf, cv)
-        ranked += [RankedPair(p, float(c)) for p, c in zip(others, cv)]
+        coef, loo_cv = loo_fit(designs, y)
+        loo_cv = np.where(coef[:, 1] < 0, np.inf, loo_cv)
+        ranked += [RankedPair(p, float(c)) for p, c in zip(others, loo_cv)]
     ranked.sort(key=lambda r: (r.cv_smape, abs(r.pair[0]), r.pair[1]))
     return ranked
 

@@ -63,7 +63,7 @@ def noisy_medians(rng: np.random.Generator, clean: np.ndarray, noise: float,
 def class_training_set(rng: np.random.Generator, samples_per_class: int, *, positions: np.ndarray | None = None,
                        noise_range: tuple[float, float] = (0.0, 1.0), repetitions: int | None = None,
                        lengths: tuple[int, int] = (5, 8), location: str = "median",
-                       ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+                       ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray]:
     """Labelled synthetic lines: (x per sample, median values per sample, noise, class labels);
     ``location="mean"`` gives the mean of the repetitions instead of the median.
 
