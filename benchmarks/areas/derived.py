@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from hpcpredict.daemon.lab.runtime.applications import declared_derived
+from hpcpredict.daemon.lab.runtime import declared_derived
 
 from .runtime import CODES, DATA
 

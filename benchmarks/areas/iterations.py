@@ -108,8 +108,7 @@ def read_counts(name: str) -> dict[str, int]:
 def tables(name: str):
     """(table without the count, table with it as one more input): the runtime area's table (the
     CSV and its declared derived inputs) and the same runs with the count added."""
-    from hpcpredict.daemon.lab.runtime.applications import declared_derived
-    from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
+    from hpcpredict.daemon.lab.runtime import declared_derived, parse_runs_csv
 
     count = CODES[name]
     path = DATA / count.sweep
@@ -179,7 +178,7 @@ def predictability(table, count: str, fraction: float, seeds: int) -> dict:
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.model_selection import KFold
 
-    from hpcpredict.daemon.lab.runtime.evaluation import split_by_configuration
+    from hpcpredict.daemon.lab.runtime import split_by_configuration
 
     groups, rows, counts = per_configuration(table, count)
     X = _encode(rows).to_numpy()
@@ -215,9 +214,7 @@ def predictability(table, count: str, fraction: float, seeds: int) -> dict:
 def learner_scores(table, fraction: float, seeds: int, with_count: Count | None) -> dict:
     """Each learner's and ``auto``'s test scores; ``with_count``: the count the table holds, which
     start-up + steps then takes as its step count if it is one."""
-    from hpcpredict.daemon.lab.runtime.evaluation import evaluate, split_by_configuration
-    from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
-    from hpcpredict.daemon.lab.runtime.selection import select_learner
+    from hpcpredict.daemon.lab.runtime import evaluate, select_learner, split_by_configuration, usable_inputs
 
     per_learner: dict[str, list[dict]] = {learner: [] for learner in LEARNERS}
     auto, chosen = [], Counter()
@@ -257,9 +254,7 @@ def leave_one_out(name: str, learner: str, with_count: bool) -> dict:
     (point predictions: fitted without interval calibration, as cross-validation fits), over all
     runs and split by whether another configuration had the same inputs (the count aside)."""
     from benchmarks.areas.runtime import input_keys
-    from hpcpredict.daemon.lab.runtime.accuracy import mape
-    from hpcpredict.daemon.lab.runtime.model import RuntimeModel
-    from hpcpredict.daemon.lab.runtime.selection import CANDIDATES, without_calibration
+    from hpcpredict.daemon.lab.runtime import CANDIDATES, RuntimeModel, mape, without_calibration
 
     without, with_count_table = tables(name)
     table = with_count_table if with_count else without

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.lab.runtime.applications import declared_derived
+from hpcpredict.daemon.lab.runtime import declared_derived
 
 DESCRIPTION = ("runtime from inputs on real codes (LAMMPS, GROMACS, CP2K, NWChem): MAPE, rank accuracy, "
                "coverage at 10/25/50 % training vs each code's repetition noise; auto vs every learner")
@@ -61,7 +61,7 @@ def repetition_rank_accuracy(groups: np.ndarray, y: np.ndarray) -> float | None:
     """Rank accuracy of each run predicted by the mean of its configuration's other repetitions:
     what a perfect model of the inputs would score, given the noise (pairs of configurations whose
     runtimes differ by less than the noise are ordered by a coin toss)."""
-    from hpcpredict.daemon.lab.runtime.accuracy import rank_accuracy
+    from hpcpredict.daemon.lab.runtime import rank_accuracy
 
     _, index = np.unique(groups, return_inverse=True)
     counts, sums = np.bincount(index), np.bincount(index, weights=y)
@@ -73,7 +73,7 @@ def repetition_rank_accuracy(groups: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def noise_floor(table) -> dict:
-    from hpcpredict.daemon.lab.runtime.accuracy import repetition_disagreement
+    from hpcpredict.daemon.lab.runtime import repetition_disagreement
 
     spreads, reps = [], Counter(table.groups.tolist())
     for group in np.unique(table.groups):
@@ -105,10 +105,7 @@ def auto_mape_by_part(table, train, test, seed: int) -> dict:
 
     The repetition floor is the error of predicting a run from runs of the same inputs; only the
     seen-inputs part faces that alone, the new-inputs part also what the inputs don't state."""
-    from hpcpredict.daemon.lab.runtime.evaluation import served_predictions
-    from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
-    from hpcpredict.daemon.lab.runtime.accuracy import mape
-    from hpcpredict.daemon.lab.runtime.training import fit_served
+    from hpcpredict.daemon.lab.runtime import fit_served, mape, served_predictions, usable_inputs
 
     inputs, _, _ = usable_inputs(table, train, time_share=None)
     model, _ = fit_served(table, train, inputs=inputs, seed=seed)
@@ -134,11 +131,8 @@ def _mean(results: list[dict]) -> dict:
 
 def evaluate_code(name: str, path: Path, fractions: list[float], seeds: int, derived: bool = True,
                   first_seed: int = 0) -> dict:
-    from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
-    from hpcpredict.daemon.lab.runtime.evaluation import evaluate, split_by_configuration
-    from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
-    from hpcpredict.daemon.lab.runtime.learners import LearnerNotApplicable
-    from hpcpredict.daemon.lab.runtime.selection import CANDIDATES, select_learner
+    from hpcpredict.daemon.lab.runtime import (CANDIDATES, LearnerNotApplicable, evaluate, read_runs_csv,
+                                               select_learner, split_by_configuration, usable_inputs)
 
     declared = declared_derived(path) if derived else None
     table = read_runs_csv(path, target="runtime_s", derived=declared)

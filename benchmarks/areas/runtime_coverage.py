@@ -17,7 +17,7 @@ import argparse
 
 import numpy as np
 
-from hpcpredict.daemon.lab.runtime.applications import declared_derived
+from hpcpredict.daemon.lab.runtime import declared_derived
 
 from .runtime import CODES, DATA
 
@@ -26,8 +26,7 @@ DESCRIPTION = ("runtime intervals on real codes: 80/95 % coverage of the served 
 
 
 def coverage_of_code(code: str, learners: list[str], fraction: float, splits: int) -> dict:
-    from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
-    from hpcpredict.daemon.lab.runtime.evaluation import evaluate, split_by_configuration
+    from hpcpredict.daemon.lab.runtime import evaluate, read_runs_csv, split_by_configuration
 
     path = DATA / CODES[code]
     table = read_runs_csv(path, target="runtime_s", derived=declared_derived(path))

@@ -161,11 +161,10 @@ def _combined(value_s: float, last_two, combiner: str) -> float:
 
 def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str],
                  easy_ratios: list[float] = (0.0,), easy_scales: list[float] = (1.0,)) -> dict:
-    from hpcpredict.daemon.lab.history.traces import read_trace
-    from hpcpredict.daemon.lab.scheduling import policies
-    from hpcpredict.daemon.lab.scheduling.policies import SOFT_RISK, last_two_predictions, online_predictions
-    from hpcpredict.daemon.lab.scheduling.replay import replay_jobs, replay_policies
-    from hpcpredict.daemon.lab.scheduling.workload import Workload, sim_jobs, trace_machine_size
+    from hpcpredict.daemon.lab.history import read_trace
+    from hpcpredict.daemon.lab.scheduling import (POLICIES, SOFT_RISK, Workload, last_two_predictions,
+                                                  online_predictions, replay_jobs, replay_policies, sim_jobs,
+                                                  trace_machine_size)
 
     records = read_trace(path)
     procs = trace_machine_size(path)
@@ -202,11 +201,11 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
                                    for job, record in zip(copy.jobs, copy.records)], slurm=slurm, soft_limit=soft)
                 for copy in copies]
 
-    users = replay_all(policies.user, {})
-    oracles = replay_all(policies.oracle, {})
+    users = replay_all(POLICIES["user"], {})
+    oracles = replay_all(POLICIES["oracle"], {})
     out["soft"]["user"] = _summary(users, users, oracles)
     out["soft"]["oracle"] = _summary(oracles, users, oracles)
-    easy = replay_all(policies.easy_plus_plus, last_two)
+    easy = replay_all(POLICIES["easy++"], last_two)
     out["soft"]["easy++"] = _summary(easy, users, oracles)
     easy_named = ["easy++"]
     for scale in easy_scales:
@@ -216,11 +215,11 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
             if scale == 1 and ratio == 0:
                 continue                       # the published EASY++, above
             def easy_policy(job, estimate, soft_flag, ratio=ratio):
-                return policies.easy_plus_plus(job, estimate, soft_flag, soft_max_ratio=ratio)
+                return POLICIES["easy++"](job, estimate, soft_flag, soft_max_ratio=ratio)
             name = f"easy++ x{scale:g} k={ratio:g}"
             out["soft"][name] = _summary(replay_all(easy_policy, scaled), users, oracles, easy)
             easy_named.append(name)
-    out["soft"]["oracle-time-min"] = _summary(replay_all(policies.oracle_time_min, {}), users, oracles)
+    out["soft"]["oracle-time-min"] = _summary(replay_all(POLICIES["oracle-time-min"], {}), users, oracles)
     ours_named = []
     for value in values:
         answers, field = fed[value]
@@ -228,7 +227,7 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
                                            soft_s=0.0) for key, estimate in answers.items()}
         for ratio in ratios:
             def policy(job, estimate, soft_flag, ratio=ratio):
-                return policies.hpcpredict(job, estimate, soft_flag, soft_max_ratio=ratio)
+                return POLICIES["hpcpredict"](job, estimate, soft_flag, soft_max_ratio=ratio)
             out["soft"][f"{value} k={ratio:g}"] = _summary(replay_all(policy, valued), users, oracles, easy)
             ours_named.append(f"{value} k={ratio:g}")
     met = [name for name in ours_named if out["soft"][name]["goal_met"]]

@@ -30,13 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.areas.scheduling import TRACE_FILES, TRACES
-from hpcpredict.daemon.lab.history.traces import read_trace
-from hpcpredict.daemon.lab.scheduling.easy import simulate
-from hpcpredict.daemon.lab.scheduling.hindsight import GROUPINGS, METHODS, group_ids, hindsight_jobs
-from hpcpredict.daemon.lab.scheduling.policies import hpcpredict_bound, online_predictions
-from hpcpredict.daemon.lab.scheduling.replay import replay_jobs, replay_policies
-from hpcpredict.daemon.lab.scheduling.scores import killed_split
-from hpcpredict.daemon.lab.scheduling.workload import sim_jobs, trace_machine_size
+from hpcpredict.daemon.lab.history import read_trace
+from hpcpredict.daemon.lab.scheduling import (GROUPINGS, METHODS, group_ids, hindsight_jobs, hpcpredict_bound,
+                                              killed_split, online_predictions, replay_jobs, replay_policies,
+                                              sim_jobs, simulate, trace_machine_size)
 
 DESCRIPTION = ("walltime policy vs oracle when killed jobs are resubmitted, and a hindsight "
                "group-quantile bound as the ceiling of any bound (KTH-SP2, HPC2N)")

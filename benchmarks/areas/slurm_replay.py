@@ -65,7 +65,7 @@ def minutes(seconds: float) -> int:
 
 def select_window(records, start: int, jobs: int):
     """(history, window): the window's jobs, and the jobs that ended before its first submission."""
-    from hpcpredict.daemon.lab.history.evaluation import end_time, scorable
+    from hpcpredict.daemon.lab.history import end_time, scorable
 
     ordered = sorted(scorable(records), key=lambda r: r.submit_time)
     window = ordered[start:start + jobs]
@@ -179,9 +179,7 @@ def simulate_window(history, window, compress: float, slurm: str, procs: int, po
     (24.11: time_min_as_soft_limit on) and the cluster's bf_resolution, the model's online
     answers after the same history (daemon/lab/scheduling); metrics as :func:`score` reports them."""
     from hpcpredict.daemon.config import PolicyConfig
-    from hpcpredict.daemon.lab.scheduling.easy import simulate
-    from hpcpredict.daemon.lab.scheduling.policies import POLICIES as SIM_POLICIES, online_predictions
-    from hpcpredict.daemon.lab.scheduling.workload import sim_jobs
+    from hpcpredict.daemon.lab.scheduling import POLICIES as SIM_POLICIES, online_predictions, sim_jobs, simulate
 
     origin = min(r.submit_time for r in history + window)     # times stay >= 0 (unknown: -1)
     before = [compressed(r, origin, compress, JOB_NAME) for r in history]
@@ -397,7 +395,7 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--simulator", choices=("on", "off", "only"), default="on",
                         help="also (on) or only (only: no cluster) the simulator's prediction for the window")
     options = parser.parse_args(args)
-    from hpcpredict.daemon.lab.history.traces import read_trace
+    from hpcpredict.daemon.lab.history import read_trace
 
     kind = CLUSTERS[options.slurm]
     policies = (options.policies or ",".join(kind.policies)).split(",")

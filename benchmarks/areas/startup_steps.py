@@ -25,9 +25,8 @@ BOXES = {24: 2.8, 25: 2.95, 28: 3.3, 32: 3.6}   # a box whose PME grid is each e
 def recovered_startup() -> dict:
     from benchmarks.runtime.residuals import DATA
     from hpcpredict.daemon.lab.runtime.applications.gromacs import STARTUP_CPU_S
-    from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
+    from hpcpredict.daemon.lab.runtime import RuntimeModel, read_runs_csv
     from hpcpredict.daemon.runtime.derived import DerivedInputs
-    from hpcpredict.daemon.lab.runtime.model import RuntimeModel
 
     path = DATA / "gromacs_water.csv"
     declared = json.loads(path.with_suffix(".json").read_text())["derived_inputs"]

@@ -8,8 +8,7 @@ import sys
 
 import numpy as np
 
-from hpcpredict.daemon.lab.comm.accuracy import scores
-from hpcpredict.daemon.lab.comm.simulate import plan_points, simulate
+from hpcpredict.daemon.lab.comm import plan_points, scores, simulate
 
 SHAPE = "3;8,4,4;1,2,2;1,2,2"
 points = plan_points("fattree", SHAPE, "halo3d", 60, seed=101)     # the test set's seed

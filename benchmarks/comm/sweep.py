@@ -15,8 +15,7 @@ from pathlib import Path
 from hpcpredict.daemon.comm.records import read_records, write_records
 from hpcpredict.daemon.comm.served import CommModelSet
 from hpcpredict.daemon.lab.comm.evaluation import evaluate, predict_all, scatter_plots
-from hpcpredict.daemon.lab.comm.fabric import fabric_placement
-from hpcpredict.daemon.lab.comm.simulate import plan_points, simulate
+from hpcpredict.daemon.lab.comm import fabric_placement, plan_points, simulate
 from hpcpredict.daemon.lab.comm.training import train_model_set
 from hpcpredict.topology.placement import Placement
 

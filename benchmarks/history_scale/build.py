@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from hpcpredict.daemon.lab.history.traces import read_trace
+from hpcpredict.daemon.lab.history import read_trace
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.store import SQLiteStore
 

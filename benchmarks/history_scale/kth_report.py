@@ -24,8 +24,7 @@ from pathlib import Path
 import grpc
 
 from benchmarks.load.openloop import start_daemon, stop_daemon
-from hpcpredict.daemon.lab.history.evaluation import end_time, scorable
-from hpcpredict.daemon.lab.history.traces import read_trace
+from hpcpredict.daemon.lab.history import end_time, read_trace, scorable
 from hpcpredict.daemon.store import SQLiteStore
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 from hpcpredict.proto.v1 import hpcpredict_pb2_grpc as pb_grpc

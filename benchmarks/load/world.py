@@ -34,7 +34,7 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
                 learner: str | None = "extra-trees") -> dict:
     """Fill ``data_dir`` (store + published models); returns what was put there."""
     from hpcpredict.daemon.config import load_config
-    from hpcpredict.daemon.lab.history.traces import read_trace
+    from hpcpredict.daemon.lab.history import read_trace
     from hpcpredict.daemon.registry import ModelRegistry
     from hpcpredict.daemon.store_backends import open_store
 
@@ -61,9 +61,7 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
 
 
 def _publish_runtime(registry, learner: str, n_trees: int) -> dict:
-    from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv
-    from hpcpredict.daemon.lab.runtime.model import RuntimeModel
-    from hpcpredict.daemon.lab.runtime.packing import save_application_model
+    from hpcpredict.daemon.lab.runtime import RuntimeModel, parse_runs_csv, save_application_model
 
     # only the deck's inputs (the other columns are measurements made while the job runs)
     lines = [line.split(",") for line in RUNS_CSV.read_text().splitlines() if line.strip()]

@@ -34,11 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.lab.runtime.active import pick_diverse
-from hpcpredict.daemon.lab.runtime.ann import ANNEnsemble
-from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
-from hpcpredict.daemon.lab.runtime.accuracy import mape
-from hpcpredict.daemon.lab.runtime.model import RuntimeModel
+from hpcpredict.daemon.lab.runtime import ANNEnsemble, RuntimeModel, mape, pick_diverse, read_runs_csv
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runtime"
 

@@ -21,12 +21,9 @@ import json
 import numpy as np
 
 from benchmarks.runtime.residuals import DATA, FILES
-from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
+from hpcpredict.daemon.lab.runtime import (CANDIDATES, mape, out_of_fold_predictions, rank_accuracy,
+                                           read_runs_csv, split_by_configuration, usable_inputs)
 from hpcpredict.daemon.runtime.derived import DerivedInputs
-from hpcpredict.daemon.lab.runtime.evaluation import split_by_configuration
-from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
-from hpcpredict.daemon.lab.runtime.accuracy import mape, rank_accuracy
-from hpcpredict.daemon.lab.runtime.selection import CANDIDATES, out_of_fold_predictions
 
 
 def training_cv(code: str, declarations: list[tuple[str, str]], learners: list[str], fraction: float,

@@ -37,12 +37,10 @@ import numpy as np
 import pandas as pd
 
 from hpcpredict.daemon.runtime.conformal import group_folds
-from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
+from hpcpredict.daemon.lab.runtime import (RuntimeModel, between_block_sigma, read_runs_csv,
+                                           repetition_disagreement, repetition_mape_with_block_effect,
+                                           without_calibration)
 from hpcpredict.daemon.runtime.derived import DerivedInputs
-from hpcpredict.daemon.lab.runtime.accuracy import repetition_disagreement
-from hpcpredict.daemon.lab.runtime.model import RuntimeModel
-from hpcpredict.daemon.lab.runtime.noise_floor import between_block_sigma, repetition_mape_with_block_effect
-from hpcpredict.daemon.lab.runtime.selection import without_calibration
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runtime"
 FILES = {"lammps": "lammps_melt_quiet.csv", "gromacs": "gromacs_water.csv", "cp2k": "cp2k_water.csv",

@@ -20,17 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.lab.runtime.active import pick_diverse
-from hpcpredict.daemon.lab.runtime.ann import ANNEnsemble
-from hpcpredict.daemon.lab.runtime.dataset import parse_runs_csv, read_runs_csv
-from hpcpredict.daemon.lab.runtime.evaluation import evaluate, split_by_configuration
+from hpcpredict.daemon.lab.runtime import (ANNEnsemble, ExtraTreesRuntime, RuntimeModel, TransferRuntime,
+                                           evaluate, mape, parse_runs_csv, pick_diverse, read_runs_csv,
+                                           split_by_configuration, train_application)
 from hpcpredict.daemon.runtime.inputs import extract_inputs
-from hpcpredict.daemon.lab.runtime.accuracy import mape
-from hpcpredict.daemon.lab.runtime.model import RuntimeModel
 from hpcpredict.daemon.runtime.served import ApplicationModels
-from hpcpredict.daemon.lab.runtime.training import train_application
-from hpcpredict.daemon.lab.runtime.transfer import TransferRuntime
-from hpcpredict.daemon.lab.runtime.trees import ExtraTreesRuntime
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runtime"
 LEARNERS = {

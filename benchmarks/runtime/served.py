@@ -18,11 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
-from hpcpredict.daemon.lab.runtime.evaluation import split_by_configuration
-from hpcpredict.daemon.lab.runtime.accuracy import coverage, mape, rank_accuracy, relative_width
+from hpcpredict.daemon.lab.runtime import (coverage, mape, rank_accuracy, read_runs_csv, relative_width,
+                                           split_by_configuration, train_application)
 from hpcpredict.daemon.runtime.served import ApplicationModels
-from hpcpredict.daemon.lab.runtime.training import train_application
 
 
 def _subset_csv(source: Path, rows: np.ndarray, out: Path) -> None:

@@ -55,10 +55,8 @@ from pathlib import Path
 import numpy as np
 
 from hpcpredict.daemon.scaling.advice import node_advice
-from hpcpredict.daemon.lab.scaling.apmt import ProfiledRun, decompose
-from hpcpredict.daemon.lab.scaling.fitting import fit_all, scaling_model
-from hpcpredict.daemon.lab.scaling.measurements import parse_jsonlines
-from hpcpredict.daemon.lab.scaling.profiles import parse_function_times, parse_mpi_profile, parse_perf_stat
+from hpcpredict.daemon.lab.scaling import (ProfiledRun, decompose, fit_all, parse_function_times,
+                                           parse_jsonlines, parse_mpi_profile, parse_perf_stat, scaling_model)
 
 HERE = Path(__file__).parent
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",

@@ -36,10 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.lab.scaling.adaptive import AdaptiveModeler
-from hpcpredict.daemon.lab.scaling.measurements import parse_jsonlines
-from hpcpredict.daemon.lab.scaling.pmnf import EXPONENT_SET, factor
-from hpcpredict.daemon.lab.scaling.regression import fit_regression
+from hpcpredict.daemon.lab.scaling import (AdaptiveModeler, EXPONENT_SET, factor, fit_regression,
+                                           parse_jsonlines)
 
 NOISE_LEVELS = (0.02, 0.05, 0.10, 0.20, 0.50, 0.75, 1.00)
 BUCKETS = (0.25, 1 / 3, 0.5)

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from hpcpredict.daemon.lab.scheduling.hindsight import batch_ids
+from hpcpredict.daemon.lab.scheduling import batch_ids
 
 
 def icc(values: np.ndarray, groups: np.ndarray) -> float:
@@ -34,7 +34,7 @@ def icc(values: np.ndarray, groups: np.ndarray) -> float:
 
 
 def measure(records, risk: float = 0.03, windows=(60.0, 300.0, 600.0, 900.0), model=None) -> dict:
-    from hpcpredict.daemon.lab.history.evaluation import end_time, scorable
+    from hpcpredict.daemon.lab.history import end_time, scorable
     from hpcpredict.daemon.history.model import WARM, HpcPredictModel
 
     model = model or HpcPredictModel()

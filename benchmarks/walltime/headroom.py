@@ -21,9 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.lab.history.evaluation import replay, scorable
+from hpcpredict.daemon.lab.history import read_trace, replay, scorable
 from hpcpredict.daemon.history.model import EXPERTS, HpcPredictModel
-from hpcpredict.daemon.lab.history.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ("KTH-SP2.swf", "hpc2n-subset.swf", "eagle-sample-1000.csv")

@@ -7,8 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from hpcpredict.daemon.lab.history.evaluation import evaluate_trace
-from hpcpredict.daemon.lab.history.traces import read_trace
+from hpcpredict.daemon.lab.history import evaluate_trace, read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ("KTH-SP2.swf", "hpc2n-subset.swf", "eagle-sample-1000.csv")

@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from hpcpredict.daemon.history.persist import load_model, save_model
-from hpcpredict.daemon.lab.history.training import train_model
-from hpcpredict.daemon.lab.history.traces import read_trace
+from hpcpredict.daemon.lab.history import read_trace, train_model
 from hpcpredict.daemon.records import TIMEOUT, JobRecord
 
 ROOT = Path(__file__).resolve().parents[2]

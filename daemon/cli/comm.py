@@ -68,9 +68,8 @@ def _placement(path):
 def _simulate(args) -> int:
     from rich.progress import Progress
 
-    from ..lab.comm.fabric import fabric_placement
+    from ..lab.comm import fabric_placement, plan_points, simulate
     from ..comm.records import write_records
-    from ..lab.comm.simulate import plan_points, simulate
 
     from ..errors import InvalidRequest
 
@@ -97,7 +96,7 @@ def _simulate(args) -> int:
 def _ingest(args) -> int:
     from contextlib import ExitStack
 
-    from ..lab.comm.commbench_ingest import ingest_lines
+    from ..lab.comm import ingest_lines
     from ..comm.records import write_records
     from ..errors import ParseError
 

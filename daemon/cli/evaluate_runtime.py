@@ -44,9 +44,8 @@ def register(families) -> None:
 
 def run(args) -> int:
     from ..errors import InvalidRequest
-    from ..lab.runtime.dataset import read_runs_csv
+    from ..lab.runtime import evaluate, read_runs_csv
     from ..runtime.derived import DerivedInputs
-    from ..lab.runtime.evaluation import evaluate
 
     if not 0 < args.train_fraction < 1:
         raise InvalidRequest("--train-fraction", "must be between 0 and 1 (exclusive)")

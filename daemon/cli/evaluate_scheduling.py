@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..lab.scheduling.easy import SLURM_RELEASES, SOFT_LIMIT_SINCE, semantics
+from ..lab.scheduling import SLURM_RELEASES, SOFT_LIMIT_SINCE, semantics
 from .evaluate_walltime import _check_risk, add_trace_arguments
 
 
@@ -70,10 +70,8 @@ def register(families) -> None:
 def run(args) -> int:
     _check_risk(args.risk)
     from ..errors import InvalidRequest, ParseError
-    from ..lab.history.traces import read_trace
-    from ..lab.scheduling.policies import DEFAULT_POLICIES, POLICIES
-    from ..lab.scheduling.replay import evaluate_scheduling
-    from ..lab.scheduling.workload import trace_machine_size
+    from ..lab.history import read_trace
+    from ..lab.scheduling import DEFAULT_POLICIES, POLICIES, evaluate_scheduling, trace_machine_size
 
     procs = args.procs
     if procs is not None and procs <= 0:
@@ -112,7 +110,7 @@ def _with_progress(jobs, procs, risk, policies, options):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
-    from ..lab.scheduling.replay import evaluate_scheduling
+    from ..lab.scheduling import evaluate_scheduling
 
     with Progress(TextColumn("predicting online"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                   console=Console(stderr=True), transient=True) as bar:

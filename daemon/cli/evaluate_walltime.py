@@ -54,8 +54,7 @@ def _check_risk(risk: float, option: str = "--risk") -> None:
 def run(args) -> int:
     _check_risk(args.risk)
     from ..errors import ParseError
-    from ..lab.history.evaluation import evaluate_trace, scorable
-    from ..lab.history.traces import read_trace
+    from ..lab.history import evaluate_trace, read_trace, scorable
 
     jobs = read_trace(args.trace, args.format)
     if not scorable(jobs):
@@ -75,7 +74,7 @@ def _with_progress(jobs, risk):
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.console import Console
 
-    from ..lab.history.evaluation import evaluate_trace
+    from ..lab.history import evaluate_trace
 
     with Progress(TextColumn("replaying"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:

@@ -21,7 +21,7 @@ def register(subparsers) -> None:
 
 
 def _ingest(args) -> int:
-    from ..lab.history.traces import read_trace   # the lab where it runs (cli/main.py)
+    from ..lab.history import read_trace   # the lab where it runs (cli/main.py)
 
     config = config_of(args)
     run_as_data_owner(config)

@@ -70,9 +70,7 @@ def register(subparsers) -> None:
 def _fit(args) -> int:
     from ..errors import InvalidRequest
     from ..scaling.advice import save_scaling_model
-    from ..lab.scaling.fitting import describe, fit_all, read_points_csv, scaling_model
-    from ..lab.scaling.measurements import read_jsonlines
-    from ..lab.scaling.modelers import get_modeler
+    from ..lab.scaling import describe, fit_all, get_modeler, read_jsonlines, read_points_csv, scaling_model
 
     cls = get_modeler(args.modeler)   # an unknown name: the error lists the registered ones
     if args.adapt_samples < 1:
@@ -111,7 +109,7 @@ def _fit(args) -> int:
 
 
 def _modelers(args) -> int:
-    from ..lab.scaling.modelers import describe_modelers
+    from ..lab.scaling import describe_modelers
 
     for name, text in describe_modelers():
         print(f"{name:<12} {text}")
@@ -148,7 +146,7 @@ def _advise(args) -> int:
 
 
 def _apmt(args) -> int:
-    from ..lab.scaling.apmt import decompose, load_runs
+    from ..lab.scaling import decompose, load_runs
 
     runs = load_runs(args.runs)
     result = decompose(runs)
@@ -168,7 +166,7 @@ def _apmt(args) -> int:
 def _pretrain(args) -> int:
     import time
 
-    from ..lab.scaling.adaptive import PRETRAINED_PATH, pretrain
+    from ..lab.scaling import PRETRAINED_PATH, pretrain
 
     output = args.output or PRETRAINED_PATH
     started = time.monotonic()

@@ -57,8 +57,7 @@ def _grid(specs: list[str]) -> list[dict]:
 def run(args) -> int:
 
     from ..errors import InvalidRequest
-    from ..lab.runtime.active import suggest_runs
-    from ..lab.runtime.dataset import read_runs_csv
+    from ..lab.runtime import read_runs_csv, suggest_runs
     from ..runtime.encoding import InputEncoder
     from ..runtime.values import coerce_value
 

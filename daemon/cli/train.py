@@ -90,7 +90,7 @@ def _train(args) -> int:
 
 
 def _train_runtime(args) -> int:
-    from ..lab.runtime.training import train_application   # (cli/main.py: the lab where it runs)
+    from ..lab.runtime import train_application   # (cli/main.py: the lab where it runs)
     from ..runtime.artifacts import SERVABLE
 
     if args.learner not in ("auto", *SERVABLE):
@@ -138,7 +138,7 @@ def _train_runtime(args) -> int:
 
 def _runs_from_store(config, args, directory):
     """Write the application's stored runs as a run table in ``directory``: (path, target)."""
-    from ..lab.runtime.stored_runs import TARGET, runs_csv
+    from ..lab.runtime import TARGET, runs_csv
 
     store = open_store(config)
     try:

@@ -38,17 +38,13 @@ import numpy as np
 
 from hpcpredict.daemon.lab.runtime.blend import MEMBERS, uncalibrated, with_fallback
 from hpcpredict.daemon.runtime.conformal import group_folds
-from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
-from hpcpredict.daemon.lab.runtime.evaluation import split_by_configuration
-from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
+from hpcpredict.daemon.lab.runtime import (LearnerNotApplicable, RuntimeModel, declared_derived,
+                                           read_runs_csv, split_by_configuration, usable_inputs)
 from hpcpredict.daemon.lab.runtime.gaussian_process import MIN_CONFIGURATIONS
-from hpcpredict.daemon.lab.runtime.learners import LearnerNotApplicable
-from hpcpredict.daemon.lab.runtime.model import RuntimeModel
 from hpcpredict.daemon.lab.runtime import selection
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from benchmarks.areas.runtime import CODES, DATA  # noqa: E402
-from hpcpredict.daemon.lab.runtime.applications import declared_derived  # noqa: E402
 
 SINGLE = tuple(name for name in selection.CANDIDATES if name != selection.HEDGE)
 FRACTIONS = (0.1, 0.25, 0.5)
