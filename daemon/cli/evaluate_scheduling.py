@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import sys
 
-from ..lab.scheduling import SLURM_RELEASES, SOFT_LIMIT_SINCE, semantics
 from .evaluate_walltime import _check_risk, add_trace_arguments
 
 
@@ -44,7 +43,8 @@ def register(families) -> None:
     parser.add_argument("--all-policies", action="store_true",
                         help="also the policies a site could choose instead (hpcpredict-soft, "
                              "hpcpredict-bound, hpcpredict-time, oracle-time-min)")
-    parser.add_argument("--slurm", choices=SLURM_RELEASES, default=SOFT_LIMIT_SINCE,
+    # checked when run, not by choices=: the releases live in the lab, imported when it runs (cli/main.py)
+    parser.add_argument("--slurm", metavar="RELEASE",
                         help="the Slurm release whose --time-min semantics are replayed: 22.05 (a job "
                              "backfill starts on its --time-min runs under it), 24.11 (the default; "
                              "23.02-25.05.2) or 25.05 (>= 25.05.3); 24.11 and 25.05 with "
@@ -71,8 +71,12 @@ def run(args) -> int:
     _check_risk(args.risk)
     from ..errors import InvalidRequest, ParseError
     from ..lab.history import read_trace
-    from ..lab.scheduling import DEFAULT_POLICIES, POLICIES, evaluate_scheduling, trace_machine_size
+    from ..lab.scheduling import (DEFAULT_POLICIES, POLICIES, SLURM_RELEASES, SOFT_LIMIT_SINCE, evaluate_scheduling,
+                                  semantics, trace_machine_size)
 
+    args.slurm = args.slurm or SOFT_LIMIT_SINCE
+    if args.slurm not in SLURM_RELEASES:
+        raise InvalidRequest("--slurm", f"one of {', '.join(SLURM_RELEASES)}, got {args.slurm!r}")
     procs = args.procs
     if procs is not None and procs <= 0:
         raise InvalidRequest("--procs", f"must be a positive number of processors, got {procs}")
