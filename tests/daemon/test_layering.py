@@ -186,3 +186,31 @@ def test_no_benchmark_reaches_a_private_name_of_the_product():
                     and isinstance(node.value, ast.Name) and node.value.id in bound):
                 offenders.append(f"{path.relative_to(REPO)}:{node.lineno} {node.value.id}.{node.attr}")
     assert offenders == []
+
+
+# Lab modules a benchmark may import besides the families' faces, and why.
+BENCHMARK_LAB_INTERNALS = {
+    f"{LAB}.refresh": "the refresh pipeline, the lab's own (no family)",
+    f"{LAB}.comm.training": "SimGrid children import the comm face: it leaves out scikit-learn",
+    f"{LAB}.comm.evaluation": "the same (SciPy)",
+    **{f"{LAB}.runtime.applications.{app}": "one module per application's declarations"
+       for app in ("cp2k", "gromacs", "lammps", "nwchem")},
+    **{f"{LAB}.runtime.{part}": "benchmarks/dev/runtime/selection_study.py studies the selection rule's parts"
+       for part in ("selection", "blend", "gaussian_process")},
+}
+LAB_FACES = {f"{LAB}.{family}" for family in ("runtime", "history", "comm", "scaling", "scheduling")}
+
+
+def test_benchmarks_reach_the_lab_through_its_faces():
+    offenders = []
+    for path in (REPO / "benchmarks").rglob("*.py"):
+        if "__pycache__" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        named = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module} | \
+            {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        for module in named:     # `from <face> import simulate` names the face, whatever else is called so
+            if in_package(module, LAB) and module != LAB and module not in LAB_FACES \
+                    and module not in BENCHMARK_LAB_INTERNALS:
+                offenders.append(f"{path.relative_to(REPO)}: {module}")
+    assert offenders == []
