@@ -180,6 +180,10 @@ def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high
     elif change.mode == "advise":
         said += (f"; kept your --time={slurm_time(requested_s)}, " if asked else "; ") + \
             f"suggested --time={slurm_time(bound_s)} (advice only: hpcpredict changes no limit here)"
+    elif change.reason == "bound_not_calibrated":
+        said += (f"; kept your --time={slurm_time(requested_s)}, set no --time-min" if asked else
+                 f"; set no --time (suggested --time={slurm_time(bound_s)})") + \
+            f": no calibrated runtime bound{at_risk} for this job yet"
     elif asked:
         said += f"; kept your --time={slurm_time(requested_s)}"
     else:
