@@ -9,6 +9,10 @@ from hpcpredict.daemon.config import ConfigError, load_config
 from hpcpredict.daemon.errors import CommandError
 from hpcpredict.daemon.lab.refresh import train_and_publish
 from hpcpredict.daemon.policy_mode import PolicyMode
+from hpcpredict.daemon.registry import ModelRegistry
+from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.runtime.model import RuntimeModel
+from hpcpredict.daemon.runtime.service import save_application_model
 from hpcpredict.daemon.server import Daemon
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
@@ -179,6 +183,27 @@ def test_bound_mode_sets_the_walltime_models_bound_and_ignores_soft_risk(world_d
         finally:
             daemon.store.close()
     assert decided[0.3] == decided[0.9]      # the bound at [policy] risk, soft_risk not read
+
+
+def test_bound_mode_sets_the_inputs_models_conformal_bound(world_dir, tmp_path):
+    """The inputs model's bound, the upper end of its conformal interval at 1 - risk, is
+    calibrated (both tails together hold at most the risk): a kill limit, with no history."""
+    daemon = _service(world_dir, mode="bound")
+    try:
+        csv = "n,ntasks,t\n" + "\n".join(f"{n},{p},{n * 6 / p:.3f}" for n in range(10, 400, 5) for p in (1, 2, 4, 8))
+        model = RuntimeModel(params={"n_estimators": 30, "random_state": 0}).fit(parse_runs_csv(csv, target="t"))
+        save_application_model(model, tmp_path / "runtime", application="solver", metadata={"version": "7"})
+        ModelRegistry(daemon.config.models.dir).publish("runtime", tmp_path / "runtime")
+        daemon.service.reload()
+        request = pb.JobRequest(job=pb.JobIdentity(user="dana", application="solver"), time_limit_s=4 * 3600,
+                                resources=pb.Resources(nodes=1, ntasks=4), inputs={"n": pb.Value(number=300.0)})
+        estimate = daemon.service.call("Predict", request, 0)
+        assert estimate.model_name.startswith("runtime-") and 300 < estimate.runtime_s < 600   # truth: 450 s
+        assert (estimate.policy_mode, estimate.policy_reason) == ("bound", "time_min")
+        assert estimate.runtime_s < estimate.apply_time_min_s == estimate.suggested_time_min_s < 4 * 3600
+        assert "runtime bound at 3% risk" in estimate.user_message
+    finally:
+        daemon.store.close()
 
 
 @pytest.mark.parametrize("time_limit_s, said", [
