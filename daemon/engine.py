@@ -191,7 +191,7 @@ class PredictionEngine:
         soft_risk = policy.soft_risk if mode == "soft" else None
         answer, notes, kind = first_estimate(models, self.recent, spec, job, risk, soft_risk)
         point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
-        soft = answer.soft_value_s
+        soft, calibrated = answer.soft_value_s, answer.bound_calibrated
         name, version, fallback = answer.model_name, answer.model_version, answer.fallback
         name, version = self._provenance(models, kind, spec.application, name, version, spec.cluster)
         explanation = list(answer.explanation) + notes
@@ -212,7 +212,7 @@ class PredictionEngine:
                 # No history and no inputs model, but the scaling model knows this size.
                 point = at_request.runtime_s
                 low = high = soft = point       # no quantile: the soft --time-min plans with the point
-                coverage = 0.0
+                coverage, calibrated = 0.0, False
                 name, version = self._provenance(models, "scaling", spec.application, f"scaling/{spec.application}",
                                                  getattr(scaling, "modeler", "1"))
                 fallback = False
@@ -228,7 +228,8 @@ class PredictionEngine:
         # the sbatch line, `hpcpredict predict` and the job-output line name the same --time.
         limits, message = LimitChange(None, None, "not_at_submission", "advise"), ""
         if deciding:
-            limits, message = self._limits(spec, mode, point, soft, low, high, coverage, time_limit, risk, fallback)
+            limits, message = self._limits(spec, mode, point, soft, low, high, coverage, time_limit, risk, fallback,
+                                           calibrated)
             if withheld:
                 explanation.append(f"limits left as submitted: {withheld}")
         warning = request_warning(requested, runs, scope.format(n=min(len(runs), RECENT_RUNS)))
@@ -252,7 +253,8 @@ class PredictionEngine:
                       comm_model=comm_model, node_advice=advice, limits=limits, user_message=message)
 
     def _limits(self, spec: JobSpec, mode: str, point: float, soft: float, low: float, high: float,
-                coverage: float, bound: float, risk: float, fallback: bool) -> tuple[LimitChange, str]:
+                coverage: float, bound: float, risk: float, fallback: bool,
+                bound_calibrated: bool) -> tuple[LimitChange, str]:
         """The limits the submission hook applies, decided here once (walltime_policy), and the
         line telling the user what they do. ``mode``: the policy mode resolved against the
         controller, ``advise`` for a job outside the site's ``[policy]`` scope (policy_scope);
@@ -264,7 +266,8 @@ class PredictionEngine:
         limits = plan_limits(mode=mode, runtime_s=soft, bound_s=bound, requested_s=requested,
                              user_time_min_s=spec.time_min_s, max_time_s=spec.max_time_s or None,
                              floor_s=policy.min_time_limit_s, site_cap_s=self.config.limits.max_time_s,
-                             fallback=fallback, soft_max_ratio=policy.soft_max_ratio)
+                             fallback=fallback, soft_max_ratio=policy.soft_max_ratio,
+                             bound_calibrated=bound_calibrated)
         message = user_line(limits, runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
                             risk=risk, requested_s=given, job_limit_s=spec.default_time_s or spec.max_time_s,
                             fallback=fallback, floor_s=policy.min_time_limit_s)

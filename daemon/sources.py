@@ -35,10 +35,13 @@ def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job
                 risk: float, soft_risk: float | None = None) -> RuntimeEstimate | None:
     if models.runtime is None or not spec.application:
         return None
-    # The bound at the risk target is the upper end of the two-sided interval whose upper tail
-    # holds `risk` of the mass (conformal-calibrated by the model).
+    # The bound at the risk target is the upper end of the conformal interval at 1 - risk: its
+    # two tails together hold at most `risk`, so the upper one does, whatever the skew. (At
+    # 1 - 2 x risk, as if symmetric, held-out runs of the four real codes outlived it 2.1-4.7 %
+    # of the time at 3 % risk, mean 3.3 %: slow runs are the longer tail; at 1 - risk 0.7-3.1 %,
+    # mean 1.7 %: log-linear, boosted trees, Gaussian process, 5 splits at 50 % training.)
     by_inputs = models.runtime.estimate(spec.application, spec.inputs, spec.nodes, spec.ntasks,
-                                        spec.cpus_per_task, bound_coverage=max(0.5, 1.0 - 2.0 * risk))
+                                        spec.cpus_per_task, bound_coverage=max(0.5, 1.0 - risk))
     if by_inputs is None:
         return None
     # The inputs model answers: history only explains. The recent-history model says "your
@@ -52,7 +55,8 @@ def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job
         runtime_s=by_inputs.runtime_s, low_s=by_inputs.low_s, high_s=by_inputs.high_s,
         coverage=by_inputs.coverage, bound_s=max(by_inputs.bound_s, by_inputs.high_s, by_inputs.runtime_s),
         explanation=by_inputs.explanation + (history.explanation if history is not None else ()),
-        model_name=by_inputs.model_name, model_version=by_inputs.model_version)
+        model_name=by_inputs.model_name, model_version=by_inputs.model_version,
+        bound_calibrated=by_inputs.bound_calibrated)
 
 
 def from_walltime_model(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,

@@ -81,7 +81,7 @@ def _sane(seconds: float, site_cap_s: float) -> bool:
 def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, requested_s: float = 0,
                 user_time_min_s: float = 0, max_time_s: float | None = None, floor_s: float = DEFAULT_FLOOR_S,
                 site_cap_s: float = DEFAULT_SITE_CAP_S, fallback: bool = False,
-                soft_max_ratio: float = 0.0) -> LimitChange:
+                soft_max_ratio: float = 0.0, bound_calibrated: bool = True) -> LimitChange:
     """The limits to set for a job estimated to run ``runtime_s``, ``bound_s`` at the site's risk.
 
     ``runtime_s`` is only read in ``soft`` mode: the runtime the soft ``time_min`` plans with
@@ -90,6 +90,8 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
     partition's ``DefaultTime`` instead: the limit the job will run with); ``user_time_min_s``:
     the user's ``--time-min`` (0 = none); ``max_time_s``: the smallest of the partition's
     ``MaxTime`` and the QOS's ``MaxWall`` (None = unlimited). ``soft_max_ratio``: 0 = no guard.
+    ``bound_calibrated``: whether ``bound_s`` holds at the risk (``RuntimeEstimate.bound_calibrated``):
+    ``bound`` mode sets a kill limit only from such a bound.
     """
     if mode not in MODES:
         raise ValueError(f"unknown policy mode {mode!r}: one of {', '.join(MODES)}")
@@ -102,6 +104,8 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
         return LimitChange(None, None, "fallback", mode)
     if user_time_min_s > 0:
         return LimitChange(None, None, "user_time_min", mode)
+    if mode == "bound" and not bound_calibrated:
+        return LimitChange(None, None, "bound_not_calibrated", mode)
     cap = site_cap_s if max_time_s is None or max_time_s <= 0 else min(site_cap_s, max_time_s)
     if mode == "soft":
         return _plan_soft(runtime_s, requested_s, max_time_s, cap, soft_max_ratio)
@@ -176,6 +180,10 @@ def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high
     elif change.mode == "advise":
         said += (f"; kept your --time={slurm_time(requested_s)}, " if asked else "; ") + \
             f"suggested --time={slurm_time(bound_s)} (advice only: hpcpredict changes no limit here)"
+    elif change.reason == "bound_not_calibrated":
+        said += (f"; kept your --time={slurm_time(requested_s)}, set no --time-min" if asked else
+                 f"; set no --time (suggested --time={slurm_time(bound_s)})") + \
+            f": no calibrated runtime bound{at_risk} for this job yet"
     elif asked:
         said += f"; kept your --time={slurm_time(requested_s)}"
     else:

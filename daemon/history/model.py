@@ -506,7 +506,8 @@ class HpcPredictModel(OnlinePredictor):
             coverage=coverage, explanation=self._explain(
                 job, chosen if experts is None or point == estimate else int(np.argmin(np.abs(experts - point))),
                 risk, shift, point != estimate, point) if explain else (),
-            fallback=experts is None, model_name=self.name, soft_s=soft), (experts, features, estimate, regime, bound, risk, blend)
+            fallback=experts is None, model_name=self.name, soft_s=soft,
+            bound_calibrated=experts is not None), (experts, features, estimate, regime, bound, risk, blend)
 
     def _log_bound(self, user: str, regime: str, estimate: float, log_request: float,
                    risk: float) -> tuple[float, float]:

@@ -153,8 +153,11 @@ class _Variant:
         used = ", ".join(f"{name}={inputs[name]}" for name in self.required if name in inputs)
         explanation = (self._describe_text, f"inputs used: {used}" if used else "inputs used: none",
                        self._interval_text(coverage), *self._outside(inputs))
+        # calibrated: the conformal rank is one of the held-out scores (else the width is the largest one)
+        calibrated = bound_coverage is not None and math.ceil((self.scores.size + 1) * bound_coverage) <= self.scores.size
         return RuntimeEstimate(runtime_s=runtime, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
-                               explanation=explanation, model_name=self.name, model_version=self.version)
+                               explanation=explanation, model_name=self.name, model_version=self.version,
+                               bound_calibrated=calibrated)
 
 
 class ApplicationModels:

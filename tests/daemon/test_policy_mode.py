@@ -7,7 +7,12 @@ import pytest
 
 from hpcpredict.daemon.config import ConfigError, load_config
 from hpcpredict.daemon.errors import CommandError
+from hpcpredict.daemon.lab.refresh import train_and_publish
 from hpcpredict.daemon.policy_mode import PolicyMode
+from hpcpredict.daemon.registry import ModelRegistry
+from hpcpredict.daemon.runtime.dataset import parse_runs_csv
+from hpcpredict.daemon.runtime.model import RuntimeModel
+from hpcpredict.daemon.runtime.service import save_application_model
 from hpcpredict.daemon.server import Daemon
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
@@ -91,11 +96,25 @@ def _service(world_dir, **policy_values):
     return daemon
 
 
-def _with_history(service, user="ann", runs=(2400.0, 2500.0, 2600.0)):
-    request = pb.JobRequest(job=pb.JobIdentity(user=user, application="lmp"), resources=pb.Resources(nodes=1, ntasks=4))
+def _with_history(service, user="ann", runs=(2400.0, 2500.0, 2600.0), time_limit_s=0):
+    """The user's earlier runs, reported as the epilog reports them: only the recent-history rule
+    knows them until a walltime model is trained (:func:`_with_walltime_model`)."""
+    request = pb.JobRequest(job=pb.JobIdentity(user=user, application="lmp"), resources=pb.Resources(nodes=1, ntasks=4),
+                            time_limit_s=time_limit_s)
     for number, elapsed in enumerate(runs):
-        service.call("ReportOutcome", pb.Outcome(job_id=f"{user}{number}", elapsed_s=elapsed, state="COMPLETED",
-                                                 end_time=1_700_000_000 + number, request=request), 0)
+        start = 1_700_000_000 + number * 86400        # a day apart: each run its own batch
+        service.call("ReportOutcome", pb.Outcome(job_id=f"{user}{number}", elapsed_s=elapsed, state="COMPLETED", submit_time=start,
+                                                 start_time=start, end_time=start + int(elapsed), request=request), 0)
+    return request
+
+
+def _with_walltime_model(daemon, runs, time_limit_s=4 * 3600):
+    """The user's earlier runs (at ``time_limit_s``) and the walltime model trained on them and
+    served, as `hpcpredict train` leaves a site: bound mode's kill limit comes only from it."""
+    request = _with_history(daemon.service, runs=runs, time_limit_s=time_limit_s)
+    daemon.store.flush()
+    train_and_publish(daemon.config)
+    daemon.service.reload()
     return request
 
 
@@ -128,31 +147,88 @@ def test_soft_answer_carries_the_point_estimate_the_line_and_is_stored(world_dir
         daemon.store.close()
 
 
-@pytest.mark.parametrize("mode", ["soft", "bound"])
-def test_the_soft_time_min_is_the_estimate_at_soft_risk_and_bound_mode_ignores_it(world_dir, mode):
+def test_the_soft_time_min_is_the_estimate_at_soft_risk(world_dir):
     # recent runs 60, 50, 20, 25 min: point = the last two's mean (22.5 min); the runtime
     # outlived with probability 0.3 is their 70 % quantile (51 min); at 0.9 it is below the
     # point estimate, so the point is planned with
     decided = {}
     for soft_risk in (0.3, 0.9):
-        daemon = _service(world_dir / f"{mode}{soft_risk}", mode=mode, soft_risk=soft_risk,
+        daemon = _service(world_dir / f"soft{soft_risk}", mode="soft", soft_risk=soft_risk,
                           controller_config_command="echo SchedulerParameters = time_min_as_soft_limit")
         try:
             daemon.engine.policy_mode.refresh()
             request = _with_history(daemon.service, runs=(3600.0, 3000.0, 1200.0, 1500.0))
             request.time_limit_s = 4 * 3600
             estimate = daemon.service.call("Predict", request, 0)
-            assert estimate.runtime_s == 1350.0 and estimate.policy_mode == mode
+            assert estimate.runtime_s == 1350.0 and estimate.policy_mode == "soft"
             decided[soft_risk] = estimate.apply_time_min_s
-            if mode == "soft":
-                minutes = decided[soft_risk] // 60
-                assert f"planned with {minutes} min, never stopped before your --time=04:00:00" in estimate.user_message
+            minutes = decided[soft_risk] // 60
+            assert f"planned with {minutes} min, never stopped before your --time=04:00:00" in estimate.user_message
         finally:
             daemon.store.close()
-    if mode == "soft":
-        assert decided == {0.3: 51 * 60, 0.9: 23 * 60}
-    else:
-        assert decided[0.3] == decided[0.9] > 51 * 60      # the bound at [policy] risk, soft_risk not read
+    assert decided == {0.3: 51 * 60, 0.9: 23 * 60}
+
+
+def test_bound_mode_sets_the_walltime_models_bound_and_ignores_soft_risk(world_dir):
+    decided = {}
+    for soft_risk in (0.3, 0.9):
+        daemon = _service(world_dir / f"bound{soft_risk}", mode="bound", soft_risk=soft_risk)
+        try:
+            request = _with_walltime_model(daemon, runs=(3600.0, 3000.0, 1200.0, 1500.0) * 25)
+            estimate = daemon.service.call("Predict", request, 0)
+            assert "walltime" in estimate.model_name and not estimate.fallback, estimate.model_name
+            assert (estimate.policy_mode, estimate.policy_reason) == ("bound", "time_min")
+            assert estimate.apply_time_min_s == estimate.suggested_time_min_s < 4 * 3600
+            decided[soft_risk] = estimate.apply_time_min_s
+        finally:
+            daemon.store.close()
+    assert decided[0.3] == decided[0.9]      # the bound at [policy] risk, soft_risk not read
+
+
+def test_bound_mode_sets_the_inputs_models_conformal_bound(world_dir, tmp_path):
+    """The inputs model's bound, the upper end of its conformal interval at 1 - risk, is
+    calibrated (both tails together hold at most the risk): a kill limit, with no history."""
+    daemon = _service(world_dir, mode="bound")
+    try:
+        csv = "n,ntasks,t\n" + "\n".join(f"{n},{p},{n * 6 / p:.3f}" for n in range(10, 400, 5) for p in (1, 2, 4, 8))
+        model = RuntimeModel(params={"n_estimators": 30, "random_state": 0}).fit(parse_runs_csv(csv, target="t"))
+        save_application_model(model, tmp_path / "runtime", application="solver", metadata={"version": "7"})
+        ModelRegistry(daemon.config.models.dir).publish("runtime", tmp_path / "runtime")
+        daemon.service.reload()
+        request = pb.JobRequest(job=pb.JobIdentity(user="dana", application="solver"), time_limit_s=4 * 3600,
+                                resources=pb.Resources(nodes=1, ntasks=4), inputs={"n": pb.Value(number=300.0)})
+        estimate = daemon.service.call("Predict", request, 0)
+        assert estimate.model_name.startswith("runtime-") and 300 < estimate.runtime_s < 600   # truth: 450 s
+        assert (estimate.policy_mode, estimate.policy_reason) == ("bound", "time_min")
+        assert estimate.runtime_s < estimate.apply_time_min_s == estimate.suggested_time_min_s < 4 * 3600
+        assert "runtime bound at 3% risk" in estimate.user_message
+    finally:
+        daemon.store.close()
+
+
+@pytest.mark.parametrize("time_limit_s, said", [
+    (4 * 3600, "kept your --time=04:00:00, set no --time-min: no calibrated runtime bound at 3% risk for this job yet"),
+    (0, "set no --time (suggested --time=00:48:00): no calibrated runtime bound at 3% risk for this job yet")])
+def test_bound_mode_sets_no_limit_from_recent_runs_alone(world_dir, time_limit_s, said):
+    """The production failure of #31: with no walltime model that knows the job (none trained,
+    a new user, a request 4x from the user's earlier ones) the recent-history rule answers, and
+    its bound (1.1 x a quantile of the last runs) is no promise: replayed on KTH-SP2 on Slurm
+    22.05 semantics it killed 79 of the 308 jobs it shortened at 3 % risk. No kill limit."""
+    daemon = _service(world_dir, mode="bound")
+    try:
+        request = _with_history(daemon.service)
+        request.time_limit_s = time_limit_s
+        estimate = daemon.service.call("Predict", request, 0)
+        assert estimate.model_name == "recent-history" and not estimate.fallback
+        assert (estimate.policy_mode, estimate.policy_reason) == ("bound", "bound_not_calibrated")
+        assert (estimate.apply_time_min_s, estimate.apply_time_limit_s) == (0, 0)
+        assert estimate.user_message.startswith("predicted runtime 42.5 min") and estimate.user_message.endswith(said)
+        daemon.store.flush()
+        row = daemon.store.prediction(estimate.prediction_id)
+        assert (row.applied_time_min_s, row.applied_time_limit_s, row.policy_reason) == \
+            (None, None, "bound_not_calibrated")
+    finally:
+        daemon.store.close()
 
 
 def test_soft_refused_by_the_daemon_when_the_controller_lacks_the_option(world_dir):
@@ -171,8 +247,7 @@ def test_soft_refused_by_the_daemon_when_the_controller_lacks_the_option(world_d
 def test_bound_answer_and_allocation_answers_decide_nothing(world_dir):
     daemon = _service(world_dir, mode="bound")
     try:
-        request = _with_history(daemon.service)
-        request.time_limit_s = 4 * 3600
+        request = _with_walltime_model(daemon, runs=(2400.0, 2500.0, 2600.0) * 25)
         estimate = daemon.service.call("Predict", request, 0)
         assert estimate.policy_mode == "bound" and estimate.apply_time_min_s >= estimate.suggested_time_limit_s - 60
         assert estimate.apply_time_min_s == estimate.suggested_time_min_s and "runtime bound at 3% risk" in estimate.user_message

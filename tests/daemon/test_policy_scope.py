@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hpcpredict.daemon.config import load_config
+from hpcpredict.daemon.lab.refresh import train_and_publish
 from hpcpredict.daemon.server import Daemon
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
@@ -17,7 +18,7 @@ def service(world_dir):
         "HPCPREDICT_POLICY_MODE": "bound", "HPCPREDICT_POLICY_ACCOUNTS": "phys", "HPCPREDICT_POLICY_OPT_OUT_USERS": "carl"})
     daemon = Daemon(config)
     daemon.service.reload()
-    yield daemon.service
+    yield daemon
     daemon.store.close()
 
 
@@ -34,11 +35,17 @@ def request(user="ann", partition="batch", account="phys"):
     ("carl", "batch", "phys", "carl opted out ([policy] opt_out_users)"),
 ])
 def test_limits_change_only_inside_the_scope(service, user, partition, account, reason):
+    daemon, service = service, service.service
     for who in {user, "ann"}:
-        for number, elapsed in enumerate((1800.0, 2400.0, 3000.0)):   # a history: not a fallback
+        # a history a walltime model calibrates its bound on (bound mode sets none from recent runs alone)
+        for number, elapsed in enumerate((1800.0, 2400.0, 3000.0) * 25):
+            start = 1_700_000_000 + number * 86400
             service.call("ReportOutcome", pb.Outcome(job_id=f"{who}{number}", elapsed_s=elapsed, state="COMPLETED",
-                                                     end_time=1_700_000_000 + number,
+                                                     submit_time=start, start_time=start, end_time=start + int(elapsed),
                                                      request=request(who, partition, account)), 0)
+    daemon.store.flush()
+    train_and_publish(daemon.config)
+    service.reload()
     inside = service.call("Predict", request("ann", "batch,long", "phys"), 0)
     assert not inside.fallback and inside.suggested_time_min_s > 0, inside
     outside = service.call("Predict", request(user, partition, account), 0)

@@ -125,3 +125,16 @@ def test_bad_coverage_is_an_invalid_request(site):
     wide = models.estimate("solver", {"n": 50.0}, nodes=1, ntasks=2, cpus_per_task=1, coverage=0.95)
     narrow = models.estimate("solver", {"n": 50.0}, nodes=1, ntasks=2, cpus_per_task=1, coverage=0.5)
     assert wide.low_s <= narrow.low_s <= narrow.high_s <= wide.high_s
+
+
+def test_the_bound_is_calibrated_only_where_a_held_out_run_ranks_it(site):
+    """Bound mode sets a kill limit only from a calibrated bound: the conformal rank
+    ⌈(n + 1)·c⌉ must be one of the n held-out scores (here the 80 training runs')."""
+    models = ApplicationModels.load(site[0])
+
+    def at(bound_coverage):
+        return models.estimate("solver", {"n": 50.0}, nodes=1, ntasks=2, cpus_per_task=1,
+                               bound_coverage=bound_coverage)
+    assert at(None).bound_calibrated is False          # no bound asked
+    assert at(0.97).bound_calibrated is True           # rank 79 of 80: the daemon's 1 - risk at 3 %
+    assert at(0.99).bound_calibrated is False          # rank 81 of 80: the largest score, no promise

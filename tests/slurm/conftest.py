@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,37 @@ def cluster(daemon, tmp_path_factory):
     finally:
         subprocess.run([str(CLUSTER / "stop-cluster.sh")], env=env, capture_output=True, timeout=120)
         lock.close()
+
+
+# A site's past: enough batches for a bound at 3 % risk (>= 2 / risk - 1 shortened), and margin
+# for the adaptive risk to tighten when jobs outlive their bounds (with 80, the four backfill
+# jobs of test_backfill_policy, had they outlived theirs, left no bound below any request).
+CALIBRATION_RUNS = 200
+
+
+@pytest.fixture(scope="session")
+def walltime_model(daemon):
+    """The daemon serving a walltime model trained as a site trains it (`hpcpredict train`, which
+    reloads the daemon), on a past of CALIBRATION_RUNS jobs of one user (50-150 s each at
+    --time=10, submitted 20 min apart: each its own batch). Bound mode sets a kill limit only
+    from its calibrated bound: the jobs of the tests' users, whose earlier runs are reported
+    after, are then known to it (it learns every outcome as the daemon observes it)."""
+    now = int(time.time())
+    for index in range(CALIBRATION_RUNS):
+        runtime = 100.0 * (1 + 0.5 * ((index * 37) % 11 - 5) / 5)       # 50-150 s, spread evenly
+        start = now - 5 * 86400 + index * 1200
+        request = {"job": {"user": "calib", "job_name": "calibration", "account": "research", "partition": "debug"},
+                   "resources": {"nodes": 1}, "time_limit_s": 600}
+        ack = daemon.call("ReportOutcome", {"job_id": f"calibration-{index}", "state": "COMPLETED",
+                                            "submit_time": start - 60, "start_time": start,
+                                            "end_time": start + int(runtime), "elapsed_s": runtime,
+                                            "request": request})
+        assert ack["stored"] is True
+    trained = daemon.cli("train", "--json")
+    assert trained.returncode == 0, trained.stderr
+    model = json.loads(trained.stdout)
+    assert model["kind"] == "walltime" and model["jobs"] >= CALIBRATION_RUNS, model
+    return model
 
 
 @pytest.fixture(scope="session")

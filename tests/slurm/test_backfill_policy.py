@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import sqlite3
 import subprocess
@@ -19,10 +20,11 @@ from hpcpredict.slurm_plugin import slurmjob
 
 from .harness import FakeHookServer, poll
 
-# The history of BF_SCRIPT says 20-240 s (point estimate 25 s, bound 240 s at the test daemon's
-# risk); the job itself runs 200 s: within its bound, far above its point estimate, and longer
-# than any limit backfill could give it before the blocker's 3 minutes are up (Slurm enforces a
-# limit within about 30 s).
+# The history of BF_SCRIPT says 20-240 s: the walltime model trained on the session's past
+# (conftest.walltime_model) estimates 25 s and bounds it below 200 s at the test daemon's risk,
+# so its --time-min is the 5-minute floor; the job itself runs 200 s: within its --time-min, far
+# above its point estimate, and longer than any limit backfill could give it before the
+# blocker's 3 minutes are up (Slurm enforces a limit within about 30 s).
 BF_RUNTIMES = [240.0, 20.0, 25.0, 20.0, 30.0]
 BF_SLEEP = 200
 BF_SCRIPT = f"#!/bin/bash\n#SBATCH -J bf\nsleep {BF_SLEEP}\n"
@@ -70,14 +72,15 @@ def final(cluster, job_id: str) -> dict:
     return cluster.job(job_id)
 
 
-def test_backfill_never_lowers_a_limit_below_the_bound(cluster, daemon):
+def test_backfill_never_lowers_a_limit_below_the_bound(cluster, daemon, walltime_model):
     """A blocker holds 4 of 8 nodes for up to 3 min; a head job waits for all 8 nodes; then
-    four small jobs with --time=10 whose history gives a small point estimate (25 s) but a
-    bound of 240 s. Backfill may start them early only down to their --time-min: every job the
-    hook changed must start with a limit at or above its bound and at or below its --time, and
-    each (running 200 s, within its bound) must complete, not be killed. (With --time-min at
-    the point estimate, backfill starts them in the blocker's shadow with a 1-2 minute limit
-    and they end TIMEOUT.)"""
+    four small jobs with --time=10 whose history gives a small point estimate (25 s); the site's
+    walltime model knows them (bound mode sets a kill limit only from it), and their --time-min
+    is its bound, at least the 5-minute floor. Backfill may start them early only down to their
+    --time-min: every job the hook changed must start with a limit at or above its --time-min
+    and at or below its --time, and each (running 200 s, within its --time-min) must complete,
+    not be killed. (With --time-min at the point estimate, backfill starts them in the
+    blocker's shadow with a 1-2 minute limit and they end TIMEOUT.)"""
     poll(lambda: squeue_empty(cluster), 180, "an empty queue")
     seed(daemon, "alice", "bf", BF_SCRIPT, BF_RUNTIMES)
     cluster.write_script("bf.sh", BF_SCRIPT)
@@ -95,11 +98,13 @@ def test_backfill_never_lowers_a_limit_below_the_bound(cluster, daemon):
     for job_id, prediction_id in small:
         job = final(cluster, job_id)
         row = prediction_row(daemon, prediction_id)
-        assert row.runtime_s < BF_SLEEP <= row.bound_s, "the history no longer makes the point estimate too short"
+        assert "walltime" in row.model_name and row.policy_reason == "time_min", (row.model_name, row.policy_reason)
+        assert row.runtime_s < BF_SLEEP <= row.applied_time_min_s, "the history no longer makes the point estimate too short"
+        assert row.applied_time_min_s == max(300, math.ceil(row.bound_s / 60) * 60), (row.bound_s, row.applied_time_min_s)
         limit_s = slurmjob.slurm_duration_s(job["TimeLimit"])
         if job.get("TimeMin", "N/A") not in ("N/A", ""):
             changed += 1
-            assert row.bound_s <= limit_s <= 600, (job_id, job["TimeLimit"], row.bound_s)
+            assert row.applied_time_min_s <= limit_s <= 600, (job_id, job["TimeLimit"], row.applied_time_min_s)
         assert job["JobState"] == "COMPLETED", (job_id, job["JobState"], job.get("Reason"), job["TimeLimit"])
         assert ";time_min=auto" in slurmjob.our_field(job["AdminComment"])
     assert changed == len(small)          # the hook set --time-min on every small job
@@ -107,7 +112,7 @@ def test_backfill_never_lowers_a_limit_below_the_bound(cluster, daemon):
         cluster.wait_done(job_id, timeout=60)
 
 
-def test_partition_max_time_below_the_floor(cluster, daemon):
+def test_partition_max_time_below_the_floor(cluster, daemon, walltime_model):
     """MaxTime=3 min in partition "short", the hook's floor is 5 min: the limit it sets is
     clamped to 3 min and the job runs (not PENDING on PartitionTimeLimit)."""
     script = "#!/bin/bash\n#SBATCH -J shortjob\nsleep 2\n"

@@ -75,7 +75,7 @@ def timeout_job(cluster):
     return job_id
 
 
-def test_multinode_job_with_time_gets_time_min_and_allocation_suggestion(cluster, daemon, timeout_job):
+def test_multinode_job_with_time_gets_time_min_and_allocation_suggestion(cluster, daemon, timeout_job, walltime_model):
     seed_history(daemon, "alice", JOB_SCRIPT, [90.0, 100.0, 95.0])
     cluster.write_script("hello-mpi.sh", JOB_SCRIPT)
     job_id, _, stderr, _ = cluster.sbatch("alice", "-t", "10", "-o", "hello-%j.out", "hello-mpi.sh")
@@ -88,8 +88,9 @@ def test_multinode_job_with_time_gets_time_min_and_allocation_suggestion(cluster
     assert row is not None and row.stage == "submit" and row.user == "alice" and not row.fallback
     assert "set --time-min=00:05:00" in line and "otherwise your --time=00:10:00 holds" in line
 
-    # policy: --time kept, time_min = the bound at the site's risk (minutes, rounded up, at least
-    # the 5-minute floor), never the point estimate
+    # policy: --time kept, time_min = the walltime model's bound at the site's risk (minutes,
+    # rounded up, at least the 5-minute floor), never the point estimate
+    assert "walltime" in row.model_name and row.policy_reason == "time_min", (row.model_name, row.policy_reason)
     job = cluster.job(job_id)
     assert job["TimeLimit"] == "00:10:00"
     assert job["TimeMin"] == f"00:{max(5, math.ceil(row.bound_s / 60)):02d}:00"
@@ -115,7 +116,7 @@ def test_multinode_job_with_time_gets_time_min_and_allocation_suggestion(cluster
     assert output.count("rank ") == 8  # the application itself ran on all ranks
 
 
-def test_job_without_time_gets_limit_from_bound(cluster, daemon):
+def test_job_without_time_gets_limit_from_bound(cluster, daemon, walltime_model):
     script = "#!/bin/bash\nsrun ./hello.sh --steps 3\n"
     seed_history(daemon, "bob", script, [400.0, 420.0, 410.0])
     cluster.write_script("notime.sh", script)
@@ -132,7 +133,7 @@ def test_job_without_time_gets_limit_from_bound(cluster, daemon):
     assert ";limit=auto" in job["AdminComment"]
 
 
-def test_prolog_lowers_an_automatic_limit_with_the_refined_bound(cluster, daemon):
+def test_prolog_lowers_an_automatic_limit_with_the_refined_bound(cluster, daemon, walltime_model):
     """Site option prolog_adjust_time_limit: carol's history at submission says about 35 min
     (the hook sets that bound as the limit); shorter runs arrive while the job is held; at
     allocation the refined bound is lower and PrologSlurmctld lowers the limit the hook set."""
@@ -154,6 +155,36 @@ def test_prolog_lowers_an_automatic_limit_with_the_refined_bound(cluster, daemon
     limit = slurmjob.slurm_duration_s(cluster.job(job_id)["TimeLimit"])
     # the refined bound (rounded up to whole minutes, at least the site's minimum limit)
     assert refined.bound_s <= limit < submitted_limit
+
+
+def test_bound_mode_sets_no_limit_from_recent_runs_alone(cluster, daemon, walltime_model):
+    """#31's production failure: a request 4x from all the user's earlier ones (carol's ran at
+    --time=10 or less; this one asks 10 hours) is new to the walltime model; the user's recent
+    runs answer, and their bound (1.1 x a quantile of the last runs) is no promise (replayed on
+    KTH-SP2 on 22.05 semantics it killed 79 of the 308 jobs it shortened at 3 % risk). Bound
+    mode sets no limit from it and says so; the job keeps what was submitted."""
+    script = "#!/bin/bash\nsrun ./hello.sh --steps 2\n"
+    seed_history(daemon, "carol", script, [100.0, 110.0, 105.0])
+    cluster.write_script("carol-long.sh", script)
+    job_id, _, stderr, _ = cluster.sbatch("carol", "-N", "1", "-t", "600", "-o", "/dev/null", "carol-long.sh")
+    line = next(text for text in stderr.splitlines() if text.startswith("sbatch: hpcpredict:"))
+    # (the range: carol's recent runs of hello.sh, these and test_prolog_...'s)
+    assert "range of recent runs); kept your --time=10:00:00, set no --time-min: no calibrated runtime bound " \
+           "at 3% risk for this job yet [" in line, line
+    row = prediction(daemon, re.search(r"\[([0-9a-f]{32})\]$", line).group(1))
+    assert (row.model_name, row.fallback, row.policy_mode, row.policy_reason) == \
+        ("recent-history", False, "bound", "bound_not_calibrated")
+    assert (row.applied_time_min_s, row.applied_time_limit_s) == (None, None)
+    job = cluster.job(job_id)
+    assert (job["TimeLimit"], job["TimeMin"]) == ("10:00:00", "N/A")
+    assert "time_min=" not in slurmjob.our_field(job["AdminComment"])
+
+    def explained():
+        done = daemon.cli("explain", job_id)
+        return done.stdout if done.returncode == 0 and "Prediction at submit" in done.stdout else None
+    text = poll(explained, 60, f"an explanation of job {job_id}", 1.0)
+    assert "set: nothing (bound not calibrated) [bound mode]" in text, text
+    cluster.wait_done(job_id)
 
 
 def test_latin1_script_and_interactive_srun(cluster):

@@ -76,7 +76,7 @@ def _plan(job: SimJob, prediction: RuntimeEstimate | None, mode: str, soft_max_r
         return job
     return _apply(job, plan_limits(mode=mode, runtime_s=prediction.soft_value_s, bound_s=prediction.bound_s,
                                    requested_s=job.request_s, fallback=prediction.fallback,
-                                   soft_max_ratio=soft_max_ratio))
+                                   soft_max_ratio=soft_max_ratio, bound_calibrated=prediction.bound_calibrated))
 
 
 def user(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
@@ -120,7 +120,7 @@ def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate | None, soft: bool)
     if prediction is None:
         return job
     return _apply(job, plan_limits(bound_s=prediction.bound_s, requested_s=0, fallback=prediction.fallback,
-                                   max_time_s=job.request_s or None))
+                                   max_time_s=job.request_s or None, bound_calibrated=prediction.bound_calibrated))
 
 
 def oracle_time_min(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
