@@ -10,9 +10,8 @@ from hpcpredict.daemon.errors import CommandError
 from hpcpredict.daemon.lab.refresh import train_and_publish
 from hpcpredict.daemon.policy_mode import PolicyMode
 from hpcpredict.daemon.registry import ModelRegistry
-from hpcpredict.daemon.runtime.dataset import parse_runs_csv
-from hpcpredict.daemon.runtime.model import RuntimeModel
-from hpcpredict.daemon.runtime.service import save_application_model
+from hpcpredict.daemon.lab.runtime import RuntimeModel, parse_runs_csv
+from hpcpredict.daemon.lab.runtime import save_application_model
 from hpcpredict.daemon.server import Daemon
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
