@@ -118,15 +118,19 @@ def test_policy_without_history(daemon):
     assert b"limit=4294967294 min=nil" in absent.stdout, absent.stdout + absent.stderr
 
 
-def test_policy_with_history_keeps_other_admin_comment(daemon):
+def test_policy_with_history_keeps_other_admin_comment(daemon, walltime_model):
+    """Bound mode with a trained walltime model (conftest.walltime_model), which learns the
+    runs reported below: a calibrated bound, applied, the site's own AdminComment kept."""
     user = f"luaold{uuid.uuid4().hex[:8]}"
-    request = {"job": {"user": user, "job_name": "x"}, "resources": {"nodes": 2},
+    request = {"job": {"user": user, "job_name": "x"}, "resources": {"nodes": 2}, "time_limit_s": 2700,
                "script": base64.b64encode(b"#!/bin/sh\nsrun ./lua-test.x\n").decode()}
-    for index, runtime in enumerate((400, 420, 410)):
+    now = int(time.time())
+    for index, runtime in enumerate((400, 420, 410)):     # earlier runs at the same --time=45
+        start = now - 3 * 3600 + index * 1200
         daemon.call("ReportOutcome", {"job_id": f"{user}-{index}", "state": "COMPLETED", "elapsed_s": runtime,
-                                      "start_time": 1000 + index * 1000, "end_time": 1000 + index * 1000 + runtime,
-                                      "request": request})
-    estimate = daemon.call("Predict", dict(request, time_limit_s=2700))
+                                      "start_time": start, "end_time": start + runtime, "request": request})
+    estimate = daemon.call("Predict", request)
+    assert estimate["policy_reason"] == "time_min", estimate   # the walltime model's calibrated bound
     given = submit(daemon.hook_socket, user, "45", '"JS1:site-summary {hpcpredict=stale}"')
     expected_min = estimate["suggested_time_min_s"] // 60
     assert expected_min * 60 >= estimate["suggested_time_limit_s"]     # never below the bound

@@ -34,7 +34,7 @@ def test_plain_job_runs_on_slurm_24_11(cluster_2411):
     assert [line for line in output.splitlines() if not line.startswith("[hpcpredict]")] == ["bob", "bob"]
 
 
-def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411):
+def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411, walltime_model_2411):
     """job_submit.lua (Lua 5.1 in the root) asks the host's daemon and sets the job's limits;
     PrologSlurmctld and TaskProlog (Python 3.13, as SlurmUser and as alice) put the allocation
     estimate into the job's output; EpilogSlurmctld stores the outcome."""
