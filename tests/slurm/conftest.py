@@ -69,12 +69,6 @@ def walltime_model(daemon):
     return _train_walltime_model(daemon)
 
 
-@pytest.fixture(scope="session")
-def walltime_model_2411(daemon_2411):
-    """The same for the 24.11 cluster's daemon (bound mode too: its tests check the hooks, not the mode)."""
-    return _train_walltime_model(daemon_2411)
-
-
 def _train_walltime_model(daemon):
     """The daemon serving a walltime model trained as a site trains it (`hpcpredict train`, which
     reloads the daemon), on a past of CALIBRATION_RUNS jobs of one user (50-150 s each at

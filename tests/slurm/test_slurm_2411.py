@@ -34,7 +34,7 @@ def test_plain_job_runs_on_slurm_24_11(cluster_2411):
     assert [line for line in output.splitlines() if not line.startswith("[hpcpredict]")] == ["bob", "bob"]
 
 
-def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411, walltime_model_2411):
+def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411):
     """job_submit.lua (Lua 5.1 in the root) asks the host's daemon and sets the job's limits;
     PrologSlurmctld and TaskProlog (Python 3.13, as SlurmUser and as alice) put the allocation
     estimate into the job's output; EpilogSlurmctld stores the outcome."""
@@ -48,10 +48,15 @@ def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411, walltime_model_2411
     row = prediction(daemon_2411, submit_id)
     assert row is not None and row.stage == "submit" and row.user == "alice" and not row.fallback
     job = cluster_2411.job(job_id)
-    # what the hook said it set is what the job has; the user's --time is kept
+    # what the hook said it set is what the job has; the user's --time is kept. (This daemon runs
+    # bound mode, where a limit comes only from a calibrated bound: whether alice's three runs give
+    # one depends on what else she ran; the soft --time-min set on 24.11 is test_policy_2411's.)
     assert job["TimeLimit"] == "00:10:00"
-    assert job["TimeMin"] != "N/A" and f"--time-min={job['TimeMin']}" in line, (job["TimeMin"], line)
-    assert slurmjob.our_field(job["AdminComment"]).startswith(f"hpcpredict={submit_id};")
+    if "set no --time-min" in line:
+        assert job["TimeMin"] == "N/A", (job["TimeMin"], line)
+    else:
+        assert job["TimeMin"] != "N/A" and f"--time-min={job['TimeMin']}" in line, (job["TimeMin"], line)
+    assert slurmjob.our_field(job["AdminComment"]).startswith(f"hpcpredict={submit_id}")
 
     cluster_2411.wait_done(job_id)
     output = (cluster_2411.jobs / f"hello-{job_id}.out").read_text()
