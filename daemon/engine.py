@@ -24,7 +24,6 @@ from typing import Any, Mapping, cast
 from .errors import HpcPredictError
 from .faults import FaultBoard
 from .jobspec import JobSpec
-from .estimates import RuntimeEstimate
 from .records import JobRecord
 from .recent_history import RecentHistoryModel
 from .model_kinds import SITE_KEY, get_model_kind

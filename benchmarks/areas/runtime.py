@@ -39,7 +39,6 @@ One split's 80 % coverage strays from the mean by up to 0.1 (``coverage80_by_spl
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import Counter
 from pathlib import Path

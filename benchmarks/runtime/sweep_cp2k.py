@@ -6,7 +6,6 @@ cp2k-data), MPI ranks ``ranks`` (`mpirun -np`, one OpenMP thread each).
 """
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 

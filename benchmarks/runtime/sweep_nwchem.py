@@ -5,7 +5,6 @@ library), ``method`` (scf = RHF, dft = B3LYP), MPI ranks ``ranks`` (`mpirun -np`
 """
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 

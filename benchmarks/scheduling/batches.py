@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 
 import numpy as np
 
