@@ -74,7 +74,8 @@ def _train_walltime_model(daemon):
     reloads the daemon), on a past of CALIBRATION_RUNS jobs of one user (50-150 s each at
     --time=10, submitted 20 min apart: each its own batch). Bound mode sets a kill limit only
     from its calibrated bound: the jobs of the tests' users, whose earlier runs are reported
-    after, are then known to it (it learns every outcome as the daemon observes it)."""
+    after, are then known to it (it learns every outcome the daemon observes that ended after
+    its training: the served model skips earlier ones, which it holds already)."""
     now = int(time.time())
     for index in range(CALIBRATION_RUNS):
         runtime = 100.0 * (1 + 0.5 * ((index * 37) % 11 - 5) / 5)       # 50-150 s, spread evenly

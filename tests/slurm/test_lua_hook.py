@@ -124,11 +124,14 @@ def test_policy_with_history_keeps_other_admin_comment(daemon, walltime_model):
     user = f"luaold{uuid.uuid4().hex[:8]}"
     request = {"job": {"user": user, "job_name": "x"}, "resources": {"nodes": 2}, "time_limit_s": 2700,
                "script": base64.b64encode(b"#!/bin/sh\nsrun ./lua-test.x\n").decode()}
+    # Earlier runs at the same --time=45, ended just now: a served walltime model skips outcomes
+    # that ended before its training (they are in it), and test_cluster_hooks' refresh retrains
+    # the session's daemon on jobs that ended minutes before this test.
     now = int(time.time())
-    for index, runtime in enumerate((400, 420, 410)):     # earlier runs at the same --time=45
-        start = now - 3 * 3600 + index * 1200
+    for index, runtime in enumerate((400, 420, 410)):
+        end = now - 2 + index
         daemon.call("ReportOutcome", {"job_id": f"{user}-{index}", "state": "COMPLETED", "elapsed_s": runtime,
-                                      "start_time": start, "end_time": start + runtime, "request": request})
+                                      "start_time": end - runtime, "end_time": end, "request": request})
     estimate = daemon.call("Predict", request)
     assert estimate["policy_reason"] == "time_min", estimate   # the walltime model's calibrated bound
     given = submit(daemon.hook_socket, user, "45", '"JS1:site-summary {hpcpredict=stale}"')
