@@ -1,14 +1,15 @@
 """The local (hook) socket of this tree against an earlier revision's, interleaved A/B.
 
     python -m benchmarks run hook_ab [--baseline REV] [--rates 500 1000] [--rounds 3] [--seconds 8]
-                                     [--env NAME=VALUE ...]
+                                     [--env NAME=VALUE ...] [--transport hook|grpc]
 
 Two ``hpcpredictd`` processes, phases interleaved (benchmarks/load/interleaved.py): ``current``
 runs this tree, ``baseline`` the package as it was at ``REV`` (``git archive``, put first on
 PYTHONPATH). Latency counts from each request's due time, as in the ``hook`` area. ``--env``
 sets the same configuration on both daemons, e.g. soft mode with a controller that has the option:
 ``--env HPCPREDICT_POLICY_MODE=soft "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=echo
-SchedulerParameters=time_min_as_soft_limit"``.
+SchedulerParameters=time_min_as_soft_limit"``. ``--transport grpc`` compares the gRPC path the
+same way (the ``grpc`` area measures one tree only).
 """
 from __future__ import annotations
 
@@ -47,13 +48,14 @@ def run(argv: list[str]) -> dict:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--env", nargs="+", default=[], metavar="NAME=VALUE",
                         help="environment (HPCPREDICT_* settings) of both daemons")
+    parser.add_argument("--transport", choices=("hook", "grpc"), default="hook")
     args = parser.parse_args(argv)
     env = dict(item.split("=", 1) for item in args.env)
     base = Path(tempfile.mkdtemp(prefix="hpd-hook-ab-"))
     settings = {"current": dict(env),
                 "baseline": {**env, "PYTHONPATH": str(export(args.baseline, base / "baseline-src"))}}
     try:
-        return {"baseline": args.baseline, "env": env,
-                **interleaved_ab(settings, args.rates, args.rounds, args.seconds)}
+        return {"baseline": args.baseline, "env": env, "transport": args.transport,
+                **interleaved_ab(settings, args.rates, args.rounds, args.seconds, transport=args.transport)}
     finally:
         shutil.rmtree(base, ignore_errors=True)

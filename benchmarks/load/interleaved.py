@@ -1,4 +1,4 @@
-"""Interleaved A/B of daemon settings on the hook socket: one open-loop phase after another.
+"""Interleaved A/B of daemon settings on the hook socket (or gRPC): one open-loop phase after another.
 
 Each setting is one ``hpcpredictd`` on its own copy of one data directory (world.py: KTH-SP2
 history, its walltime model, the bundled models), started with its own environment. All run
@@ -22,24 +22,29 @@ _PRINTED = ("setting", "round", "rate", "p50_ms", "p99_ms", "p99_from_send_ms", 
 
 
 def interleaved_ab(settings: dict[str, dict[str, str]], rates: list[float], rounds: int, seconds: float,
-                   prefix: str = "hpd-ab-") -> dict:
+                   prefix: str = "hpd-ab-", transport: str = "hook") -> dict:
     """``{"summary": {"<setting>@<rate>": medians over rounds}, "rows": every phase}``;
-    ``settings`` maps a name to the environment its daemon gets."""
+    ``settings`` maps a name to the environment its daemon gets; ``transport``: ``hook`` (the
+    local socket, as Slurm's hooks call it) or ``grpc`` (trusted tools)."""
+    def payloads(count: int, seed: int) -> list:
+        made = requests(world, count, seed=seed)
+        return hook_lines(made) if transport == "hook" else made
+    target = {"hook": "hook_socket", "grpc": "socket"}[transport]
     base = Path(tempfile.mkdtemp(prefix=prefix))
     procs, infos, rows = {}, {}, []
     try:
         world = build_world(base / "world", trace=KTH, learner=None)
-        warm_up = hook_lines(requests(world, 400, seed=0))
+        warm_up = payloads(400, 0)
         for name, env in settings.items():
             shutil.copytree(base / "world", base / name)
             procs[name], infos[name] = start_daemon(base / name, env)
-            run_rate("hook", infos[name]["hook_socket"], warm_up, 200.0, 2.0, infos[name]["pid"])
+            run_rate(transport, infos[name][target], warm_up, 200.0, 2.0, infos[name]["pid"])
         for round_ in range(rounds):
             for rate in rates:
-                lines = hook_lines(requests(world, int(rate * seconds), seed=1 + round_ * 10_000 + int(rate)))
+                lines = payloads(int(rate * seconds), 1 + round_ * 10_000 + int(rate))
                 order = list(settings) if round_ % 2 == 0 else list(reversed(settings))
                 for name in order:
-                    row = run_rate("hook", infos[name]["hook_socket"], lines, rate, seconds, infos[name]["pid"])
+                    row = run_rate(transport, infos[name][target], lines, rate, seconds, infos[name]["pid"])
                     row.update(setting=name, round=round_)
                     print(json.dumps({key: row[key] for key in _PRINTED}), flush=True)
                     rows.append(row)
