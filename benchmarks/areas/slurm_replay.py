@@ -184,7 +184,9 @@ def simulate_window(history, window, compress: float, slurm: str, procs: int, po
     origin = min(r.submit_time for r in history + window)     # times stay >= 0 (unknown: -1)
     before = [compressed(r, origin, compress, JOB_NAME) for r in history]
     during = [compressed(r, origin, compress, JOB_NAME) for r in window]
-    answers = online_predictions(before + during, risk=PolicyConfig().risk)   # the site's: the hook asks 0
+    policy = PolicyConfig()      # the daemon's defaults, as the replay's daemons run
+    # soft_risk: a soft --time-min plans with the runtime at [policy] soft_risk, as the daemon answers
+    answers = online_predictions(before + during, risk=policy.risk, soft_risk=policy.soft_risk)
     workload = sim_jobs(during, procs)
     soft = slurm != "22.05"
     results = {}
