@@ -1,5 +1,5 @@
 """SCF iteration counts of CP2K and NWChem: the parsers on the codes' real output and the
-recorded counts against the sweeps (the sweep harness's column: tests/benchmarks/test_iterations_area.py)."""
+recorded counts against the sweeps (the sweep harness that writes them is benchmark code, which tests do not import)."""
 import csv
 import json
 from pathlib import Path
