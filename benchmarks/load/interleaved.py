@@ -26,14 +26,15 @@ def interleaved_ab(settings: dict[str, dict[str, str]], rates: list[float], roun
     """``{"summary": {"<setting>@<rate>": medians over rounds}, "rows": every phase}``;
     ``settings`` maps a name to the environment its daemon gets; ``transport``: ``hook`` (the
     local socket, as Slurm's hooks call it) or ``grpc`` (trusted tools)."""
-    def payloads(count: int, seed: int) -> list:
-        made = requests(world, count, seed=seed)
-        return hook_lines(made) if transport == "hook" else made
     target = {"hook": "hook_socket", "grpc": "socket"}[transport]
     base = Path(tempfile.mkdtemp(prefix=prefix))
     procs, infos, rows = {}, {}, []
     try:
         world = build_world(base / "world", trace=KTH, learner=None)
+
+        def payloads(count: int, seed: int) -> list:
+            made = requests(world, count, seed=seed)
+            return hook_lines(made) if transport == "hook" else made
         warm_up = payloads(400, 0)
         for name, env in settings.items():
             shutil.copytree(base / "world", base / name)
