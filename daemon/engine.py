@@ -33,7 +33,7 @@ from .scaling.advice import node_advice
 from .sources import first_estimate
 from .suggestion import RECENT_RUNS, request_warning, runs_limit, suggested_time_limit
 from .timefmt import human
-from .policy import LimitChange, PolicyMode, ceil_minute, limits_withheld, plan_limits, user_line
+from .policy import LimitChange, PolicyMode, ceil_minute, limits_withheld, plan_allocation_limit, plan_limits, user_line
 from ..topology.hostlist import expand as expand_nodes
 from ..topology.placement import Placement
 
@@ -173,7 +173,11 @@ class PredictionEngine:
             return name, version
         return f"{name} [{artifact.kind}/{artifact.key}]", artifact.version
 
-    def estimate(self, spec: JobSpec, *, at_allocation: bool = False, decide_limits: bool = True) -> Answer:
+    def estimate(self, spec: JobSpec, *, at_allocation: bool = False, decide_limits: bool = True,
+                 lower_time_limit: bool = False, job_time_limit_s: int = 0) -> Answer:
+        """The answer for ``spec``; at submission (``decide_limits``) with the limits the hook
+        sets; at allocation, ``lower_time_limit`` (the job's TimeLimit ``job_time_limit_s`` is the
+        hook's own and the site lets PrologSlurmctld lower it) decides the TimeLimit it sets."""
         models = self.models
         policy = self.config.policy
         risk = spec.risk or policy.risk
@@ -224,6 +228,11 @@ class PredictionEngine:
         # The limits start from the suggestion (the bound, never below what recent runs needed), so
         # the sbatch line, `hpcpredict predict` and the job-output line name the same --time.
         limits, message = LimitChange(None, None, "not_at_submission", "advise"), ""
+        if at_allocation and lower_time_limit:
+            limits = plan_allocation_limit(lower_time_limit=True, suggested_s=time_limit,
+                                           job_time_limit_s=job_time_limit_s, mode=self.policy_mode.current()[0],
+                                           fallback=fallback, bound_calibrated=calibrated,
+                                           floor_s=policy.min_time_limit_s, site_cap_s=self.config.limits.max_time_s)
         if deciding:
             limits, message = self._limits(spec, mode, point, soft, low, high, coverage, time_limit, risk, fallback,
                                            calibrated)

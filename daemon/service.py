@@ -315,9 +315,19 @@ class PredictionService:
         return kept if allowed == "request" else b"" if allowed == "row" else None
 
     def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest,
-                budget_uid: int | None = None) -> pb.Estimate:
+                budget_uid: int | None = None, allocation: pb.AllocationRequest | None = None) -> pb.Estimate:
+        """Estimate ``spec``, record the prediction, answer. ``allocation``: PrologSlurmctld's
+        request, whose read-back of the job (the TimeLimit it starts under, its TimeMin) is
+        stored beside what the daemon decides."""
         spec = self._served(spec)
-        answer = self.engine.estimate(spec, at_allocation=at_allocation, decide_limits=stage == "submit")
+        started_limit = started_min = None
+        if allocation is None:
+            answer = self.engine.estimate(spec, at_allocation=at_allocation, decide_limits=stage == "submit")
+        else:
+            started_limit, started_min = allocation.job_time_limit_s or None, allocation.job_time_min_s or None
+            answer = self.engine.estimate(spec, at_allocation=True, decide_limits=False,
+                                          lower_time_limit=allocation.lower_time_limit,
+                                          job_time_limit_s=allocation.job_time_limit_s)
         prediction_id = self._new_prediction_id()
         if answer.fallback:
             self.metrics.fallbacks.inc()
@@ -333,8 +343,9 @@ class PredictionService:
                 requested_time_s=float(spec.time_limit_s), comm_time_s=answer.comm_time_s,
                 model_name=answer.model_name, model_version=answer.model_version, fallback=answer.fallback,
                 request=kept, cluster=spec.cluster,
-                applied_time_limit_s=answer.limits.time_limit_s, applied_time_min_s=answer.limits.time_min_s,
-                policy_mode=answer.limits.mode, policy_reason=answer.limits.reason))
+                decided_time_limit_s=answer.limits.time_limit_s, decided_time_min_s=answer.limits.time_min_s,
+                policy_mode=answer.limits.mode, policy_reason=answer.limits.reason,
+                started_time_limit_s=started_limit, started_time_min_s=started_min))
         except StoreError as error:
             # The estimate is still right; only its record is missing. Answer, flag the fault.
             self.faults.set("store", "record prediction", str(error))
@@ -358,7 +369,7 @@ class PredictionService:
             job_request, _ = self._stored_request(request.prediction_id)
         spec = job_spec_from_request(job_request, self.limits, node_list=request.node_list,
                                      job_id=request.job_id, tasks_per_node=request.tasks_per_node)
-        return self._answer(spec, "allocation", True, job_request)
+        return self._answer(spec, "allocation", True, job_request, allocation=request)
 
     def _stored_request(self, prediction_id: str):
         """The JobRequest a stored prediction was made for, and its row."""

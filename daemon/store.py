@@ -158,6 +158,15 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE predictions ADD COLUMN policy_mode TEXT NOT NULL DEFAULT '';
     ALTER TABLE predictions ADD COLUMN policy_reason TEXT NOT NULL DEFAULT '';
     """,
+    # 5: decided apart from what happened. Level 4's applied_* columns always held what the daemon
+    # decided: renamed so; beside them what PrologSlurmctld read back from slurmctld at allocation
+    # (the TimeLimit the job started under, its TimeMin)
+    """
+    ALTER TABLE predictions RENAME COLUMN applied_time_limit_s TO decided_time_limit_s;
+    ALTER TABLE predictions RENAME COLUMN applied_time_min_s TO decided_time_min_s;
+    ALTER TABLE predictions ADD COLUMN started_time_limit_s INTEGER;
+    ALTER TABLE predictions ADD COLUMN started_time_min_s INTEGER;
+    """,
 )
 
 #: Rows fetched per step by streaming reads (memory stays bounded whatever the history).

@@ -16,9 +16,18 @@ from .store_rows import JOB_COLUMNS, PREDICTION_COLUMNS, job_from_row, predictio
 JOB_ROW_COLUMNS = ("cluster", "source", "job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",
                    "nodes", "requested_procs", "allocated_procs", "requested_time_s", "submit_time", "start_time",
                    "end_time", "runtime_s", "state", "exit_code", "inputs", "prediction_id", "node_list")
-#: Columns of :meth:`StoreLookups.outcome_rows` (one row per ended job, its prediction if any).
+#: Columns of :meth:`StoreLookups.outcome_rows` (one row per ended job, its prediction if any):
+#: then the limits the linked prediction decided and its mode, and from the job's latest
+#: allocation prediction the TimeLimit it decided and what PrologSlurmctld read back
+#: (:mod:`hpcpredict.daemon.cli.job_limits`).
 OUTCOME_COLUMNS = ("cluster", "job_id", "source", "user", "account", "partition", "state", "procs", "requested_time_s",
-                   "runtime_s", "submit_time", "end_time", "predicted_s", "bound_s", "fallback", "model_version")
+                   "runtime_s", "submit_time", "end_time", "predicted_s", "bound_s", "fallback", "model_version",
+                   "decided_time_limit_s", "decided_time_min_s", "policy_mode", "allocation_time_limit_s",
+                   "started_time_limit_s", "started_time_min_s")
+#: The job's latest allocation prediction (same job, cluster and user, made after its submission)
+_ALLOCATION_ROW = ("SELECT x.prediction_id FROM predictions x WHERE x.job_id = j.job_id AND x.cluster = j.cluster "
+                   "AND x.stage = 'allocation' AND x.\"user\" = j.\"user\" AND x.created >= j.submit_time "
+                   "ORDER BY x.created DESC LIMIT 1")
 
 
 class StoreLookups:
@@ -59,8 +68,8 @@ class StoreLookups:
     def outcome_rows(self, *, user: str | None = None, account: str | None = None,
                      since: float | None = None, cluster: str | None = None) -> list[tuple]:
         """Ended jobs (runtime known) with their prediction where one was recorded, as tuples
-        ordered as :data:`OUTCOME_COLUMNS` (predicted_s/bound_s/fallback/model_version are None
-        for a job without one), in end-time order."""
+        ordered as :data:`OUTCOME_COLUMNS` (the prediction's and the allocation row's columns are
+        None for a job without one), in end-time order."""
         self.flush_pending()
         where, params = ["j.runtime_s >= 0"], []
         for clause, value in (('j."user" = ?', user), ("j.account = ?", account), ("j.end_time >= ?", since),
@@ -72,8 +81,11 @@ class StoreLookups:
             'SELECT j.cluster, j.job_id, j.source, j."user", j.account, j.partition, j.state, '
             "CASE WHEN j.requested_procs > 0 THEN j.requested_procs ELSE j.allocated_procs END, "
             "j.requested_time_s, j.runtime_s, j.submit_time, j.end_time, p.runtime_s, p.bound_s, p.fallback, "
-            "p.model_version FROM jobs j LEFT JOIN predictions p ON p.prediction_id = j.prediction_id "
-            f"AND j.prediction_id != '' WHERE {' AND '.join(where)} ORDER BY j.end_time, j.id", tuple(params))
+            "p.model_version, p.decided_time_limit_s, p.decided_time_min_s, p.policy_mode, a.decided_time_limit_s, "
+            "a.started_time_limit_s, a.started_time_min_s "
+            "FROM jobs j LEFT JOIN predictions p ON p.prediction_id = j.prediction_id AND j.prediction_id != '' "
+            f"LEFT JOIN predictions a ON a.prediction_id = ({_ALLOCATION_ROW}) "
+            f"WHERE {' AND '.join(where)} ORDER BY j.end_time, j.id", tuple(params))
 
     def partition_accuracy(self, last: int = 200, since: float = 0.0) -> dict[str, dict[str, float]]:
         """Per partition, over its last ``last`` outcomes that ended at or after ``since`` and

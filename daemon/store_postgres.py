@@ -106,6 +106,13 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE predictions ADD COLUMN policy_mode TEXT NOT NULL DEFAULT '';
     ALTER TABLE predictions ADD COLUMN policy_reason TEXT NOT NULL DEFAULT '';
     """,
+    # 3: the SQLite store's level 5 (decided apart from what PrologSlurmctld read back)
+    """
+    ALTER TABLE predictions RENAME COLUMN applied_time_limit_s TO decided_time_limit_s;
+    ALTER TABLE predictions RENAME COLUMN applied_time_min_s TO decided_time_min_s;
+    ALTER TABLE predictions ADD COLUMN started_time_limit_s INTEGER;
+    ALTER TABLE predictions ADD COLUMN started_time_min_s INTEGER;
+    """,
 )
 _MIGRATION_LOCK = 0x68706370   # pg_advisory_xact_lock key: "hpcp"
 

@@ -17,8 +17,8 @@ from .records import JobRecord
 #: A ``predictions`` row's columns, in the order of :func:`prediction_values` and :class:`PredictionRow`.
 PREDICTION_COLUMNS = ("prediction_id", "job_id", "stage", "user", "application", "created", "runtime_s", "low_s",
                       "high_s", "bound_s", "requested_time_s", "comm_time_s", "model_name", "model_version",
-                      "fallback", "request", "cluster", "applied_time_limit_s", "applied_time_min_s", "policy_mode",
-                      "policy_reason")
+                      "fallback", "request", "cluster", "decided_time_limit_s", "decided_time_min_s", "policy_mode",
+                      "policy_reason", "started_time_limit_s", "started_time_min_s")
 
 
 def quoted(columns) -> str:
@@ -47,18 +47,26 @@ class PredictionRow:
     fallback: bool
     request: bytes = b""
     cluster: str = ""
-    applied_time_limit_s: int | None = None  # the --time the daemon told the hook to set (None: kept)
-    applied_time_min_s: int | None = None    # the --time-min it told the hook to set (None: kept)
+    # What the daemon decided (answered), not what happened: at submission the limits it told
+    # job_submit.lua to set, at allocation the TimeLimit it told PrologSlurmctld to set (None: keep).
+    decided_time_limit_s: int | None = None
+    decided_time_min_s: int | None = None
     policy_mode: str = ""                    # soft | bound | advise ("" = before modes, or not a submission)
     policy_reason: str = ""                  # daemon/policy's reason (LimitChange.reason)
+    # What happened (allocation rows, read back from slurmctld by PrologSlurmctld; None: not read):
+    # the TimeLimit the job started under (backfill may have lowered the submitted --time toward
+    # its --time-min) and its TimeMin (what the hook or the user applied: Slurm never changes it).
+    started_time_limit_s: int | None = None
+    started_time_min_s: int | None = None
 
 
 def prediction_values(row: PredictionRow) -> tuple:
     """The ``predictions`` row (the INSERT's parameters; also what the journal stores)."""
     return (row.prediction_id, row.job_id, row.stage, row.user, row.application, row.created, row.runtime_s,
             row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
-            row.model_version, int(row.fallback), row.request, row.cluster, row.applied_time_limit_s,
-            row.applied_time_min_s, row.policy_mode, row.policy_reason)
+            row.model_version, int(row.fallback), row.request, row.cluster, row.decided_time_limit_s,
+            row.decided_time_min_s, row.policy_mode, row.policy_reason, row.started_time_limit_s,
+            row.started_time_min_s)
 
 
 def prediction_for_job_where(job_id: str, since: float, cluster: str | None, user: str | None) -> tuple[str, tuple]:

@@ -8,11 +8,18 @@ and no SLURM_CONF (``hpcpredict-hooks.conf`` names them). It reads the job
 PredictAtAllocation over the daemon's hook socket (the daemon stores the refined estimate with
 the job id, which also links the outcome when AdminComment lost our field), and writes the
 suggestion for the job's output into our field of AdminComment (``{hpcpredict=...}``; the rest
-of AdminComment is kept), where the TaskProlog reads it. With ``prolog_adjust_time_limit =
-true`` a time limit that job_submit.lua set itself (the user gave none) is lowered to the
-refined bound. An estimate that is not sane (runtime or bound not finite, <= 0 or above
-``max_time_limit_s``) changes nothing and writes no suggestion. Always exits 0: a prediction
-problem must never requeue or kill a job.
+of AdminComment is kept), where the TaskProlog reads it.
+
+It also sends what slurmctld holds now, for the daemon to store beside what it decided at
+submission: the job's TimeLimit (the limit it starts under: on a time_min job backfill may have
+lowered the submitted --time) and its TimeMin (what the hook or the user set). With
+``prolog_adjust_time_limit = true`` and a TimeLimit job_submit.lua set itself (``;limit=auto``:
+the user gave none) it asks the daemon whether to lower that limit (``lower_time_limit``); the
+daemon decides (``apply_time_limit_s``, daemon/policy/allocation.py) and this script only guards
+(a whole number of minutes, below the job's limit, at most ``max_time_limit_s``) and applies it.
+An estimate that is not sane (runtime or bound not finite, <= 0 or above ``max_time_limit_s``)
+changes nothing and writes no suggestion. Always exits 0: a prediction problem must never
+requeue or kill a job.
 """
 import os
 import sys
@@ -42,7 +49,9 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
     if automatic:
         request["time_limit_s"] = 0
     submit_id = slurmjob.prediction_id(comment)
-    allocation = {"request": request, "node_list": node_list, "job_id": job_id, "prediction_id": submit_id}
+    lower = automatic and hookclient.flag(settings["prolog_adjust_time_limit"])
+    allocation = {"request": request, "node_list": node_list, "job_id": job_id, "prediction_id": submit_id,
+                  "job_time_limit_s": job.time_limit_s, "job_time_min_s": job.time_min_s, "lower_time_limit": lower}
     estimate = hookclient.call("PredictAtAllocation", allocation, socket_path=settings["hook_socket"],
                                timeout=float(settings["prolog_budget_s"]))
     cap_s = float(settings["max_time_limit_s"])
@@ -60,12 +69,13 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
         (";time_min=soft" if time_min_soft else "") + f";runtime_s={float(estimate['runtime_s']):.0f}"
     new_field = slurmjob.admin_field(submit_id, str(estimate.get("prediction_id", "")), lines, flags=flags)
     update = ["scontrol", "update", f"jobid={job_id}", f"AdminComment={slurmjob.with_our_field(comment, new_field)}"]
-    bound = int(float(estimate["suggested_time_limit_s"]))
-    limit_s = job.time_limit_s
-    if automatic and hookclient.flag(settings["prolog_adjust_time_limit"]) and 0 < bound < limit_s:
-        update.append(f"TimeLimit={-(-bound // 60)}")
+    lowered = slurmjob.allocation_time_limit(estimate, job.time_limit_s, cap_s) if lower else ""
+    if lowered:
+        update.append(f"TimeLimit={lowered}")
     hookclient.run_command(update, settings)
-    return f"refined on {node_list}: runtime {float(estimate.get('runtime_s', 0)):.0f} s, id {estimate.get('prediction_id', '')}"
+    return (f"refined on {node_list}: runtime {float(estimate.get('runtime_s', 0)):.0f} s, "
+            f"id {estimate.get('prediction_id', '')}; started under TimeLimit {job.time_limit_s} s, "
+            f"TimeMin {job.time_min_s} s" + (f"; TimeLimit lowered to {lowered} min" if lowered else ""))
 
 
 def main() -> int:

@@ -381,6 +381,22 @@ def insane_estimate(estimate: dict, cap_s: float) -> str:
     return ""
 
 
+def allocation_time_limit(estimate: dict, job_limit_s: int, cap_s: float) -> str:
+    """The TimeLimit (whole minutes, as ``scontrol update`` takes it) the allocation-time
+    ``estimate`` tells PrologSlurmctld to set, once guarded: a whole number of minutes, below the
+    job's limit ``job_limit_s``, at most ``cap_s``; "" to keep the job's.
+
+    >>> allocation_time_limit({"apply_time_limit_s": 1020}, 2400, 86400)
+    '17'
+    >>> [allocation_time_limit({"apply_time_limit_s": s}, 2400, 86400) for s in (0, 1021, 2400, -60, "x")]
+    ['', '', '', '', '']
+    """
+    seconds = sane_seconds(estimate.get("apply_time_limit_s"), cap_s)
+    if seconds is None or seconds % 60 or not seconds < job_limit_s:
+        return ""
+    return str(int(seconds) // 60)
+
+
 def slurm_minutes(seconds: float) -> str:
     """Seconds -> a --time value ("H:MM:00"), rounded up to a minute."""
     minutes = max(1, -(-int(seconds) // 60))

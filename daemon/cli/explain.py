@@ -1,4 +1,9 @@
-"""`hpcpredict explain JOBID`: what was predicted for one job, why, what was set, how it ended.
+"""`hpcpredict explain JOBID`: what was predicted for one job, why, what was decided, what was
+applied and what the job ran under, how it ended.
+
+Decided (what the daemon answered the hooks) and what happened (what PrologSlurmctld read back
+from slurmctld at allocation) are shown apart (:mod:`.job_limits`): on 22.05 a "soft"
+``--time-min`` is a kill limit, and backfill starts the job under it.
 
 Reads the store directly (not the daemon): run it as an admin who can read the store file
 (the daemon's user, or root). Whether another user's job may be explained is therefore the
@@ -28,6 +33,7 @@ class Explanation:
     job: dict | None                      # the ended job (outcome row first), None if not ended/known
     predictions: list[dict] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)
+    limits: dict = field(default_factory=dict)   # decided vs applied vs ran under (:func:`job_limits_of`)
 
 
 def _request_summary(request: bytes) -> dict:
@@ -67,7 +73,10 @@ def explain_job(store, job_id: str, *, history: int = 5, cluster: str | None = N
                  "model": row.model_name, "model_version": row.model_version, "fallback": row.fallback,
                  "runtime_s": row.runtime_s, "low_s": row.low_s, "high_s": row.high_s, "bound_s": row.bound_s,
                  "requested_time_s": row.requested_time_s, "comm_time_s": row.comm_time_s,
-                 "set_time_limit_s": row.applied_time_limit_s, "set_time_min_s": row.applied_time_min_s,
+                 # set_*: the keys before decided_* existed (the same values: what was decided)
+                 "set_time_limit_s": row.decided_time_limit_s, "set_time_min_s": row.decided_time_min_s,
+                 "decided_time_limit_s": row.decided_time_limit_s, "decided_time_min_s": row.decided_time_min_s,
+                 "started_time_limit_s": row.started_time_limit_s, "started_time_min_s": row.started_time_min_s,
                  "policy_mode": row.policy_mode, "policy": row.policy_reason, "inputs": _request_summary(row.request)}
         if ended is not None and ended["runtime_s"] > 0 and row.runtime_s > 0:
             actual = ended["runtime_s"]
@@ -75,6 +84,7 @@ def explain_job(store, job_id: str, *, history: int = 5, cluster: str | None = N
                               "accuracy": min(row.runtime_s, actual) / max(row.runtime_s, actual),
                               "outlived_bound": actual > row.bound_s}
         result.predictions.append(entry)
+    result.limits = job_limits_of(ended, result.predictions)
     user = ended["user"] if ended else (predictions[0].user if predictions else "")
     before = ended["submit_time"] if ended and ended["submit_time"] >= 0 else \
         (predictions[0].created if predictions else 0.0)
@@ -83,6 +93,75 @@ def explain_job(store, job_id: str, *, history: int = 5, cluster: str | None = N
                            "runtime_s": j.runtime_s, "state": j.state, "end_time": j.end_time}
                           for j in store.user_history(user, before, history)]
     return result
+
+
+def job_limits_of(ended: dict | None, predictions: list[dict]) -> dict:
+    """The job's limits, decided apart from what happened (:mod:`.job_limits`): the user's
+    request; what the daemon decided at submission (the latest submission prediction) and at
+    allocation; the TimeMin slurmctld held at allocation (applied) and the TimeLimit the job
+    started under; whether Slurm lowered the limit at start; the limit it ran under; and, once
+    it ended, whether our limit killed it."""
+    from . import job_limits
+
+    submit = next((p for p in reversed(predictions) if p["stage"] == "submit"), None)
+    allocation = next((p for p in reversed(predictions) if p["stage"] == "allocation"), None)
+    requested = ended["requested_time_s"] if ended else (submit["requested_time_s"] if submit else 0.0)
+    decided_min = submit["decided_time_min_s"] if submit else None
+    decided_limit = submit["decided_time_limit_s"] if submit else None
+    allocation_limit = allocation["decided_time_limit_s"] if allocation else None
+    started_limit = allocation["started_time_limit_s"] if allocation else None
+    # the job's --time as submitted: the user's, else the one the hook was to set
+    submitted = requested if requested and requested > 0 else decided_limit
+    ran = job_limits.ran_time_limit_s(started_limit, allocation_limit)
+    limits = {"requested_time_s": requested or None, "policy_mode": submit["policy_mode"] if submit else "",
+              "decided_time_min_s": decided_min, "decided_time_limit_s": decided_limit,
+              "decided_at_allocation_time_limit_s": allocation_limit,
+              "applied_time_min_s": allocation["started_time_min_s"] if allocation else None,
+              "started_time_limit_s": started_limit,
+              "lowered_at_start": job_limits.lowered_at_start(started_limit, submitted),
+              "ran_time_limit_s": ran, "killed_by_our_limit": None}
+    if ended is not None and ended["source"] == "outcome":
+        decided = job_limits.ours(decided_time_min_s=decided_min, decided_time_limit_s=decided_limit,
+                                  allocation_time_limit_s=allocation_limit,
+                                  policy_mode=submit["policy_mode"] if submit else "",
+                                  bound_s=submit["bound_s"] if submit else None, requested_s=requested,
+                                  fallback=submit["fallback"] if submit else True)
+        limits["killed_by_our_limit"] = job_limits.killed_by_our_limit(
+            state=ended["state"], runtime_s=ended["runtime_s"], requested_s=requested, ours=decided, ran_limit_s=ran)
+    return limits
+
+
+def _limit_lines(limits: dict, state: str | None) -> list[str]:
+    """The job's limits as a person reads them: decided, applied, ran under, apart."""
+    from ..timefmt import slurm_time
+
+    def shown(seconds) -> str:
+        return slurm_time(int(seconds)) if seconds else "-"
+
+    requested = shown(limits["requested_time_s"]) if limits["requested_time_s"] else "none"
+    mode = f" [{limits['policy_mode']} mode]" if limits["policy_mode"] else ""
+    decided = ", ".join(f"{name} {shown(limits[key])}" for name, key in (("--time-min", "decided_time_min_s"),
+                                                                        ("--time", "decided_time_limit_s"))
+                        if limits[key]) or "nothing"
+    lines = ["Limits (decided by the daemon, then what slurmctld held):",
+             f"  requested by the user: --time {requested}",
+             f"  decided at submission: {decided}{mode}"]
+    if limits["decided_at_allocation_time_limit_s"]:
+        lines.append(f"  decided at allocation: TimeLimit {shown(limits['decided_at_allocation_time_limit_s'])} "
+                     "(lowering the limit the hook set)")
+    if limits["started_time_limit_s"] is None and limits["applied_time_min_s"] is None:
+        lines.append("  applied / ran under: not read back (no allocation-time read of the job: an older "
+                     "PrologSlurmctld, or the daemon was not reached at allocation)")
+    else:
+        lowered = {True: " (lowered at start: below the --time it was submitted with)",
+                   False: " (as submitted)", None: ""}[limits["lowered_at_start"]]
+        lines.append(f"  applied (slurmctld at allocation): TimeMin {shown(limits['applied_time_min_s'])}")
+        lines.append(f"  started under: TimeLimit {shown(limits['started_time_limit_s'])}{lowered}")
+        lines.append(f"  ran under: TimeLimit {shown(limits['ran_time_limit_s'])}")
+    if limits["killed_by_our_limit"] is not None and state == "TIMEOUT":
+        lines.append("  TIMEOUT " + ("below the user's --time, under a limit we decided: killed by our limit"
+                                     if limits["killed_by_our_limit"] else "at the user's own limit, not ours"))
+    return lines
 
 
 def explanation_lines(result: Explanation) -> list[str]:
@@ -119,19 +198,27 @@ def explanation_lines(result: Explanation) -> list[str]:
         if shown:
             lines.append(f"  inputs: {shown}")
         mode = f" [{entry['policy_mode']} mode]" if entry["policy_mode"] else ""
-        if entry["set_time_limit_s"]:
-            lines.append(f"  set: --time {slurm_time(entry['set_time_limit_s'])}{mode}")
-        elif entry["set_time_min_s"]:
-            soft = " (soft: planned with it, never stopped before --time)" if entry["policy_mode"] == "soft" else ""
-            lines.append(f"  set: --time-min {slurm_time(entry['set_time_min_s'])}{soft}{mode}")
-        elif entry["policy"]:
-            lines.append(f"  set: nothing ({entry['policy'].replace('_', ' ')}){mode}")
+        if entry["decided_time_limit_s"]:
+            what = "TimeLimit" if entry["stage"] == "allocation" else "--time"
+            lines.append(f"  decided: {what} {slurm_time(entry['decided_time_limit_s'])}{mode}")
+        elif entry["decided_time_min_s"]:
+            soft = " (soft: to be planned with, never stopping the job before --time, where the controller " \
+                   "has the option)" if entry["policy_mode"] == "soft" else ""
+            lines.append(f"  decided: --time-min {slurm_time(entry['decided_time_min_s'])}{soft}{mode}")
+        elif entry["policy"] and entry["stage"] == "submit":
+            lines.append(f"  decided: nothing ({entry['policy'].replace('_', ' ')}){mode}")
         elif entry["stage"] == "submit":
-            lines.append("  set: not recorded (a prediction stored before the daemon decided the limits)")
+            lines.append("  decided: not recorded (a prediction stored before the daemon decided the limits)")
+        if entry["started_time_limit_s"] is not None or entry["started_time_min_s"] is not None:
+            limit, time_min = (slurm_time(int(entry[key])) if entry[key] else "-"
+                               for key in ("started_time_limit_s", "started_time_min_s"))
+            lines.append(f"  slurmctld at allocation: TimeLimit {limit}, TimeMin {time_min}")
         error = entry.get("error")
         if error:
             lines.append(f"  error: predicted/actual {error['predicted_over_actual']:.2f}, accuracy "
                          f"{error['accuracy']:.2f}" + (", the job outlived the bound" if error["outlived_bound"] else ""))
+    if result.predictions:
+        lines.extend(_limit_lines(result.limits, job["state"] if job is not None else None))
     if result.history:
         lines.append(f"The user's last {len(result.history)} jobs before it:")
         for past in result.history:

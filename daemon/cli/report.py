@@ -9,10 +9,12 @@ Columns: ``jobs`` ended in the period; ``predicted`` of them had a model's predi
 min(p, r)/max(p, r) of those predictions (p predicted, r actual runtime: the accuracy
 ``status`` and the metrics show, over their own windows);
 ``request_accuracy`` the same for the users' own requests; ``requested_h`` / ``used_h``
-processor-hours asked for and used; ``killed_by_our_limit`` jobs that ended in TIMEOUT before
-their own request (more than a minute short of it, or without a request) while a prediction
-of ours had a bound below it: killed at a limit we set (``--time`` or a ``--time-min`` that
-backfill used), not at the user's own;
+processor-hours asked for and used; ``killed_by_our_limit`` jobs that ended in TIMEOUT below
+their user's ``--time`` (or without one) under a limit we decided or set, whatever the mode
+was called: the daemon decided a ``--time-min`` or ``--time`` for it (at submission, or the
+allocation answer's lower TimeLimit), and the limit it ran under, as PrologSlurmctld read it
+back from slurmctld (on 22.05 backfill starts a time_min job under its time_min), was below the
+request (not read back: it ended more than a minute short of the request);
 ``suggested_time`` the --time ``hpcpredict predict`` suggests for the group's latest job run
 again (same user, application, size, request and cluster): the same engine and the same rule
 (:mod:`hpcpredict.daemon.suggestion`), from the published models and the user's recent runs of
@@ -84,9 +86,7 @@ def summarize(jobs, *, by: str = "user", risk: float = 0.03):
                                          np.nan)
     frame["requested_h"] = np.where(request > 0, request * procs / 3600.0, np.nan)
     frame["used_h"] = runtime * procs / 3600.0
-    ours = has_prediction & ((request <= 0) | (frame["bound_s"].astype(float) < request))
-    before_request = (request <= 0) | (frame["runtime_s"] < request - 60.0)
-    frame["killed_by_our_limit"] = (ours & before_request & (frame["state"] == "TIMEOUT")).astype(int)
+    frame["killed_by_our_limit"] = [int(killed(row)) for row in frame.itertuples(index=False)]
     frame["predicted"] = has_prediction.astype(int)
     frame["request"] = request.where(request > 0)
     groups = frame.groupby(by, sort=False)
@@ -102,6 +102,21 @@ def summarize(jobs, *, by: str = "user", risk: float = 0.03):
         "suggested_time": np.nan,     # filled by suggested_times (needs the models and the store)
     })
     return table.sort_values(["requested_h", "used_h"], ascending=False)
+
+
+def killed(row) -> bool:
+    """Whether one outcome row (:data:`~hpcpredict.daemon.store_lookups.OUTCOME_COLUMNS`) ended
+    at a limit of ours below its user's request (:mod:`.job_limits`, the rule ``explain`` shows)."""
+    from . import job_limits
+
+    fallback = row.fallback is None or row.fallback != row.fallback or bool(row.fallback)   # None / NaN: no prediction
+    decided = job_limits.ours(decided_time_min_s=row.decided_time_min_s, decided_time_limit_s=row.decided_time_limit_s,
+                              allocation_time_limit_s=row.allocation_time_limit_s,
+                              policy_mode=row.policy_mode if isinstance(row.policy_mode, str) else "",
+                              bound_s=row.bound_s, requested_s=row.requested_time_s, fallback=fallback)
+    return job_limits.killed_by_our_limit(
+        state=row.state, runtime_s=row.runtime_s, requested_s=row.requested_time_s, ours=decided,
+        ran_limit_s=job_limits.ran_time_limit_s(row.started_time_limit_s, row.allocation_time_limit_s))
 
 
 def suggested_times(config, store, jobs, *, by: str = "user") -> dict:

@@ -4,11 +4,13 @@
   the line the user reads (:func:`user_line`);
 - :mod:`.controller`: the controller as it is (its release, its option, so its planning rule)
   and the mode the daemon answers with (:class:`PolicyMode`, refreshed off the request path);
-- :mod:`.scope`: which jobs a site lets hpcpredict change (:func:`limits_withheld`).
+- :mod:`.scope`: which jobs a site lets hpcpredict change (:func:`limits_withheld`);
+- :mod:`.allocation`: the TimeLimit the allocation answer may lower (:func:`plan_allocation_limit`).
 """
+from .allocation import plan_allocation_limit
 from .controller import PolicyMode
 from .limits import DEFAULT_FLOOR_S, DEFAULT_SITE_CAP_S, MODES, LimitChange, ceil_minute, plan_limits, user_line
 from .scope import limits_withheld
 
 __all__ = ["DEFAULT_FLOOR_S", "DEFAULT_SITE_CAP_S", "MODES", "LimitChange", "PolicyMode", "ceil_minute",
-           "limits_withheld", "plan_limits", "user_line"]
+           "limits_withheld", "plan_allocation_limit", "plan_limits", "user_line"]

@@ -137,18 +137,24 @@ class JobRequest(_message.Message):
     def __init__(self, job: _Optional[_Union[JobIdentity, _Mapping]] = ..., inputs: _Optional[_Mapping[str, Value]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., time_limit_s: _Optional[int] = ..., comm: _Optional[_Union[CommPattern, _Mapping]] = ..., node_list: _Optional[str] = ..., risk: _Optional[float] = ..., script: _Optional[bytes] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[_Mapping[str, str]] = ..., submit_time: _Optional[int] = ..., job_id: _Optional[str] = ..., script_bytes: _Optional[int] = ..., max_time_s: _Optional[int] = ..., default_time_s: _Optional[int] = ..., time_min_s: _Optional[int] = ..., time_limit_unlimited: bool = ...) -> None: ...
 
 class AllocationRequest(_message.Message):
-    __slots__ = ("request", "node_list", "job_id", "tasks_per_node", "prediction_id")
+    __slots__ = ("request", "node_list", "job_id", "tasks_per_node", "prediction_id", "job_time_limit_s", "job_time_min_s", "lower_time_limit")
     REQUEST_FIELD_NUMBER: _ClassVar[int]
     NODE_LIST_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     TASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     PREDICTION_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_TIME_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
+    JOB_TIME_MIN_S_FIELD_NUMBER: _ClassVar[int]
+    LOWER_TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
     request: JobRequest
     node_list: str
     job_id: str
     tasks_per_node: str
     prediction_id: str
-    def __init__(self, request: _Optional[_Union[JobRequest, _Mapping]] = ..., node_list: _Optional[str] = ..., job_id: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., prediction_id: _Optional[str] = ...) -> None: ...
+    job_time_limit_s: int
+    job_time_min_s: int
+    lower_time_limit: bool
+    def __init__(self, request: _Optional[_Union[JobRequest, _Mapping]] = ..., node_list: _Optional[str] = ..., job_id: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., prediction_id: _Optional[str] = ..., job_time_limit_s: _Optional[int] = ..., job_time_min_s: _Optional[int] = ..., lower_time_limit: bool = ...) -> None: ...
 
 class Interval(_message.Message):
     __slots__ = ("low_s", "high_s", "coverage")

@@ -28,19 +28,35 @@ def _row(number: int, **changes) -> PredictionRow:
 
 @pytest.mark.parametrize("changes", [{}, {"comm_time_s": 3.25}, {"request": b""}, {"request": b"x" * 100_000},
                                      {"user": "", "job_id": "", "model_version": "µ-1"}, {"cluster": "tetralith"},
-                                     {"applied_time_min_s": 2520, "policy_mode": "soft", "policy_reason": "soft_time_min"},
-                                     {"applied_time_limit_s": 600, "policy_mode": "bound", "policy_reason": "time_limit",
-                                      "cluster": "x"}])
+                                     {"decided_time_min_s": 2520, "policy_mode": "soft", "policy_reason": "soft_time_min"},
+                                     {"decided_time_limit_s": 600, "policy_mode": "bound", "policy_reason": "time_limit",
+                                      "cluster": "x"},
+                                     {"stage": "allocation", "decided_time_limit_s": 540, "started_time_limit_s": 1200,
+                                      "started_time_min_s": 240, "policy_reason": "allocation_time_limit"},
+                                     {"stage": "allocation", "started_time_limit_s": 240}])
 def test_row_codec_round_trip(changes):
     params = prediction_values(_row(3, **changes))
     assert decode_row(encode_row(params)) == params
 
 
 def test_records_journaled_before_the_limits_decode_without_them():
-    params = prediction_values(_row(2, cluster="tetralith", applied_time_min_s=600, policy_mode="bound", policy_reason="x"))
+    params = prediction_values(_row(2, cluster="tetralith", decided_time_min_s=600, policy_mode="bound", policy_reason="x"))
     data = encode_row(params)
     older = data[:data.index(b"tetralith") + len("tetralith") + 4]   # up to the cluster's length
-    assert decode_row(older) == params[:17] + (None, None, "", "")
+    assert decode_row(older) == params[:17] + (None, None, "", "", None, None)
+
+
+def test_records_journaled_before_the_started_limits_decode_without_them():
+    """A journal an older daemon left (limits block ``u32 u32 mode NUL reason``) replays after an upgrade."""
+    import struct
+
+    params = prediction_values(_row(2, cluster="c", decided_time_min_s=600, policy_mode="bound", policy_reason="time_min"))
+    data = encode_row(params)
+    head = data[:data.index(b"c\x01\x00\x00\x00") + 5]    # up to the cluster's length
+    block = struct.pack("<II", 0, 600) + b"bound\0time_min"
+    older = head + block + struct.pack("<I", len(block))
+    assert decode_row(older) == params[:21] + (None, None)
+    assert decode_row(older)[18] == 600
 
 
 def test_row_codec_refuses_bytes_that_are_not_a_row():
@@ -189,8 +205,8 @@ def test_a_record_journaled_before_clusters_decodes_with_no_cluster():
     """Journals left by a daemon from before the cluster column (records end at the request)
     are still committed at the next start, on cluster ''."""
     params = prediction_values(_row(4))
-    # the same record without the cluster trailer (4) and the limits block (8 + "" NUL "", its length 4)
-    older = encode_row(params)[:-(4 + 9 + 4)]
+    # the same record without the cluster trailer (4) and the limits block (8 + "" NUL "" NUL + 8, its length 4)
+    older = encode_row(params)[:-(4 + 8 + 2 + 8 + 4)]
     assert decode_row(older) == params
     with pytest.raises(ValueError):
         decode_row(older + b"\x01")

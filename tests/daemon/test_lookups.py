@@ -94,10 +94,15 @@ def test_explain_shows_prediction_inputs_limits_outcome_error_and_history(daemon
     assert (submit["set_time_min_s"] or 0, submit["set_time_limit_s"] or 0, submit["policy_mode"], submit["policy"]) == \
         (alice.apply_time_min_s, alice.apply_time_limit_s, alice.policy_mode, alice.policy_reason)
     assert alice.policy_mode == "advise"   # the default (auto) where no controller runs time_min_as_soft_limit
+    assert (submit["decided_time_min_s"], submit["decided_time_limit_s"]) == (submit["set_time_min_s"],
+                                                                              submit["set_time_limit_s"])
+    assert (submit["started_time_limit_s"], result["limits"]["started_time_limit_s"]) == (None, None)  # no prolog here
+    assert (result["limits"]["requested_time_s"], result["limits"]["killed_by_our_limit"]) == (7200, False)
     assert submit["error"]["accuracy"] == pytest.approx(min(alice.runtime_s, 3600) / max(alice.runtime_s, 3600))
     assert [past["job_id"] for past in result["history"]] == ["400", "401", "402"]
     text = cli(daemon.data_dir, "explain", "501").stdout
     assert "Prediction at submit" in text and "error: predicted/actual" in text
+    assert "decided at submission: nothing [advise mode]" in text and "applied / ran under: not read back" in text
     missing = cli(daemon.data_dir, "explain", "999")
     assert missing.returncode == 1 and "no job 999" in missing.stderr
 
@@ -109,7 +114,9 @@ def test_report_tables_and_plot(daemon, predicted_world, tmp_path):
     assert done.returncode == 0, done.stderr
     rows = {row["user"]: row for row in json.loads(done.stdout)["rows"]}
     assert (rows["alice"]["jobs"], rows["alice"]["predicted"], rows["alice"]["killed_by_our_limit"]) == (4, 1, 0)
-    assert (rows["bob"]["jobs"], rows["bob"]["killed_by_our_limit"]) == (3, 1)
+    # bob's TIMEOUT below his --time: the daemon ran in advise mode and decided no limit, so not ours
+    # (tests/store/test_store_suite.py counts the kills under limits we decided)
+    assert (rows["bob"]["jobs"], rows["bob"]["killed_by_our_limit"]) == (3, 0)
     assert rows["alice"]["used_h"] == pytest.approx((1800 + 2400 + 3000 + 3600) * 8 / 3600)
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     only = json.loads(cli(daemon.data_dir, "report", "--json", "--user", "bob").stdout)["rows"]

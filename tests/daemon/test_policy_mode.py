@@ -132,7 +132,7 @@ def test_soft_answer_carries_the_point_estimate_the_line_and_is_stored(world_dir
         assert "as a soft limit" in estimate.user_message and "never stopped before your --time=04:00:00" in estimate.user_message
         daemon.store.flush()
         row = daemon.store.prediction(estimate.prediction_id)
-        assert (row.applied_time_min_s, row.applied_time_limit_s, row.policy_mode, row.policy_reason) == \
+        assert (row.decided_time_min_s, row.decided_time_limit_s, row.policy_mode, row.policy_reason) == \
             (estimate.apply_time_min_s, None, "soft", "soft_time_min")
         # no --time: measured against the partition's DefaultTime the hook reports; none known: nothing
         request.time_limit_s = 0
@@ -224,7 +224,7 @@ def test_bound_mode_sets_no_limit_from_recent_runs_alone(world_dir, time_limit_s
         assert estimate.user_message.startswith("predicted runtime 42.5 min") and estimate.user_message.endswith(said)
         daemon.store.flush()
         row = daemon.store.prediction(estimate.prediction_id)
-        assert (row.applied_time_min_s, row.applied_time_limit_s, row.policy_reason) == \
+        assert (row.decided_time_min_s, row.decided_time_limit_s, row.policy_reason) == \
             (None, None, "bound_not_calibrated")
     finally:
         daemon.store.close()
@@ -256,6 +256,40 @@ def test_bound_answer_and_allocation_answers_decide_nothing(world_dir):
             request=request, node_list="n1", job_id="9"), 0)
         assert (allocation.policy_reason, allocation.apply_time_min_s, allocation.user_message) == \
             ("not_at_submission", 0, "")
+    finally:
+        daemon.store.close()
+
+
+def test_the_allocation_answer_lowers_only_a_limit_the_hook_set_and_stores_what_slurmctld_held(world_dir):
+    """PrologSlurmctld's rule lives in the daemon (daemon/policy/allocation.py): asked to
+    (``lower_time_limit``: the hook's own TimeLimit, the site's switch on), the answer carries the
+    TimeLimit to set; the row keeps what the prolog read back beside what was decided."""
+    daemon = _service(world_dir, mode="bound")
+    try:
+        request = _with_walltime_model(daemon, runs=(2400.0, 2500.0, 2600.0) * 25)
+        request.time_limit_s = 0                     # the user gave none: the hook set 4 h
+        hook_limit = 4 * 3600
+
+        def allocate(job_id, lower, user_request=request):
+            answer = daemon.service.call("PredictAtAllocation", pb.AllocationRequest(
+                request=user_request, node_list="n1", job_id=job_id, job_time_limit_s=hook_limit,
+                job_time_min_s=0, lower_time_limit=lower), 0)
+            daemon.store.flush()
+            return answer, daemon.store.prediction(answer.prediction_id)
+
+        lowered, row = allocate("9", True)
+        assert (lowered.policy_mode, lowered.policy_reason) == ("bound", "allocation_time_limit")
+        assert lowered.apply_time_limit_s == -(-lowered.suggested_time_limit_s // 60) * 60 < hook_limit
+        assert lowered.apply_time_min_s == 0
+        assert (row.stage, row.decided_time_limit_s, row.decided_time_min_s) == \
+            ("allocation", lowered.apply_time_limit_s, None)
+        assert (row.started_time_limit_s, row.started_time_min_s) == (hook_limit, None)
+        kept, row = allocate("10", False)            # the site's switch off, or the user's own --time
+        assert (kept.apply_time_limit_s, kept.policy_reason) == (0, "not_at_submission")
+        assert (row.decided_time_limit_s, row.started_time_limit_s) == (None, hook_limit)
+        stranger = pb.JobRequest(job=pb.JobIdentity(user="zed", application="new"), resources=request.resources)
+        fallback, row = allocate("11", True, stranger)   # no history: a fallback sets nothing
+        assert (fallback.apply_time_limit_s, fallback.policy_reason) == (0, "fallback")
     finally:
         daemon.store.close()
 

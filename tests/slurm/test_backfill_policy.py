@@ -99,12 +99,12 @@ def test_backfill_never_lowers_a_limit_below_the_bound(cluster, daemon, walltime
         job = final(cluster, job_id)
         row = prediction_row(daemon, prediction_id)
         assert "walltime" in row.model_name and row.policy_reason == "time_min", (row.model_name, row.policy_reason)
-        assert row.runtime_s < BF_SLEEP <= row.applied_time_min_s, "the history no longer makes the point estimate too short"
-        assert row.applied_time_min_s == max(300, math.ceil(row.bound_s / 60) * 60), (row.bound_s, row.applied_time_min_s)
+        assert row.runtime_s < BF_SLEEP <= row.decided_time_min_s, "the history no longer makes the point estimate too short"
+        assert row.decided_time_min_s == max(300, math.ceil(row.bound_s / 60) * 60), (row.bound_s, row.decided_time_min_s)
         limit_s = slurmjob.slurm_duration_s(job["TimeLimit"])
         if job.get("TimeMin", "N/A") not in ("N/A", ""):
             changed += 1
-            assert row.applied_time_min_s <= limit_s <= 600, (job_id, job["TimeLimit"], row.applied_time_min_s)
+            assert row.decided_time_min_s <= limit_s <= 600, (job_id, job["TimeLimit"], row.decided_time_min_s)
         assert job["JobState"] == "COMPLETED", (job_id, job["JobState"], job.get("Reason"), job["TimeLimit"])
         assert ";time_min=auto" in slurmjob.our_field(job["AdminComment"])
     assert changed == len(small)          # the hook set --time-min on every small job

@@ -174,7 +174,7 @@ def test_bound_mode_sets_no_limit_from_recent_runs_alone(cluster, daemon, wallti
     row = prediction(daemon, re.search(r"\[([0-9a-f]{32})\]$", line).group(1))
     assert (row.model_name, row.fallback, row.policy_mode, row.policy_reason) == \
         ("recent-history", False, "bound", "bound_not_calibrated")
-    assert (row.applied_time_min_s, row.applied_time_limit_s) == (None, None)
+    assert (row.decided_time_min_s, row.decided_time_limit_s) == (None, None)
     job = cluster.job(job_id)
     assert (job["TimeLimit"], job["TimeMin"]) == ("10:00:00", "N/A")
     assert "time_min=" not in slurmjob.our_field(job["AdminComment"])
@@ -183,7 +183,7 @@ def test_bound_mode_sets_no_limit_from_recent_runs_alone(cluster, daemon, wallti
         done = daemon.cli("explain", job_id)
         return done.stdout if done.returncode == 0 and "Prediction at submit" in done.stdout else None
     text = poll(explained, 60, f"an explanation of job {job_id}", 1.0)
-    assert "set: nothing (bound not calibrated) [bound mode]" in text, text
+    assert "decided: nothing (bound not calibrated) [bound mode]" in text, text
     cluster.wait_done(job_id)
 
 

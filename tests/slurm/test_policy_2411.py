@@ -92,7 +92,7 @@ def test_a_soft_time_min_set_by_the_hook_is_planned_with_and_the_job_runs_past_i
     assert ";time_min=soft" in slurmjob.our_field(x["AdminComment"]), x["AdminComment"]
     assert cluster.state(high) == "PENDING"
     row = prediction(soft_daemon, re.search(r"\[([0-9a-f]{32})\]$", line).group(1))
-    assert (row.policy_mode, row.policy_reason, row.applied_time_min_s, row.applied_time_limit_s) == \
+    assert (row.policy_mode, row.policy_reason, row.decided_time_min_s, row.decided_time_limit_s) == \
         ("soft", "soft_time_min", 60, None)
     cluster.wait_done(small, timeout=160)
     x = cluster.job(small)
@@ -111,7 +111,7 @@ def test_without_the_option_the_hook_refuses_a_soft_time_min_the_daemon_sends(cl
     job_id, stderr = submit(cluster, "X", "-N2", "--time=10", "softprobe.sh", "100")
     line = hook_line(stderr)
     row = prediction(soft_daemon, re.search(r"\[([0-9a-f]{32})\]$", line).group(1))
-    assert (row.policy_mode, row.applied_time_min_s) == ("soft", 60)   # the daemon did say soft
+    assert (row.policy_mode, row.decided_time_min_s) == ("soft", 60)   # the daemon did say soft
     job = cluster.job(job_id)
     assert job["TimeMin"] == "N/A" and job["TimeLimit"] == "00:10:00", job   # the hook set nothing
     assert "no limit changed (soft --time-min refused" in line and "time_min_as_soft_limit" in line, line
@@ -129,5 +129,5 @@ def test_without_the_option_a_soft_daemon_reading_the_controller_only_advises(cl
     line = hook_line(stderr)
     assert "kept your --time=00:10:00, suggested --time=" in line and "advice only" in line, line
     row = prediction(soft_daemon, re.search(r"\[([0-9a-f]{32})\]$", line).group(1))
-    assert (row.policy_mode, row.applied_time_min_s, row.applied_time_limit_s) == ("advise", None, None)
+    assert (row.policy_mode, row.decided_time_min_s, row.decided_time_limit_s) == ("advise", None, None)
     assert cluster.job(job_id)["TimeMin"] == "N/A"

@@ -242,3 +242,13 @@ def test_hook_log_line_the_file_refuses_goes_to_stderr_with_the_reason(tmp_path,
     written = tmp_path / "hooks.log"
     hookclient.log({"log_file": str(written)}, "epilog_slurmctld", "outcome stored")
     assert "outcome stored" in written.read_text() and capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("apply, limit_s, expected", [
+    (1020, 2400, "17"), (0, 2400, ""), (None, 2400, ""), (1021, 2400, ""), (2400, 2400, ""), (2460, 2400, ""),
+    (-60, 2400, ""), ("x", 2400, ""), (float("nan"), 2400, ""), (60 * 600000, 10**9, "")])
+def test_the_prolog_guards_the_allocation_time_limit_the_daemon_decided(apply, limit_s, expected):
+    """PrologSlurmctld applies the daemon's TimeLimit only as whole minutes, below the job's
+    limit and at most the site cap (max_time_limit_s); anything else keeps the job's."""
+    estimate = {} if apply is None else {"apply_time_limit_s": apply}
+    assert slurmjob.allocation_time_limit(estimate, limit_s, 31622400) == expected

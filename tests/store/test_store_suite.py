@@ -177,3 +177,114 @@ def test_retention_deletes_old_and_surplus_predictions_and_keeps_outcomes(store)
     assert store.prune_predictions(keep_days=90, keep_rows=20, now=now) == 10
     assert store.counts()["predictions"] == 20 and store.counts()["outcomes"] == 1
     assert store.prediction("new09") is None and store.prediction("new10") is not None
+
+
+def test_decided_and_started_limits_round_trip_and_reach_the_report(store):
+    """What the daemon decided and what PrologSlurmctld read back are stored apart, and
+    ``report`` counts a job killed under a limit we decided below its --time whatever the mode
+    was called (22.05's "soft" --time-min is a kill limit), and not one killed at its own --time."""
+    from dataclasses import replace
+
+    from hpcpredict.daemon.cli.report import outcome_frame, summarize
+
+    def submitted(pid, job, **limits):
+        return replace(prediction(pid, job, runtime=200.0, created=50.0, bound=300.0), requested_time_s=1200.0,
+                       **limits)
+
+    def allocated(pid, job, **read):
+        return replace(prediction(pid, job, runtime=200.0, created=900.0, bound=300.0), stage="allocation", **read)
+
+    rows = [  # (job, state, runtime, request, submission decision, allocation read-back)
+        ("1", "TIMEOUT", 245.0, 1200, dict(decided_time_min_s=240, policy_mode="soft", policy_reason="soft_time_min"),
+         dict(started_time_limit_s=240, started_time_min_s=240)),    # 22.05: "soft", started under 4 min
+        ("2", "TIMEOUT", 1205.0, 1200, dict(decided_time_min_s=240, policy_mode="soft", policy_reason="soft_time_min"),
+         dict(started_time_limit_s=1200, started_time_min_s=240)),   # 24.11: soft for real, killed at its --time
+        ("3", "TIMEOUT", 250.0, 1200, dict(policy_mode="advise", policy_reason="advise_only"),
+         dict(started_time_limit_s=240, started_time_min_s=240)),    # the user's own --time-min
+        ("4", "TIMEOUT", 600.0, 0, dict(decided_time_limit_s=600, policy_mode="bound", policy_reason="time_limit"),
+         dict(started_time_limit_s=600)),                            # no --time: the hook's
+        ("5", "TIMEOUT", 300.0, 1200, dict(decided_time_min_s=300, policy_mode="bound", policy_reason="time_min"),
+         None),                                                      # no read-back (older hooks): its runtime
+        ("6", "COMPLETED", 200.0, 1200, dict(decided_time_min_s=240, policy_mode="soft"),
+         dict(started_time_limit_s=240, started_time_min_s=240)),
+    ]
+    for job, state, runtime, request, decided, read in rows:
+        outcome = replace(record(job, 1000.0 + int(job), runtime=runtime, user="u", state=state),
+                          requested_time_s=float(request))
+        assert store.record_outcome(outcome, prediction_id=f"s{job}")
+        store.record_prediction(replace(submitted(f"s{job}", job, **decided), requested_time_s=float(request)))
+        if read is not None:
+            store.record_prediction(allocated(f"a{job}", job, **read))
+    assert store.prediction("s1").decided_time_min_s == 240 and store.prediction("s1").policy_mode == "soft"
+    assert (store.prediction("a1").started_time_limit_s, store.prediction("a1").started_time_min_s) == (240, 240)
+    assert store.prediction("a4").started_time_min_s is None
+    frame = outcome_frame(store)
+    by_job = {row.job_id: row for row in frame.itertuples(index=False)}
+    assert by_job["1"].started_time_limit_s == 240 and by_job["4"].decided_time_limit_s == 600
+    from hpcpredict.daemon.cli.report import killed
+    assert {job: killed(row) for job, row in by_job.items()} == \
+        {"1": True, "2": False, "3": False, "4": True, "5": True, "6": False}
+    assert int(summarize(frame).loc["u", "killed_by_our_limit"]) == 3
+    from hpcpredict.daemon.cli.explain import explain_job, explanation_lines
+
+    result = explain_job(store, "1")
+    assert result.limits == {"requested_time_s": 1200.0, "policy_mode": "soft", "decided_time_min_s": 240,
+                             "decided_time_limit_s": None, "decided_at_allocation_time_limit_s": None,
+                             "applied_time_min_s": 240, "started_time_limit_s": 240, "lowered_at_start": True,
+                             "ran_time_limit_s": 240.0, "killed_by_our_limit": True}
+    text = "\n".join(explanation_lines(result))
+    assert "decided: --time-min 00:04:00 (soft: to be planned with" in text, text
+    assert "started under: TimeLimit 00:04:00 (lowered at start" in text and "killed by our limit" in text, text
+    soft = explain_job(store, "2").limits
+    assert (soft["lowered_at_start"], soft["killed_by_our_limit"]) == (False, False)
+    assert "at the user's own limit, not ours" in "\n".join(explanation_lines(explain_job(store, "2")))
+
+
+def _old_schema_row(execute) -> None:
+    execute('INSERT INTO predictions (prediction_id, job_id, stage, "user", application, created, runtime_s, low_s, '
+            "high_s, bound_s, model_name, model_version, fallback, applied_time_min_s, policy_mode, policy_reason) "
+            "VALUES ('old', '1', 'submit', 'u', 'app', 1.0, 200.0, 100.0, 300.0, 300.0, 'm', '1', 0, 240, 'soft', "
+            "'soft_time_min')")
+
+
+def test_a_store_of_the_previous_schema_keeps_its_decisions_as_decided(tmp_path, monkeypatch):
+    """Level 4's applied_* columns held what the daemon decided: migrated, they read as decided."""
+    import sqlite3
+
+    from hpcpredict.daemon import store as store_module
+
+    path = str(tmp_path / "old.sqlite")
+    monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:4])
+    store_module.SQLiteStore(path).close()
+    db = sqlite3.connect(path)
+    _old_schema_row(db.execute)
+    db.commit()
+    db.close()
+    monkeypatch.undo()
+    migrated = store_module.SQLiteStore(path)
+    try:
+        row = migrated.prediction("old")
+        assert (row.decided_time_min_s, row.decided_time_limit_s, row.started_time_limit_s, row.policy_mode) == \
+            (240, None, None, "soft")
+    finally:
+        migrated.close()
+
+
+def test_a_postgres_store_of_the_previous_schema_keeps_its_decisions_as_decided(postgres_server, monkeypatch):
+    import psycopg
+
+    from hpcpredict.daemon import store_postgres
+
+    dsn = postgres_server.new_database()
+    monkeypatch.setattr(store_postgres, "MIGRATIONS", store_postgres.MIGRATIONS[:2])
+    store_postgres.PostgresStore(dsn).close()
+    with psycopg.connect(dsn, autocommit=True) as db:
+        _old_schema_row(db.execute)
+    monkeypatch.undo()
+    migrated = store_postgres.PostgresStore(dsn)
+    try:
+        row = migrated.prediction("old")
+        assert (row.decided_time_min_s, row.decided_time_limit_s, row.started_time_limit_s, row.policy_mode) == \
+            (240, None, None, "soft")
+    finally:
+        migrated.close()
