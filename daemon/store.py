@@ -151,7 +151,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX predictions_job ON predictions (job_id, cluster);
     """,
     # 4: the limits the daemon decided for the submission hook (daemon/policy), so that
-    # `hpcpredict explain` reads what was applied instead of recomputing it
+    # `hpcpredict explain` reads what was decided instead of recomputing it (named applied_* until level 5)
     """
     ALTER TABLE predictions ADD COLUMN applied_time_limit_s INTEGER;
     ALTER TABLE predictions ADD COLUMN applied_time_min_s INTEGER;
