@@ -324,10 +324,12 @@ class PredictionService:
         if allocation is None:
             answer = self.engine.estimate(spec, at_allocation=at_allocation, decide_limits=stage == "submit")
         else:
-            started_limit, started_min = allocation.job_time_limit_s or None, allocation.job_time_min_s or None
+            # bounded like every runtime here: a value past the site cap is no limit this daemon set or reads
+            started_limit, started_min = (value if 0 < value <= self.limits.max_time_s else None
+                                          for value in (allocation.job_time_limit_s, allocation.job_time_min_s))
             answer = self.engine.estimate(spec, at_allocation=True, decide_limits=False,
                                           lower_time_limit=allocation.lower_time_limit,
-                                          job_time_limit_s=allocation.job_time_limit_s)
+                                          job_time_limit_s=started_limit or 0)
         prediction_id = self._new_prediction_id()
         if answer.fallback:
             self.metrics.fallbacks.inc()

@@ -290,6 +290,10 @@ def test_the_allocation_answer_lowers_only_a_limit_the_hook_set_and_stores_what_
         stranger = pb.JobRequest(job=pb.JobIdentity(user="zed", application="new"), resources=request.resources)
         fallback, row = allocate("11", True, stranger)   # no history: a fallback sets nothing
         assert (fallback.apply_time_limit_s, fallback.policy_reason) == (0, "fallback")
+        hook_limit = 2**32 - 1                            # past the site cap: not a limit, not stored
+        absurd, row = allocate("12", True)
+        assert (absurd.apply_time_limit_s, absurd.policy_reason, row.started_time_limit_s) == \
+            (0, "job_limit_unknown", None)
     finally:
         daemon.store.close()
 

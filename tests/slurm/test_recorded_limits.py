@@ -103,6 +103,7 @@ def test_a_kill_under_our_lowered_limit_is_recorded_explained_and_counted(cluste
         "killed_by_our_limit": True}
     assert result["job"]["state"] == "TIMEOUT" and result["job"]["runtime_s"] < 600 - 60
     text = own_daemon.cli("explain", job_id).stdout
+    print(text)     # what an admin reads (pytest -rP shows it)
     for line in (f"decided at submission: --time-min {slurmjob.slurm_minutes(time_min_s).zfill(8)} [bound mode]",
                  f"applied (slurmctld at allocation): TimeMin {slurmjob.slurm_minutes(time_min_s).zfill(8)}",
                  f"started under: TimeLimit {slurmjob.slurm_minutes(started_limit_s).zfill(8)} (lowered at start",
