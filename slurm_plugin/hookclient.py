@@ -36,7 +36,7 @@ DEFAULTS = {
     "slurm_conf": "",               # "" = Slurm's default; PrologSlurmctld has no SLURM_CONF
     "slurm_bin": "/usr/bin",        # where scontrol/squeue/sacct live (the prologs have no PATH)
     "prolog_budget_s": "2.0",       # hook call budget in PrologSlurmctld / EpilogSlurmctld
-    "prolog_adjust_time_limit": "false",  # lower an automatic time limit to the refined bound
+    "prolog_adjust_time_limit": "false",  # let the daemon lower a time limit the hook set (it decides, we apply)
     "max_time_limit_s": "31622400", # site cap (366 days); an estimate above it changes nothing
     "outcome_wait_s": "30",         # how long the epilog waits for sacct's final state (0 = never)
     "outcome_retry_s": "120",       # how long the epilog retries while the daemon is unreachable
