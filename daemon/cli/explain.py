@@ -168,6 +168,7 @@ def explanation_lines(result: Explanation) -> list[str]:
     """The explanation as a person reads it."""
     from datetime import datetime, timezone
 
+    from ..policy import limits_meaning
     from ..timefmt import human, slurm_time
 
     def when(stamp: float) -> str:
@@ -198,13 +199,15 @@ def explanation_lines(result: Explanation) -> list[str]:
         if shown:
             lines.append(f"  inputs: {shown}")
         mode = f" [{entry['policy_mode']} mode]" if entry["policy_mode"] else ""
+        # what the decided limit does, in the decision's own words (daemon/policy)
+        meaning = limits_meaning(entry["policy_mode"], time_limit_s=entry["decided_time_limit_s"],
+                                 time_min_s=entry["decided_time_min_s"])
+        meaning = f" ({meaning})" if meaning else ""
         if entry["decided_time_limit_s"]:
             what = "TimeLimit" if entry["stage"] == "allocation" else "--time"
-            lines.append(f"  decided: {what} {slurm_time(entry['decided_time_limit_s'])}{mode}")
+            lines.append(f"  decided: {what} {slurm_time(entry['decided_time_limit_s'])}{meaning}{mode}")
         elif entry["decided_time_min_s"]:
-            soft = " (soft: to be planned with, never stopping the job before --time, where the controller " \
-                   "has the option)" if entry["policy_mode"] == "soft" else ""
-            lines.append(f"  decided: --time-min {slurm_time(entry['decided_time_min_s'])}{soft}{mode}")
+            lines.append(f"  decided: --time-min {slurm_time(entry['decided_time_min_s'])}{meaning}{mode}")
         elif entry["policy"] and entry["stage"] == "submit":
             lines.append(f"  decided: nothing ({entry['policy'].replace('_', ' ')}){mode}")
         elif entry["stage"] == "submit":

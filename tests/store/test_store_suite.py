@@ -233,7 +233,7 @@ def test_decided_and_started_limits_round_trip_and_reach_the_report(store):
                              "applied_time_min_s": 240, "started_time_limit_s": 240, "lowered_at_start": True,
                              "ran_time_limit_s": 240.0, "killed_by_our_limit": True}
     text = "\n".join(explanation_lines(result))
-    assert "decided: --time-min 00:04:00 (soft: to be planned with" in text, text
+    assert "decided: --time-min 00:04:00 (soft: planned with it" in text, text
     assert "started under: TimeLimit 00:04:00 (lowered at start" in text and "killed by our limit" in text, text
     soft = explain_job(store, "2").limits
     assert (soft["lowered_at_start"], soft["killed_by_our_limit"]) == (False, False)
