@@ -155,6 +155,9 @@ def test_prolog_lowers_an_automatic_limit_with_the_refined_bound(cluster, daemon
     limit = slurmjob.slurm_duration_s(cluster.job(job_id)["TimeLimit"])
     # the refined bound (rounded up to whole minutes, at least the site's minimum limit)
     assert refined.bound_s <= limit < submitted_limit
+    # the daemon decided it (daemon/policy/allocation.py) and stored it beside what the prolog read back
+    assert (refined.policy_reason, refined.decided_time_limit_s) == ("allocation_time_limit", limit)
+    assert (refined.started_time_limit_s, refined.started_time_min_s) == (submitted_limit, None)
 
 
 def test_bound_mode_sets_no_limit_from_recent_runs_alone(cluster, daemon, walltime_model):
