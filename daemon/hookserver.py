@@ -485,7 +485,7 @@ class HookServer(SelectorServer):
         privileged = self.service.privileged(caller_uid)
         if not privileged and WHO_MAY_CALL[method][1] != ANYONE:
             return self._call(method, METHODS[method](), caller_uid)   # refused before parsing
-        too_many = _too_many_items(body if method == "Predict" else body.get("request"),
+        too_many = too_many_items(body if method == "Predict" else body.get("request"),
                                    self.service.limits, privileged)
         if too_many:
             return {"ok": False, "error": too_many, "code": "INVALID_ARGUMENT"}
@@ -508,7 +508,7 @@ class HookServer(SelectorServer):
             response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
 
 
-def _too_many_items(request, limits, privileged: bool) -> str:
+def too_many_items(request, limits, privileged: bool) -> str:
     """Why the JobRequest ``request`` (a parsed JSON object) has more items than [limits] allow
     ("" = it does not): len() of each list and map, before any of them is turned into a message
     (that costs microseconds per item). The same rules as jobspec's, checked earlier."""
