@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["faults", "journal", "config", "plugins", "munge"]
+MODULES = ["faults", "journal", "config", "plugins", "remote_wire"]
 
 
 @pytest.mark.parametrize("name", MODULES)
