@@ -409,6 +409,8 @@ def _validate(config: Config) -> None:
            config.daemon.remote_max_connections_per_user) < 1:
         raise ConfigError("[daemon] remote_max_connections, remote_max_connections_per_host and "
                           "remote_max_connections_per_user must be >= 1")
+    if config.client.remote and not config.client.daemon_user.strip():
+        raise ConfigError("[client] daemon_user: the daemon's user (name or uid) is needed to check its answers")
     if config.daemon.remote_max_rate <= 0 or config.daemon.remote_max_rate_per_user <= 0:
         raise ConfigError("[daemon] remote_max_rate and remote_max_rate_per_user must be > 0")
     if config.daemon.log_format not in ("text", "json"):

@@ -456,9 +456,12 @@ class RemoteServer(SelectorServer):
             self.refused("replayed", host, f"uid {vouched.uid}: a credential accepted before")
             return "reply", connection, self._signed(connection, _unauthenticated(
                 f"Replayed credential (the daemon accepted it before) ({_ADVICE[munge.EMUNGE_CRED_REPLAYED]})"))
+        if seen is None:    # every credential remembered is live: none is forgotten early
+            self.refused("busy", host, f"{len(self.seen)} credentials remembered until they expire")
+            return "reply", connection, self._signed(connection, _BUSY_REPLY)
         with self._lock:
             connections = self._per_uid.get(vouched.uid, 0)
-            over = (seen is None or connections >= self.max_connections_per_user
+            over = (connections >= self.max_connections_per_user
                     or not self._user_rate(vouched.uid).take(time.monotonic()))
             if not over:
                 self._per_uid[vouched.uid] = connections + 1
