@@ -300,26 +300,31 @@ def test_replayed_expired_mismatched_missing_and_malformed_credentials_are_refus
 
 
 def test_idle_connections_make_room_for_requests_and_a_slow_request_is_cut_off(site, user):
-    """PER_HOST connections of one address holding their places without a header do not keep
-    the next request out: the oldest is cut off for it; a header begun and never ended is cut
-    off at the request timeout."""
+    """32 connections of one address (8 times its cap) holding places without a header do not
+    keep the next requests out (before: every other user of that login node got `busy`, 0/30):
+    the oldest idle one is cut off (told busy) for each new one; a header begun and never
+    ended is cut off at the request timeout."""
     replies = probe(site, f'''
         import time
-        held = [socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10) for _ in range({PER_HOST})]
-        time.sleep(0.3)
-        print(json.dumps(send(signed({{"method": "Predict", "request": {{}}}}, sys.argv[3]))))
+        held = [socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10) for _ in range({PER_HOST} * 8)]
+        time.sleep(0.5)
+        served = []
+        for _ in range({PER_USER_RATE}):
+            served.append(send(signed({{"method": "Predict", "request": {{}}}}, sys.argv[3]))["ok"])
+            time.sleep(0.25)
+        print(json.dumps(served))
         held[0].settimeout(5)
         print(json.dumps(json.loads(held[0].recv(65536).partition(b"\\n")[2])))   # cut off, told busy
-        held[1].sendall(b'HPCPREDICT/2 ')                             # and never the rest
-        held[1].settimeout(5)
+        slow = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+        slow.sendall(b'HPCPREDICT/2 ')                                # and never the rest
         start = time.monotonic()
-        data = held[1].recv(65536)
+        data = slow.recv(65536)
         print(json.dumps({{"cut_after_s": time.monotonic() - start, "reply": json.loads(data.partition(b"\\n")[2])}}))
         for conn in held:
             conn.close()
     ''', user=user)
     served, cut, slow = replies
-    assert served["ok"] is True, served
+    assert served == [True] * PER_USER_RATE, served
     assert cut == {"ok": False, "error": "busy"}
     assert slow["reply"]["ok"] is False and "not complete within 1 s" in slow["reply"]["error"]
     assert slow["cut_after_s"] < 3.0
