@@ -3,7 +3,9 @@
 The local socket (:mod:`.hookserver`) is where the kernel tells the daemon who calls, so the
 CLI asks there for everything: a user's ``predict`` and an admin's ``status`` alike; the
 daemon decides what the caller may do. Errors name the real cause: no daemon, a socket the
-caller may not open, a call the daemon refused.
+caller may not open, a call the daemon refused. On a host without the daemon,
+:class:`RemoteClient` asks the controller's remote listener, signing each request with MUNGE
+and believing only answers the daemon's user signed (:mod:`.remote_wire`).
 """
 from __future__ import annotations
 

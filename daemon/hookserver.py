@@ -26,8 +26,8 @@ Bounded on every side, so no user can starve the hooks or another user:
   that many bytes arrive without a newline; the Slurm hook's own line, a 64 KiB script start,
   is privileged and may be up to ``max_line_bytes``); before any line is turned into a
   message, the item counts of its lists and maps are checked against ``[limits]`` (``argv``,
-  ``inputs``, ``environment``, ``comm``): what a request costs to parse is bounded before it
-  is paid. A method an unprivileged caller may not make is refused without parsing;
+  ``inputs``, ``environment``, ``comm``; :func:`too_many_items`, which the remote listener
+  applies too): what a request costs to parse is bounded before it is paid. A method an unprivileged caller may not make is refused without parsing;
 * a whole request line must arrive within ``request_timeout`` of its first byte (a client
   trickling one byte a second is cut off), and a connection idle for ``idle_timeout`` is closed;
 * fair turns: a connection has at most one request served at a time (the next line of a
