@@ -211,8 +211,20 @@ class RemoteClient(DaemonClient):
             raise DaemonUnavailable(f"cannot reach the daemon at {self.socket_path}: {error.strerror or error} "
                                     f"(is [daemon] remote_listen set on the controller, and the port open to "
                                     f"this host? ADMIN.md, \"Users on login nodes\")") from error
-        reply_header, reply = self._frame_from(conn, request, time.monotonic() + self.timeout)
-        length, signature = reply_header
+        deadline = time.monotonic() + self.timeout
+        received = bytearray()
+        try:
+            # the header first; the body (the job script) only once the daemon said go ahead
+            answer = self._verified(self._next_frame(conn, header + b"\n", received, deadline), header, daemon_uid)
+            if answer == {"ok": True, "continue": True}:
+                answer = self._verified(self._next_frame(conn, body, received, deadline), header, daemon_uid)
+        finally:
+            conn.close()
+        return answer
+
+    def _verified(self, reply_frame: tuple[str, bytes], header: bytes, daemon_uid: int):
+        """The reply object of a frame, if the daemon's user signed it for this request; else raises."""
+        signature, reply = reply_frame
         try:
             answer = json.loads(reply)
         except ValueError:
@@ -247,37 +259,36 @@ class RemoteClient(DaemonClient):
             f"else may hold that port on the controller: nothing of it is shown. Tell your admins "
             f"(ADMIN.md, \"Users on login nodes\")")
 
-    def _frame_from(self, conn: socket.socket, request: bytes, deadline: float) -> tuple[tuple[int, str], bytes]:
-        """Send ``request``; read one reply frame by ``deadline`` -> ((length, credential), body). Closes ``conn``."""
-        data = bytearray()
-        header: tuple[int, str] | None = None
-        start = 0
+    def _next_frame(self, conn: socket.socket, data: bytes, received: bytearray, deadline: float) -> tuple[str, bytes]:
+        """Send ``data``, then read the next reply frame by ``deadline`` -> (credential, body);
+        what follows it stays in ``received``."""
         try:
-            conn.sendall(request)
+            try:
+                conn.sendall(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass    # refused before it read everything: the reply is still there to read
             while True:
-                if header is None:
-                    end = data.find(b"\n")
-                    if end >= 0:
-                        try:
-                            header = parse_header(bytes(data[:end]), max_length=self.MAX_REPLY_BYTES)
-                        except FrameError:
-                            raise self._not_the_daemon("its answer is not an HPCPREDICT/2 reply", None) from None
-                        start = end + 1
-                    elif len(data) > HEADER_BYTES:
-                        raise self._not_the_daemon("its answer is not an HPCPREDICT/2 reply", None)
-                if header is not None and len(data) - start >= header[0]:
-                    return header, bytes(data[start:start + header[0]])
+                end = received.find(b"\n")
+                if end >= 0:
+                    try:
+                        length, credential = parse_header(bytes(received[:end]), max_length=self.MAX_REPLY_BYTES)
+                    except FrameError:
+                        raise self._not_the_daemon("its answer is not an HPCPREDICT/2 reply", None) from None
+                    if len(received) - end - 1 >= length:
+                        reply = bytes(received[end + 1:end + 1 + length])
+                        del received[:end + 1 + length]
+                        return credential, reply
+                elif len(received) > HEADER_BYTES:
+                    raise self._not_the_daemon("its answer is not an HPCPREDICT/2 reply", None)
                 conn.settimeout(max(0.001, deadline - time.monotonic()))
                 chunk = conn.recv(1 << 16)
                 if not chunk:
                     break
-                data += chunk
+                received += chunk
         except socket.timeout as error:
             raise DaemonUnavailable(f"no answer from the daemon at {self.socket_path} within {self.timeout:g} s") from error
         except OSError as error:
             raise DaemonUnavailable(f"daemon at {self.socket_path}: {error}") from error
-        finally:
-            conn.close()
-        if not data:
+        if not received:
             raise DaemonUnavailable(f"the daemon at {self.socket_path} closed the connection without an answer")
         raise self._not_the_daemon("its answer ended before its end", None)

@@ -7,8 +7,10 @@ before munged has said who sent it: a request is a frame (:mod:`.remote_wire`) w
 line carries the caller's credential, and its body (the local socket's JSON call) is read only
 once that credential is decoded::
 
-    HPCPREDICT/2 <length> <credential>\n{"method": "Predict", "request": {...}}
-    -> HPCPREDICT/2 <length> <the daemon's credential>\n{"ok": true, "response": {...}}\n
+    HPCPREDICT/2 <length> <credential>\n
+    <- HPCPREDICT/2 <length> <the daemon's credential>\n{"ok": true, "continue": true}\n
+    {"method": "Predict", "request": {...}}
+    <- HPCPREDICT/2 <length> <the daemon's credential>\n{"ok": true, "response": {...}}\n
 
 1. **Before authentication** a connection may hold at most ``HEADER_BYTES`` (4 KiB) of what
    it sent, the header line: a line that is not a header, or longer, is refused at once. At
@@ -22,7 +24,8 @@ once that credential is decoded::
    credential expires, so a captured request is refused also after munged restarts), or not
    made for an hpcpredict request is refused with ``"code": "UNAUTHENTICATED"``. Once the uid
    is known: at most ``max_connections_per_user`` of its connections past this point and
-   ``max_rate_per_user`` a second, else ``busy``.
+   ``max_rate_per_user`` a second, else ``busy``. Then the daemon answers a go-ahead signed
+   as its replies are (4.): the CLI sends the body (a job script) only to the daemon.
 3. **The body**, at most ``max_body_bytes`` (the local socket's ``user_line_bytes``: a remote
    caller is an ordinary user), must be the one the credential's payload names (its SHA-256),
    then the local socket's item limits (:func:`.hookserver.too_many_items`, ``[limits]``) are
@@ -97,6 +100,8 @@ def _unauthenticated(reason: str) -> dict:
 
 
 BUSY = frame(_encode(_BUSY_REPLY), "")
+#: The daemon's answer to a header whose credential it accepted: send the body now
+GO_AHEAD = {"ok": True, "continue": True}
 
 
 class _Connection(Connection):
@@ -359,14 +364,15 @@ class RemoteServer(SelectorServer):
         for kind, connection, value in events:
             self._pending -= 1
             if kind == "authenticated":
-                uid, connection.payload = value
+                uid, connection.payload, go_ahead = value
                 if connection.closed:
                     self._release(uid)
                     continue
                 connection.uid = uid
                 self._count_unauthenticated(connection.host, -1)
                 connection.stage = _BODY
-                self._take_body(connection)
+                connection.unsent += go_ahead   # then the body is read (_flush)
+                self._flush(connection)
             elif not connection.closed:
                 self._send_last(connection, value)
 
@@ -380,7 +386,10 @@ class RemoteServer(SelectorServer):
 
     def _flush(self, connection: _Connection) -> None:
         if self._send_unsent(connection):
-            self._close(connection)
+            if connection.stage == _REPLY:
+                self._close(connection)
+            else:                           # the go-ahead is out: now the body
+                self._take_body(connection)
         elif not connection.closed:
             self._watch(connection, selectors.EVENT_WRITE)
 
@@ -468,7 +477,7 @@ class RemoteServer(SelectorServer):
         if over:
             self.refused("user_busy", host, f"uid {vouched.uid}: over its connections or rate")
             return "reply", connection, self._signed(connection, _BUSY_REPLY)
-        return "authenticated", connection, (vouched.uid, vouched.payload)
+        return "authenticated", connection, (vouched.uid, vouched.payload, self._signed(connection, GO_AHEAD))
 
     def _call(self, connection: _Connection, body: bytes):
         """The authenticated body -> ("reply", connection, the signed reply frame)."""

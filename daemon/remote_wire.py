@@ -12,7 +12,9 @@ payload :func:`request_digest` of the JSON body; the listener decodes it with th
 munged before it reads the body, then checks the body against that digest. In a reply, the
 credential is the daemon's (made by the daemon's uid), its payload :func:`reply_digest` of the
 request's header line and of the reply's body: the CLI decodes it with its own munged and
-believes the reply only if the daemon's user made it for this request. A reply the listener
+believes the reply only if the daemon's user made it for this request. The caller sends its
+header first and its body only after the daemon's signed go-ahead (``{"ok": true, "continue":
+true}``), so a job script goes to the daemon and to no one who took its port. A reply the listener
 sends before any credential was checked (its connection caps, a header it cannot read) carries
 ``-`` instead, and the CLI believes nothing of it but the word ``busy``.
 

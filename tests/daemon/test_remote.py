@@ -171,8 +171,18 @@ PROBE = textwrap.dedent('''
                 break
             received += chunk
         conn.close()
-        header, _, body = received.partition(b"\\n")
-        return header, body
+        return last_frame(received)
+
+    def last_frame(received):
+        # (header line, body) of the last frame: a go-ahead comes first (the body was sent with the header)
+        frames = []
+        while received:
+            header, _, rest = received.partition(b"\\n")
+            fields = header.split(b" ")
+            length = int(fields[1]) if len(fields) == 3 and fields[1].isdigit() else len(rest)
+            frames.append((header, rest[:length]))
+            received = rest[length:]
+        return frames[-1] if frames else (b"", b"")
 
     def send(data, timeout=10):
         return json.loads(exchange(data, timeout)[1])
@@ -372,7 +382,7 @@ def test_a_connection_flood_is_taken_at_the_accept_rate_not_at_the_floods(site, 
                 if not chunk:
                     break
                 data += chunk
-            answers.append(json.loads(data.partition(b"\\n")[2]) if data else None)
+            answers.append(json.loads(last_frame(data)[1]) if data else None)
             conn.close()
         print(json.dumps({"seconds": time.monotonic() - start, "answers": answers}))
     ''', user=user)
@@ -597,6 +607,14 @@ SQUATTER = '''
             else:                        # signed, by her
                 credential = munge.encode(b"hpcpredict.v2 reply sha256 x", sys.argv[3])
             conn.sendall(frame(forged, credential))
+            after, stop = 0, time.monotonic() + 1
+            while time.monotonic() < stop:      # does a body (the job script) follow?
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                after += len(chunk)
+            print(json.dumps({{"header": header.startswith(b"HPCPREDICT/2 "), "after_header": after}}))
+            sys.stdout.flush()
         except OSError:
             pass
         conn.close()
@@ -608,7 +626,8 @@ def test_a_user_holding_the_ports_during_a_restart_is_believed_by_no_one(site, u
     tries the metrics port, below 1024). Before: the daemon exited (`Address already in use`),
     and `hpcpredict predict` on the login nodes sent her their scripts and printed her answer.
     Now the daemon serves its local socket, says loudly that it cannot listen (status, log,
-    health) and retries; the login node's CLI refuses her answers, signed by her or not;
+    health) and retries; the login node's CLI sends her no job script (only a header: the body
+    goes after the daemon's signed go-ahead) and refuses her answers, signed by her or not;
     Prometheus sees the daemon; once she leaves, the daemon takes the port back."""
     from hpcpredict.daemon.client import admin_client
     from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
@@ -641,6 +660,8 @@ def test_a_user_holding_the_ports_during_a_restart_is_believed_by_no_one(site, u
             assert result.returncode == 1
             assert "does not come from the daemon" in result.stderr, result.stderr
             assert "4242" not in result.stdout + result.stderr
+            # she got the header (a credential for a body she never sees), not the job script
+            assert json.loads(squatter.stdout.readline()) == {"header": True, "after_header": 0}
     finally:
         squatter.kill()
         squatter.wait()
