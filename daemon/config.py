@@ -94,7 +94,8 @@ class DaemonConfig:
     # credential. "host:port" to listen on; "" = off. Only for the cluster's internal network.
     remote_listen: str = ""
     remote_max_connections: int = 128             # open remote connections, all hosts
-    remote_max_connections_per_host: int = 32     # ... from one address (a login node's users share it)
+    remote_max_connections_per_host: int = 8      # ... of one address not past their credential yet
+    remote_max_connections_per_user: int = 4      # ... of one uid once its credential is checked
     remote_max_rate: float = 100.0                # remote connections accepted a second: the listener's CPU ceiling
     remote_max_rate_per_user: float = 10.0        # ... of one user
     munge_socket: str = ""                        # this host's munged; "" = libmunge's default socket
@@ -208,6 +209,9 @@ class ClientConfig:
     # Where the CLI asks when this host runs no daemon (a login or compute node): the controller's
     # [daemon] remote_listen, "host:port". "" = only the local socket.
     remote: str = ""
+    # Who answers there: the reply must carry a MUNGE credential of this user (the daemon's, name
+    # or uid), or the CLI believes nothing of it (a user who took the port gets nowhere).
+    daemon_user: str = "hpcpredict"
 
 
 @dataclass(frozen=True)
@@ -402,8 +406,12 @@ def _validate(config: Config) -> None:
                            ("[client] remote", config.client.remote)):
         if address:
             host_port(address, where)
-    if config.daemon.remote_max_connections < 1 or config.daemon.remote_max_connections_per_host < 1:
-        raise ConfigError("[daemon] remote_max_connections and remote_max_connections_per_host must be >= 1")
+    if min(config.daemon.remote_max_connections, config.daemon.remote_max_connections_per_host,
+           config.daemon.remote_max_connections_per_user) < 1:
+        raise ConfigError("[daemon] remote_max_connections, remote_max_connections_per_host and "
+                          "remote_max_connections_per_user must be >= 1")
+    if config.client.remote and not config.client.daemon_user.strip():
+        raise ConfigError("[client] daemon_user: the daemon's user (name or uid) is needed to check its answers")
     if config.daemon.remote_max_rate <= 0 or config.daemon.remote_max_rate_per_user <= 0:
         raise ConfigError("[daemon] remote_max_rate and remote_max_rate_per_user must be > 0")
     if config.daemon.log_format not in ("text", "json"):

@@ -26,8 +26,8 @@ Bounded on every side, so no user can starve the hooks or another user:
   that many bytes arrive without a newline; the Slurm hook's own line, a 64 KiB script start,
   is privileged and may be up to ``max_line_bytes``); before any line is turned into a
   message, the item counts of its lists and maps are checked against ``[limits]`` (``argv``,
-  ``inputs``, ``environment``, ``comm``): what a request costs to parse is bounded before it
-  is paid. A method an unprivileged caller may not make is refused without parsing;
+  ``inputs``, ``environment``, ``comm``; :func:`too_many_items`, which the remote listener
+  applies too): what a request costs to parse is bounded before it is paid. A method an unprivileged caller may not make is refused without parsing;
 * a whole request line must arrive within ``request_timeout`` of its first byte (a client
   trickling one byte a second is cut off), and a connection idle for ``idle_timeout`` is closed;
 * fair turns: a connection has at most one request served at a time (the next line of a
@@ -485,7 +485,7 @@ class HookServer(SelectorServer):
         privileged = self.service.privileged(caller_uid)
         if not privileged and WHO_MAY_CALL[method][1] != ANYONE:
             return self._call(method, METHODS[method](), caller_uid)   # refused before parsing
-        too_many = _too_many_items(body if method == "Predict" else body.get("request"),
+        too_many = too_many_items(body if method == "Predict" else body.get("request"),
                                    self.service.limits, privileged)
         if too_many:
             return {"ok": False, "error": too_many, "code": "INVALID_ARGUMENT"}
@@ -508,7 +508,7 @@ class HookServer(SelectorServer):
             response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
 
 
-def _too_many_items(request, limits, privileged: bool) -> str:
+def too_many_items(request, limits, privileged: bool) -> str:
     """Why the JobRequest ``request`` (a parsed JSON object) has more items than [limits] allow
     ("" = it does not): len() of each list and map, before any of them is turned into a message
     (that costs microseconds per item). The same rules as jobspec's, checked earlier."""

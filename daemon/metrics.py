@@ -9,6 +9,9 @@ takes a thread and a descriptor for every TCP connection and never times a silen
 any local user could hold thousands of each (and, under a task limit, leave the daemon unable
 to start a thread anywhere). Ours is one thread, at most ``max_connections`` connections, each
 cut off ``timeout`` seconds after it was accepted; the text is prometheus_client's own encoder.
+A connection that holds a place without asking (no whole request yet) gives it up to a new
+one when all are taken: Prometheus sends its request with its connect, so idle connections
+(any local user may open them) never keep a scrape out.
 """
 from __future__ import annotations
 
@@ -106,6 +109,10 @@ class Metrics:
         self.rejected = Counter("hpcpredict_overload_rejections",
                                 "Hook-socket calls refused as busy (gRPC refuses past maximum_concurrent_rpcs itself)",
                                 registry=self.registry)
+        self.remote_refusals = Counter(
+            "hpcpredict_remote_refusals",
+            "Remote-listener requests refused, by reason (header, connections, idle, timeout, busy, "
+            "unauthenticated, replayed, user_busy, limits)", ["reason"], registry=self.registry)
         self.local_socket_errors = Counter(
             "hpcpredict_local_socket_errors",
             "Exceptions caught on the local socket (each logged; the connection is closed, the loop goes on)",
@@ -180,13 +187,22 @@ class MetricsServer(SelectorServer):
         logger.warning("metrics endpoint cannot accept: %s", error)   # out of descriptors or memory now: the backlog waits
 
     def _admit(self, sock: socket.socket, peer, now: float) -> None:
-        if len(self._connections) >= self.max_connections:
+        if len(self._connections) >= self.max_connections and not self._make_room():
             self.refused += 1
             sock.close()
             return
         sock.setblocking(False)
         connection = self._connections[sock.fileno()] = Connection(sock, now + self.timeout)
         self._watch(connection, selectors.EVENT_READ)
+
+    def _make_room(self) -> bool:
+        """Close the oldest connection that has not asked anything yet; False if none is idle."""
+        for connection in self._connections.values():   # in the order they were accepted
+            if not connection.unsent:
+                self.refused += 1
+                self._close(connection)
+                return True
+        return False
 
     def _on_event(self, connection: Connection, mask: int) -> None:
         try:

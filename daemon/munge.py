@@ -7,25 +7,25 @@ decoded before). The remote listener (:mod:`.remote`) takes a caller's identity 
 slurmctld does for ``srun`` from a login node.
 
 A credential carries a payload, sealed with it: the client puts a digest of its request
-there (:func:`request_digest`), so a credential is good for that one request only.
+there (:func:`.remote_wire.request_digest`), so a credential is good for that one request only.
+Decoding also says when the credential expires (its encode time plus its time-to-live), so the
+listener can remember it until then (munged's own replay cache is lost when munged restarts).
 
 libmunge is called through ctypes, with one context per call: libmunge's contexts are not
 to be shared between threads, and a call opens its own connection to munged anyway.
-
->>> request_digest(b'{"method":"Predict"}')[:25]
-b'hpcpredict.v1 sha256 c6ae'
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import hashlib
-import json
+import time
 from dataclasses import dataclass
 
 from .errors import HpcPredictError
 
 # munge.h: munge_opt_t and munge_err_t (stable since MUNGE 0.5)
+_OPT_TTL = 4
+_OPT_ENCODE_TIME = 6
 _OPT_SOCKET = 8
 EMUNGE_SUCCESS = 0
 EMUNGE_SOCKET = 6
@@ -33,10 +33,11 @@ EMUNGE_CRED_INVALID = 14
 EMUNGE_CRED_EXPIRED = 15
 EMUNGE_CRED_REWOUND = 16
 EMUNGE_CRED_REPLAYED = 17
-#: What a credential of ours carries: the digest below, never longer; the
-#: credential itself is a few hundred base64 characters.
+#: What a credential of ours carries: a digest, never longer; the credential itself is a
+#: few hundred base64 characters.
 MAX_CREDENTIAL_CHARS = 4096
-_DIGEST_PREFIX = b"hpcpredict.v1 sha256 "
+#: munged's default time-to-live, if a decoded credential's own cannot be read
+DEFAULT_TTL_S = 300
 
 
 class MungeError(HpcPredictError):
@@ -54,11 +55,7 @@ class Credential:
     uid: int
     gid: int
     payload: bytes
-
-
-def request_digest(request: bytes) -> bytes:
-    """The payload that binds a credential to ``request`` (the bytes the caller signs)."""
-    return _DIGEST_PREFIX + hashlib.sha256(request).hexdigest().encode()
+    expires: float = 0.0    # wall clock: its encode time plus its time-to-live
 
 
 _lib = None
@@ -147,10 +144,13 @@ def decode(credential: str, socket_path: str = "") -> Credential:
                 context.lib.free(buf)   # allocated even for expired or replayed credentials
         if code != EMUNGE_SUCCESS:
             raise MungeError(context.error(code), code)
-        return Credential(uid=uid.value, gid=gid.value, payload=payload)
+        ttl, encoded = ctypes.c_int(), ctypes.c_long()
+        got_ttl = context.lib.munge_ctx_get(ctypes.c_void_p(context.ctx), ctypes.c_int(_OPT_TTL), ctypes.byref(ttl))
+        got_time = context.lib.munge_ctx_get(ctypes.c_void_p(context.ctx), ctypes.c_int(_OPT_ENCODE_TIME),
+                                             ctypes.byref(encoded))
+        if got_ttl != EMUNGE_SUCCESS or got_time != EMUNGE_SUCCESS or encoded.value <= 0:
+            expires = time.time() + DEFAULT_TTL_S     # the most munged would accept it for from now
+        else:
+            expires = float(encoded.value + max(ttl.value, 0))
+        return Credential(uid=uid.value, gid=gid.value, payload=payload, expires=expires)
 
-
-def canonical_call(envelope: dict) -> bytes:
-    """The bytes a credential vouches for: the call without its credential, one encoding."""
-    call = {key: value for key, value in envelope.items() if key != "credential"}
-    return json.dumps(call, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()

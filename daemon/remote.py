@@ -2,40 +2,58 @@
 
 The local socket (:mod:`.hookserver`) learns its caller from the kernel, which only works on
 the daemon's host. Elsewhere the identity comes from what the site already trusts for Slurm
-itself: MUNGE (:mod:`.munge`). A remote request is the local socket's line with one more
-field, a credential the caller's munged made::
+itself: MUNGE (:mod:`.munge`). Nothing a caller sends is read past a few kilobytes, nor parsed,
+before munged has said who sent it: a request is a frame (:mod:`.remote_wire`) whose header
+line carries the caller's credential, and its body (the local socket's JSON call) is read only
+once that credential is decoded::
 
-    {"method": "Predict", "request": {...}, "credential": "MUNGE:...:"}\\n
-    -> {"ok": true, "response": {...}}\\n      (then the listener closes the connection)
+    HPCPREDICT/2 <length> <credential>\n
+    <- HPCPREDICT/2 <length> <the daemon's credential>\n{"ok": true, "continue": true}\n
+    {"method": "Predict", "request": {...}}
+    <- HPCPREDICT/2 <length> <the daemon's credential>\n{"ok": true, "response": {...}}\n
 
-The credential's payload is :func:`.munge.request_digest` of the *call*, the line's object
-without ``credential`` encoded canonically (:func:`.munge.canonical_call`: keys sorted, no spaces,
-ASCII). The listener decodes the credential with its own munged (same site key), checks that
-the payload is the digest of the call it parsed, and hands the call to the same
-``PredictionService.call`` with the uid munged vouched for: the same per-call rules as the
-local socket (a user predicts only their own jobs). A credential made with another key, one
-expired (munged's TTL, 300 s by default), one decoded before (munged's replay cache) or one
-made for another request is refused with ``"code": "UNAUTHENTICATED"``. Only the calls
-anyone may make (``Predict``) are served here; admin and history-writing calls are refused
-whoever asks (``PERMISSION_DENIED``): they belong to the controller's local socket.
+1. **Before authentication** a connection may hold at most ``HEADER_BYTES`` (4 KiB) of what
+   it sent, the header line: a line that is not a header, or longer, is refused at once. At
+   most ``max_connections_per_host`` connections of one address wait for their credential
+   to be checked (``max_connections`` in all); past either, the oldest one of them that has
+   not sent its header yet is cut off for the new one (a client sends its header with its
+   connect, so idle connections make room), else ``busy``.
+2. **The credential**, decoded by the daemon's munged (same site key) on a worker thread: one
+   made with another key, expired (munged's TTL, 300 s by default), decoded before (munged's
+   replay cache, and the listener's own: it remembers each credential it accepted until the
+   credential expires, so a captured request is refused also after munged restarts), or not
+   made for an hpcpredict request is refused with ``"code": "UNAUTHENTICATED"``. Once the uid
+   is known: at most ``max_connections_per_user`` of its connections past this point and
+   ``max_rate_per_user`` a second, else ``busy``. Then the daemon answers a go-ahead signed
+   as its replies are (4.): the CLI sends the body (a job script) only to the daemon.
+3. **The body**, at most ``max_body_bytes`` (the local socket's ``user_line_bytes``: a remote
+   caller is an ordinary user), must be the one the credential's payload names (its SHA-256),
+   then the local socket's item limits (:func:`.hookserver.too_many_items`, ``[limits]``) are
+   checked before it is turned into a message, then ``PredictionService.call`` with the uid
+   munged vouched for: the same per-call rules as the local socket (a user predicts only their
+   own jobs). Only the calls anyone may make (``Predict``) are served here; admin and
+   history-writing calls are refused whoever asks (``PERMISSION_DENIED``).
+4. **The reply** carries a credential the daemon's munged made for the daemon's uid, its
+   payload binding the request's header and the reply's body: the CLI believes an answer
+   only if it decodes to the daemon's user (``[client] daemon_user``), so a user who took the
+   port answers nothing anyone believes. What the listener refuses before a credential was
+   checked goes unsigned (the CLI trusts nothing of it but ``busy``).
+
+Every refusal is counted (``hpcpredict_remote_refusals{reason}``) and logged, at most once per
+``_LOG_EVERY_S`` per reason with the count of those not logged. A whole request must arrive
+within ``request_timeout`` of the connect; at most ``max_rate`` connections a second are
+accepted in all (the rest wait in the kernel's backlog, which drops what does not fit); calls
+run on ``workers`` threads, at most ``max_pending`` running or waiting. One thread multiplexes
+every connection with ``selectors``: a slow client holds no thread.
 
 Nothing here is encrypted: the request (a job script) and the reply cross the network in
-clear, as ``srun``'s do. The port belongs on the cluster's internal network (ADMIN.md).
-
-Bounded like the local socket, and smaller, since it shares the daemon's interpreter with the
-hook path: one request per connection, at most ``max_connections`` open and
-``max_connections_per_host`` from one address; the request line must arrive whole within
-``request_timeout`` of the connect and be at most ``max_line_bytes``; at most ``max_rate``
-connections a second are accepted in all (the rest wait in the kernel's backlog, which drops
-what does not fit) and ``max_rate_per_user`` calls a second are made for one uid, so what
-remote users cost the daemon (whose hook path shares the interpreter) has a ceiling; calls
-(each a munged round trip, then the service) run on ``workers`` threads, at most
-``max_pending`` running or waiting and ``max_calls_per_user`` of one uid; past any of these,
-``busy`` at once. One thread multiplexes every connection with ``selectors``: a slow client
-holds no thread.
+clear, as ``srun``'s do. The port belongs on the cluster's internal network, below 1024 so no
+user of the controller can bind it (ADMIN.md).
 """
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
 import logging
 import selectors
@@ -48,8 +66,9 @@ from google.protobuf import json_format
 
 from . import munge
 from .config import host_port
-from .connections import Connection, SelectorServer, listening_socket, refuse
-from .munge import canonical_call
+from .connections import READ_BYTES, Connection, SelectorServer, listening_socket, refuse, send_best_effort
+from .hookserver import too_many_items
+from .remote_wire import HEADER_BYTES, MAGIC, UNSIGNED, FrameError, frame, parse_header, reply_digest, request_digest
 from .service import ANYONE, METHODS as RULES, error_message, status_name
 from ..proto.v1 import hpcpredict_pb2 as pb
 
@@ -59,9 +78,17 @@ _SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
 _REQUESTS = {method.name: getattr(pb, method.input_type.name) for method in _SERVICE.methods}
 #: The calls served remotely: those anyone may make. The rest are refused before any work.
 REMOTE_METHODS = frozenset(name for name, (_, who) in RULES.items() if who == ANYONE)
-BUSY = b'{"ok":false,"error":"busy"}\n'
+_BUSY_REPLY = {"ok": False, "error": "busy"}
 _TICK = 0.1
 _ACCEPTS_PER_ROUND = 32
+_LOG_EVERY_S = 10.0
+_REQUEST_PREFIX = request_digest(b"")[:-64]
+#: A credential the listener accepted is remembered this long past its expiry (clock skew
+#: between the hosts: munged's own allowance is smaller)
+_REPLAY_MARGIN_S = 60.0
+
+# where a connection is (loop thread only)
+_HEADER, _AUTH, _BODY, _CALL, _REPLY = range(5)
 
 
 def _encode(reply: dict) -> bytes:
@@ -72,12 +99,79 @@ def _unauthenticated(reason: str) -> dict:
     return {"ok": False, "code": "UNAUTHENTICATED", "error": f"credential refused: {reason}"}
 
 
+BUSY = frame(_encode(_BUSY_REPLY), "")
+#: The daemon's answer to a header whose credential it accepted: send the body now
+GO_AHEAD = {"ok": True, "continue": True}
+
+
 class _Connection(Connection):
-    __slots__ = ("host",)
+    __slots__ = ("host", "stage", "header", "length", "uid", "payload")
 
     def __init__(self, sock: socket.socket, host: str, deadline: float):
         super().__init__(sock, deadline)
         self.host = host
+        self.stage = _HEADER
+        self.header = b""          # the request's header line, once whole
+        self.length = 0            # of the body it announces
+        self.uid: int | None = None   # once munged vouched for it (counted in _per_uid)
+        self.payload = b""         # what the credential says the body's digest is
+
+
+class _Refusals:
+    """Counted in the metrics by reason, and logged at most once per _LOG_EVERY_S per reason
+    (with how many were not): a flood costs the log a line every few seconds, not one a request."""
+
+    def __init__(self, metrics):
+        self.counter = metrics.remote_refusals if metrics is not None else None
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._unlogged: dict[str, int] = {}
+
+    def __call__(self, reason: str, host: str, detail: str) -> None:
+        if self.counter is not None:
+            self.counter.labels(reason).inc()
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last.get(reason, -_LOG_EVERY_S) < _LOG_EVERY_S:
+                self._unlogged[reason] = self._unlogged.get(reason, 0) + 1
+                return
+            self._last[reason] = now
+            unlogged = self._unlogged.pop(reason, 0)
+        logger.warning("remote listener refused a request from %s (%s): %s%s", host, reason, detail,
+                       f" (and {unlogged} more of these in the last {_LOG_EVERY_S:g} s, not logged)" if unlogged else "")
+
+
+class SeenCredentials:
+    """The credentials the listener accepted, by digest, until each one expires: a replay is
+    refused even after munged (whose replay cache is in its memory) restarts. At most
+    ``max_entries``: when every one is still live, new credentials are refused (``busy``)
+    rather than one forgotten early."""
+
+    def __init__(self, max_entries: int):
+        self.max_entries = max_entries
+        self._expiry: dict[bytes, float] = {}
+        self._heap: list[tuple[float, bytes]] = []
+        self._lock = threading.Lock()
+
+    def add(self, credential: str, expires: float, now: float | None = None) -> bool | None:
+        """True if new (now remembered), False if seen before, None if full."""
+        key = hashlib.sha256(credential.encode("ascii", "replace")).digest()
+        now = time.time() if now is None else now
+        with self._lock:
+            while self._heap and self._heap[0][0] <= now:
+                _, old = heapq.heappop(self._heap)
+                self._expiry.pop(old, None)
+            if key in self._expiry:
+                return False
+            if len(self._expiry) >= self.max_entries:
+                return None
+            until = expires + _REPLAY_MARGIN_S
+            self._expiry[key] = until
+            heapq.heappush(self._heap, (until, key))
+            return True
+
+    def __len__(self) -> int:
+        return len(self._expiry)
 
 
 class RemoteServer(SelectorServer):
@@ -86,31 +180,34 @@ class RemoteServer(SelectorServer):
     name = "remote listener"
     thread_name = "remote-listener"
 
-    def __init__(self, address: str, service, *, munge_socket: str = "", max_line_bytes: int = 2 << 20,
+    def __init__(self, address: str, service, *, munge_socket: str = "", max_body_bytes: int = 128 << 10,
                  workers: int = 1, max_pending: int = 16, max_connections: int = 128,
-                 max_connections_per_host: int = 32, max_calls_per_user: int = 4, max_rate: float = 100.0,
+                 max_connections_per_host: int = 8, max_connections_per_user: int = 4, max_rate: float = 100.0,
                  max_rate_per_user: float = 10.0, request_timeout: float = 5.0):
         super().__init__()
         self.host, self.port = host_port(address)
         self.service = service
         self.munge_socket = munge_socket
-        self.max_line_bytes = max_line_bytes
+        self.max_body_bytes = max_body_bytes
         self.max_pending = max_pending
         self.max_connections = max_connections
         self.max_connections_per_host = max_connections_per_host
-        self.max_calls_per_user = max_calls_per_user
+        self.max_connections_per_user = max_connections_per_user
         self.request_timeout = request_timeout
         self.max_rate_per_user = max_rate_per_user
+        self.refused = _Refusals(service.metrics if service is not None else None)
+        # every credential accepted within a TTL (and its margin) at the accept rate fits
+        self.seen = SeenCredentials(max(65536, int(max_rate * (munge.DEFAULT_TTL_S + _REPLAY_MARGIN_S) * 2)))
         self._rate = _TokenBucket(max_rate)     # loop thread only
         self._user_rates: dict[int, _TokenBucket] = {}   # workers, under _lock
         self.address: tuple[str, int] | None = None   # where it listens, once started
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="remote-call")
         self._connections: dict[int, _Connection] = {}   # type: ignore[assignment]
-        self._per_host: dict[str, int] = {}
+        self._unauthenticated: dict[str, int] = {}   # connections of an address not past their credential
         self._pending = 0                       # loop thread only
-        self._per_uid: dict[int, int] = {}      # workers, under _lock
+        self._per_uid: dict[int, int] = {}      # connections past their credential, by uid; under _lock
         self._lock = threading.Lock()
-        self._replies: list = []                # (connection, reply bytes) from workers, under _lock
+        self._events: list = []                 # what workers hand back to the loop, under _lock
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "RemoteServer":
@@ -145,11 +242,12 @@ class RemoteServer(SelectorServer):
     def _sweep(self, now: float) -> None:
         self._resume_accepts(now)
         for connection in [c for c in self._connections.values() if c.deadline <= now and c.events]:
-            if connection.unsent:   # the reply is not read: cut off without a word
+            if connection.stage == _REPLY:   # the reply is not read: cut off without a word
                 self._close(connection)
             else:
-                self._send_last(connection, _encode({
-                    "ok": False, "error": f"request line not complete within {self.request_timeout:g} s"}))
+                self.refused("timeout", connection.host, f"request not complete within {self.request_timeout:g} s")
+                self._send_last(connection, frame(_encode({
+                    "ok": False, "error": f"request not complete within {self.request_timeout:g} s"}), ""))
 
     def _accept(self, now: float) -> None:
         # At most the rate's tokens: past it, connections wait in the kernel's backlog (it drops
@@ -163,81 +261,160 @@ class RemoteServer(SelectorServer):
     def _admit(self, sock: socket.socket, peer, now: float) -> None:
         sock.setblocking(False)
         host = peer[0]
-        if len(self._connections) >= self.max_connections or \
-                self._per_host.get(host, 0) >= self.max_connections_per_host:
-            self.service.metrics.rejected.inc()
+        if len(self._connections) >= self.max_connections and not self._make_room(None):
+            self.refused("connections", host, f"{self.max_connections} remote connections open")
+            refuse(sock, BUSY, half_close=True)
+            return
+        if self._unauthenticated.get(host, 0) >= self.max_connections_per_host and not self._make_room(host):
+            self.refused("connections", host, f"{self.max_connections_per_host} connections of this address "
+                                              f"wait for their credential")
             refuse(sock, BUSY, half_close=True)
             return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connection = _Connection(sock, host, now + self.request_timeout)   # from the connect
         self._connections[sock.fileno()] = connection
-        self._per_host[host] = self._per_host.get(host, 0) + 1
+        self._unauthenticated[host] = self._unauthenticated.get(host, 0) + 1
         self._watch(connection, selectors.EVENT_READ)
+
+    def _make_room(self, host: str | None) -> bool:
+        """Cut off the oldest connection (of ``host``, or of any) that has not sent its header:
+        a client sends it with the connect, so only idle ones are cut. What a candidate sent
+        and was not read yet is read first: a header that arrived takes it past this stage."""
+        for connection in list(self._connections.values()):   # in the order they were accepted
+            if connection.stage != _HEADER or (host is not None and connection.host != host):
+                continue
+            self._on_event(connection, selectors.EVENT_READ)
+            if connection.closed:
+                return True
+            if connection.stage == _HEADER:
+                self.refused("idle", connection.host, "no header yet; cut off for a new connection")
+                send_best_effort(connection.sock, BUSY)
+                self._close(connection)
+                return True
+        return False
 
     def _on_event(self, connection: _Connection, mask: int) -> None:   # type: ignore[override]
         if mask & selectors.EVENT_WRITE:
             self._flush(connection)
-        elif self._receive(connection):
-            self._take_line(connection)
+        elif connection.stage == _HEADER:
+            if self._receive(connection, min(READ_BYTES, HEADER_BYTES - len(connection.received))):
+                self._take_header(connection)
+        elif connection.stage == _BODY:
+            if self._receive(connection, min(READ_BYTES, max(1, connection.length - len(connection.received)))):
+                self._take_body(connection)
 
-    def _take_line(self, connection: _Connection) -> None:
-        end = connection.received.find(b"\n")
-        if end < 0 and len(connection.received) <= self.max_line_bytes:
+    def _take_header(self, connection: _Connection) -> None:
+        received = connection.received
+        end = received.find(b"\n")
+        if end < 0:
+            if not MAGIC.startswith(bytes(received[:len(MAGIC)])):
+                self._refuse_header(connection, "not an HPCPREDICT/2 request: this listener reads a MUNGE "
+                                                "credential before anything else (is `hpcpredict` on this host "
+                                                "older than the daemon?)")
+            elif len(received) >= HEADER_BYTES:
+                self._refuse_header(connection, f"header line longer than {HEADER_BYTES} bytes")
             return
-        if end < 0 or end >= self.max_line_bytes:
-            self._send_last(connection, _encode(
-                {"ok": False, "error": f"request line longer than {self.max_line_bytes} bytes"}))
+        try:
+            connection.length, credential = parse_header(bytes(received[:end]), max_length=self.max_body_bytes)
+        except FrameError as error:
+            self._refuse_header(connection, str(error))
             return
-        line = bytes(connection.received[:end])
+        connection.header = bytes(received[:end])
+        del received[:end + 1]       # what is left is the body's beginning
+        connection.stage = _AUTH
+        self._watch(connection, 0)   # nothing more is read until munged says who this is
+        self._submit(connection, self._authenticate, connection, credential)
+
+    def _refuse_header(self, connection: _Connection, message: str) -> None:
+        self.refused("header", connection.host, message)
+        self._send_last(connection, frame(_encode({"ok": False, "error": message}), ""))
+
+    def _take_body(self, connection: _Connection) -> None:
+        if len(connection.received) < connection.length:
+            self._watch(connection, selectors.EVENT_READ)
+            return
+        body = bytes(connection.received[:connection.length])
         connection.received = bytearray()
+        connection.stage = _CALL
+        self._watch(connection, 0)      # one request per connection: nothing more is read
+        self._submit(connection, self._call, connection, body)
+
+    def _submit(self, connection: _Connection, work, *args) -> None:
         if self._pending >= self.max_pending:
-            self.service.metrics.rejected.inc()
+            self.refused("busy", connection.host, f"{self.max_pending} requests in the workers")
             self._send_last(connection, BUSY)
             return
         self._pending += 1
-        self._watch(connection, 0)      # nothing more is read: one request per connection
-        self._pool.submit(self._work, connection, line)
+        self._pool.submit(self._guarded, connection, work, *args)
 
-    def _work(self, connection: _Connection, line: bytes) -> None:
+    def _guarded(self, connection: _Connection, work, *args) -> None:
         try:
-            reply = _encode(self.handle_line(line, connection.host))
+            event = work(*args)
         except Exception:
             logger.exception("remote call failed")
-            reply = _encode({"ok": False, "error": "internal error", "code": "INTERNAL"})
+            event = ("reply", connection, self._signed(connection, {"ok": False, "error": "internal error",
+                                                                     "code": "INTERNAL"}))
         with self._lock:
-            self._replies.append((connection, reply))
+            self._events.append(event)
         self._wake()
 
     def _deliver(self) -> None:
         with self._lock:
-            replies, self._replies = self._replies, []
-        for connection, reply in replies:
+            events, self._events = self._events, []
+        for kind, connection, value in events:
             self._pending -= 1
-            if not connection.closed:
-                self._send_last(connection, reply)
+            if kind == "authenticated":
+                uid, connection.payload, go_ahead = value
+                if connection.closed:
+                    self._release(uid)
+                    continue
+                connection.uid = uid
+                self._count_unauthenticated(connection.host, -1)
+                connection.stage = _BODY
+                connection.unsent += go_ahead   # then the body is read (_flush)
+                self._flush(connection)
+            elif not connection.closed:
+                self._send_last(connection, value)
 
     def _send_last(self, connection: _Connection, data: bytes) -> None:
         """Send the one reply of this connection, then close it once sent."""
+        connection.stage = _REPLY
+        connection.received = bytearray()
         connection.unsent += data
         connection.deadline = time.monotonic() + self.request_timeout
         self._flush(connection)
 
     def _flush(self, connection: _Connection) -> None:
         if self._send_unsent(connection):
-            self._close(connection)
+            if connection.stage == _REPLY:
+                self._close(connection)
+            else:                           # the go-ahead is out: now the body
+                self._take_body(connection)
         elif not connection.closed:
             self._watch(connection, selectors.EVENT_WRITE)
 
+    def _count_unauthenticated(self, host: str, change: int) -> None:
+        left = self._unauthenticated.pop(host, 0) + change
+        if left > 0:
+            self._unauthenticated[host] = left
+
     def _forget(self, connection: _Connection) -> None:   # type: ignore[override]
-        left = self._per_host.pop(connection.host, 1) - 1
-        if left:
-            self._per_host[connection.host] = left
+        if connection.uid is None:
+            self._count_unauthenticated(connection.host, -1)
+        else:
+            self._release(connection.uid)
         try:
             connection.sock.shutdown(socket.SHUT_WR)   # the reply is delivered before the close
         except OSError:
             pass
 
-    # ------------------------------------------------------------------ calls
+    def _release(self, uid: int) -> None:
+        with self._lock:
+            left = self._per_uid.pop(uid, 1) - 1
+            if left:
+                self._per_uid[uid] = left
+
+    # ------------------------------------------------------------------ calls (workers)
     def _user_rate(self, uid: int) -> _TokenBucket:
         """``uid``'s bucket (under _lock); buckets back to full are forgotten once there are many."""
         bucket = self._user_rates.get(uid)
@@ -248,10 +425,72 @@ class RemoteServer(SelectorServer):
             bucket = self._user_rates[uid] = _TokenBucket(self.max_rate_per_user)
         return bucket
 
-    def handle_line(self, line: bytes, host: str = "?") -> dict:
-        """One remote request line -> the reply object (never raises for bad input)."""
+    def _signed(self, connection: _Connection, reply: dict) -> bytes:
+        """The reply frame, with the daemon's credential for this request's header and this body."""
+        body = _encode(reply)
         try:
-            envelope = json.loads(line)
+            credential = munge.encode(reply_digest(connection.header, body), self.munge_socket)
+        except munge.MungeError as error:   # the CLI will not believe it: it says so
+            logger.error("remote listener: cannot sign a reply: %s", error)
+            credential = ""
+        return frame(body, credential)
+
+    def _authenticate(self, connection: _Connection, credential: str):
+        """munged's word on ``credential``: ("authenticated", connection, (uid, payload)), or a refusal."""
+        host = connection.host
+        if credential == UNSIGNED:
+            self.refused("unauthenticated", host, "no credential")
+            return "reply", connection, self._signed(connection, _unauthenticated(
+                "none sent (the remote listener learns who you are from a MUNGE credential; `hpcpredict predict` "
+                "makes one with this host's munged)"))
+        try:
+            vouched = munge.decode(credential, self.munge_socket)
+        except munge.MungeError as error:
+            if error.code == munge.EMUNGE_SOCKET:   # our munged, not the caller, is at fault
+                logger.error("remote listener: munged unreachable: %s", error)
+                self.service.faults.set("munge", "decode remote credentials", str(error))
+                return "reply", connection, self._signed(connection, {
+                    "ok": False, "code": "UNAVAILABLE",
+                    "error": "the daemon's munged does not answer, so no caller can be identified"})
+            self.refused("unauthenticated", host, str(error))
+            advice = _ADVICE.get(error.code, "not a MUNGE credential of this site")
+            return "reply", connection, self._signed(connection, _unauthenticated(f"{error} ({advice})"))
+        self.service.faults.clear("munge", "decode remote credentials")
+        if not vouched.payload.startswith(_REQUEST_PREFIX) or len(vouched.payload) != len(_REQUEST_PREFIX) + 64:
+            self.refused("unauthenticated", host, f"uid {vouched.uid}: a credential not made for a request")
+            return "reply", connection, self._signed(connection, _unauthenticated(
+                "it was not made for an hpcpredict request"))
+        seen = self.seen.add(credential, vouched.expires)
+        if seen is False:
+            self.refused("replayed", host, f"uid {vouched.uid}: a credential accepted before")
+            return "reply", connection, self._signed(connection, _unauthenticated(
+                f"Replayed credential (the daemon accepted it before) ({_ADVICE[munge.EMUNGE_CRED_REPLAYED]})"))
+        if seen is None:    # every credential remembered is live: none is forgotten early
+            self.refused("busy", host, f"{len(self.seen)} credentials remembered until they expire")
+            return "reply", connection, self._signed(connection, _BUSY_REPLY)
+        with self._lock:
+            connections = self._per_uid.get(vouched.uid, 0)
+            over = (connections >= self.max_connections_per_user
+                    or not self._user_rate(vouched.uid).take(time.monotonic()))
+            if not over:
+                self._per_uid[vouched.uid] = connections + 1
+        if over:
+            self.refused("user_busy", host, f"uid {vouched.uid}: over its connections or rate")
+            return "reply", connection, self._signed(connection, _BUSY_REPLY)
+        return "authenticated", connection, (vouched.uid, vouched.payload, self._signed(connection, GO_AHEAD))
+
+    def _call(self, connection: _Connection, body: bytes):
+        """The authenticated body -> ("reply", connection, the signed reply frame)."""
+        assert connection.uid is not None, "a body is read only once its credential is checked"
+        if request_digest(body) != connection.payload:
+            self.refused("unauthenticated", connection.host, f"uid {connection.uid}: credential for another request")
+            return "reply", connection, self._signed(connection, _unauthenticated("it was made for another request"))
+        return "reply", connection, self._signed(connection, self.handle_body(body, connection.uid, connection.host))
+
+    def handle_body(self, body: bytes, uid: int, host: str = "?") -> dict:
+        """An authenticated request body from ``uid`` -> the reply object (never raises for bad input)."""
+        try:
+            envelope = json.loads(body)
         except RecursionError:
             return {"ok": False, "error": "request is not JSON we accept: nested too deeply"}
         except (UnicodeDecodeError, ValueError) as error:
@@ -265,55 +504,25 @@ class RemoteServer(SelectorServer):
             return {"ok": False, "code": "PERMISSION_DENIED",
                     "error": f"{method} is not served remotely: admin and history-writing calls are made on the "
                              f"daemon's host, on its local socket"}
-        credential = envelope.get("credential")
-        if not isinstance(credential, str) or not credential:
-            return _unauthenticated("none sent (the remote listener learns who you are from a MUNGE credential; "
-                                    "`hpcpredict predict` makes one with this host's munged)")
-        try:
-            vouched = munge.decode(credential, self.munge_socket)
-        except munge.MungeError as error:
-            if error.code == munge.EMUNGE_SOCKET:   # our munged, not the caller, is at fault
-                logger.error("remote listener: munged unreachable: %s", error)
-                self.service.faults.set("munge", "decode remote credentials", str(error))
-                return {"ok": False, "code": "UNAVAILABLE",
-                        "error": "the daemon's munged does not answer, so no caller can be identified"}
-            logger.info("remote %s from %s refused: credential: %s", method, host, error)
-            advice = _ADVICE.get(error.code, "not a MUNGE credential of this site")
-            return _unauthenticated(f"{error} ({advice})")
-        self.service.faults.clear("munge", "decode remote credentials")
-        try:
-            digest = munge.request_digest(canonical_call(envelope))
-        except (RecursionError, ValueError):
-            return {"ok": False, "error": "request is not JSON we accept: nested too deeply"}
-        if vouched.payload != digest:
-            logger.info("remote %s from %s (uid %d) refused: credential made for another request",
-                        method, host, vouched.uid)
-            return _unauthenticated("it was made for another request")
-        body = envelope.get("request", {})
-        if not isinstance(body, dict):
+        request_body = envelope.get("request", {})
+        if not isinstance(request_body, dict):
             return {"ok": False, "error": "request: must be a JSON object"}
+        too_many = too_many_items(request_body, self.service.limits, privileged=False)
+        if too_many:
+            self.refused("limits", host, f"uid {uid}: {too_many}")
+            return {"ok": False, "error": too_many, "code": "INVALID_ARGUMENT"}
         try:
-            request = json_format.ParseDict(body, _REQUESTS[method]())
+            request = json_format.ParseDict(request_body, _REQUESTS[method]())
         except json_format.ParseError as error:
             return {"ok": False, "error": f"request: {error}", "code": "INVALID_ARGUMENT"}
         except RecursionError:
             return {"ok": False, "error": "request: nested too deeply", "code": "INVALID_ARGUMENT"}
-        with self._lock:
-            calls = self._per_uid.get(vouched.uid, 0)
-            if calls >= self.max_calls_per_user or not self._user_rate(vouched.uid).take(time.monotonic()):
-                return {"ok": False, "error": "busy"}
-            self._per_uid[vouched.uid] = calls + 1
         try:
-            response = self.service.call(method, request, vouched.uid)
+            response = self.service.call(method, request, uid)
         except Exception as error:
             code = status_name(error)
-            logger.info("remote %s from %s (uid %d) refused (%s): %s", method, host, vouched.uid, code, error)
+            logger.info("remote %s from %s (uid %d) refused (%s): %s", method, host, uid, code, error)
             return {"ok": False, "error": error_message(method, error), "code": code}
-        finally:
-            with self._lock:
-                left = self._per_uid.pop(vouched.uid) - 1
-                if left:
-                    self._per_uid[vouched.uid] = left
         return {"ok": True, "response": json_format.MessageToDict(
             response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
 

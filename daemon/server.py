@@ -25,6 +25,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from grpc_health.v1 import health_pb2
+
 from . import __version__
 from .config import Config, load_config
 from .engine import PredictionEngine
@@ -38,6 +40,12 @@ from .servicer import grpc_server, set_serving
 from .store_backends import open_store
 
 logger = logging.getLogger(__name__)
+
+#: gRPC health service names of the TCP listeners: NOT_SERVING while their port cannot be bound
+#: (the daemon's own names, "" and the Predictor's, say whether predictions are served)
+REMOTE_HEALTH = "hpcpredict.remote_listener"
+METRICS_HEALTH = "hpcpredict.metrics"
+BIND_RETRY_S = 5.0
 
 BUNDLED_MODELS = Path(__file__).resolve().parent / "bundled_models"
 
@@ -81,6 +89,20 @@ def own_directory(path: str, mode: int) -> None:
     if info.st_mode & 0o002 or (info.st_mode & 0o020 and info.st_gid not in (os.getegid(), 0)):
         raise ConfigError(f"refusing to use {path}: mode {stat.S_IMODE(info.st_mode):04o} lets other users write "
                           f"in it (replace the local socket, plant a model): chmod o-w,g-w {path}")
+
+
+def _warn_if_any_user_may_bind(component: str, address: str) -> None:
+    """A port any user may bind can be taken while the daemon restarts: said at every start."""
+    port = address.rpartition(":")[2]
+    try:
+        with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as handle:
+            first = int(handle.read())
+    except (OSError, ValueError):
+        first = 1024
+    if port.isdigit() and int(port) >= first:
+        logger.warning("%s on %s: any user of this host may bind port %s while the daemon is not listening (a "
+                       "restart); use a port below %d (ADMIN.md, \"Ports no user can take\")", component, address,
+                       port, first)
 
 
 class Daemon:
@@ -156,24 +178,67 @@ class Daemon:
                 # disk: answered on the socket's own thread, without a hand-off to a worker.
                 inline=frozenset({"Predict"}) if self.config.store.journal_mib else frozenset()).start()
         if daemon_cfg.remote_listen:   # users on login and compute nodes (remote.py)
-            self.remote_server = RemoteServer(
+            remote = RemoteServer(
                 daemon_cfg.remote_listen, self.service, munge_socket=daemon_cfg.munge_socket,
-                max_line_bytes=self.config.limits.max_script_bytes * 4 // 3 + (1 << 20),
+                max_body_bytes=daemon_cfg.user_line_bytes,   # a remote caller is an ordinary user
                 max_connections=daemon_cfg.remote_max_connections,
                 max_connections_per_host=daemon_cfg.remote_max_connections_per_host,
+                max_connections_per_user=daemon_cfg.remote_max_connections_per_user,
                 max_rate=daemon_cfg.remote_max_rate, max_rate_per_user=daemon_cfg.remote_max_rate_per_user,
-                request_timeout=daemon_cfg.request_timeout_s).start()
+                request_timeout=daemon_cfg.request_timeout_s)
+
+            def start_remote() -> None:
+                self.remote_server = remote.start()
+            self._listen("remote listener", daemon_cfg.remote_listen, REMOTE_HEALTH, start_remote)
         if self.config.daemon.metrics:
-            try:
+            def start_metrics() -> None:
                 self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)
-            except OSError as error:
-                # The port taken (another daemon on this host): predictions matter more than metrics.
-                self.engine.faults.set("metrics", "listen", f"{self.config.daemon.metrics}: {error.strerror or error}")
+            self._listen("metrics", self.config.daemon.metrics, METRICS_HEALTH, start_metrics)
         set_serving(self.health, not self.failed.is_set())
         self._write_runtime_info()
         logger.info("hpcpredictd serving on unix:%s (gRPC) and %s (local), metrics port %s", self.socket_path,
                     self.config.daemon.hook_socket or "no local socket", self.metrics_port)
         return self
+
+    def _listen(self, component: str, address: str, health_name: str, start) -> None:
+        """``start()`` binds a TCP listener at ``address``. If it cannot (the port taken: by
+        another daemon, or by a user while this one restarted), predictions on the local socket
+        matter more: the daemon serves without it, and says so loudly (a fault in `status` and
+        the metrics, an error in the log, ``health_name`` NOT_SERVING in the health check) while
+        a thread retries every BIND_RETRY_S until the port is free."""
+        self.health.set(health_name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        _warn_if_any_user_may_bind(component, address)
+        try:
+            start()
+        except OSError as error:
+            message = f"cannot listen on {address}: {error.strerror or error}; retrying every {BIND_RETRY_S:g} s"
+            logger.error("%s %s (the daemon serves without it)", component, message)
+            self.engine.faults.set(component, "listen", message)
+            threading.Thread(target=self._retry_listen, args=(component, address, health_name, start),
+                             name=f"listen-{component.replace(' ', '-')}", daemon=True).start()
+            return
+        self.health.set(health_name, health_pb2.HealthCheckResponse.SERVING)
+
+    def _retry_listen(self, component: str, address: str, health_name: str, start) -> None:
+        while not self._stopped.wait(BIND_RETRY_S):
+            try:
+                start()
+            except OSError:
+                continue
+            if self._stopped.is_set():   # a stop() raced the bind: it did not see this listener
+                self._stop_late_listeners()
+                return
+            self.engine.faults.clear(component, "listen")
+            self.health.set(health_name, health_pb2.HealthCheckResponse.SERVING)
+            logger.warning("%s now listening on %s", component, address)
+            self._write_runtime_info()
+            return
+
+    def _stop_late_listeners(self) -> None:
+        if self.remote_server is not None:
+            self.remote_server.stop(0)
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
 
     def _write_runtime_info(self) -> None:
         """<data_dir>/hpcpredictd.json: where this daemon listens (for admins, tests, scripts)."""

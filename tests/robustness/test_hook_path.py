@@ -17,6 +17,7 @@ import pwd
 import socket
 import subprocess
 import threading
+import time
 import uuid
 
 import grpc
@@ -291,46 +292,82 @@ def _closed_by_server(conn: socket.socket, request: bytes = b"") -> bool:
         return True
 
 
-def test_the_metrics_endpoint_refuses_past_its_cap_and_closes_idle_connections():
+def _scrape(port: int) -> bytes:
+    scrape = socket.create_connection(("127.0.0.1", port), timeout=30)
+    scrape.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    reply = b""
+    while chunk := scrape.recv(65536):
+        reply += chunk
+    scrape.close()
+    return reply
+
+
+def test_idle_metrics_connections_make_room_for_every_scrape_and_are_cut_off():
+    """A local user holding every place of the endpoint with idle connections, renewed as
+    they are cut, keeps no scrape out (before: Prometheus got 1 scrape in 30): the oldest
+    connection that has asked nothing gives its place to the new one."""
     from hpcpredict.daemon.metrics import Metrics, start_metrics_server
 
     metrics = Metrics()
-    server, port = start_metrics_server("127.0.0.1:0", metrics, max_connections=3, timeout=1.0)
+    server, port = start_metrics_server("127.0.0.1:0", metrics, max_connections=16, timeout=1.0)
     try:
         threads = threading.active_count()
-        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(3)]
-        past_cap = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(20)]
-        for conn in past_cap:                    # closed by the server without a byte
-            assert _closed_by_server(conn, b"GET /metrics HTTP/1.1\r\n\r\n")
-        assert server.refused == 20 and threading.active_count() == threads
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(16)]
+        scraped = 0
+        for _ in range(30):
+            reply = _scrape(port)
+            scraped += reply.startswith(b"HTTP/1.1 200 OK") and b"hpcpredict_local_socket_errors_total 0.0" in reply
+            for conn in idle:                                          # renewed: always 16 held
+                conn.close()
+            idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(16)]
+        assert scraped == 30
+        assert server.refused >= 30 and threading.active_count() == threads
         for conn in idle:                        # cut off by the server, not by us
             assert _closed_by_server(conn)
-        for conn in idle + past_cap:
             conn.close()
-        scrape = socket.create_connection(("127.0.0.1", port), timeout=30)
-        scrape.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        reply = b""
-        while chunk := scrape.recv(65536):
-            reply += chunk
-        scrape.close()
-        assert reply.startswith(b"HTTP/1.1 200 OK") and b"hpcpredict_local_socket_errors_total 0.0" in reply
     finally:
         server.shutdown()
 
 
-def test_the_metrics_address_is_fixed_and_a_taken_port_is_a_fault_not_a_refusal(world_dir):
+def _named_health(daemon, service: str) -> int:
+    with grpc.insecure_channel(f"unix:{daemon.socket}") as channel:
+        return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
+
+
+def test_a_taken_metrics_port_is_a_loud_fault_and_the_daemon_binds_it_once_it_is_free(world_dir):
+    """The port held at start (by another daemon, or by a user while this one restarted): the
+    daemon serves predictions, says so in `status`, the log and the health check, and takes
+    the port as soon as it is free (before: the port stayed dead until the next restart)."""
+    from hpcpredict.daemon.client import admin_client
     from hpcpredict.daemon.config import load_config
+    from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
     assert load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HOME": "/nonexistent"}).daemon.metrics \
         == "127.0.0.1:9464"
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)
+    port = taken.getsockname()[1]
     try:
-        address = f"127.0.0.1:{taken.getsockname()[1]}"
-        with DaemonProcess(world_dir, env={"HPCPREDICT_DAEMON_METRICS": address}) as daemon:
+        with DaemonProcess(world_dir, env={"HPCPREDICT_DAEMON_METRICS": f"127.0.0.1:{port}"}) as daemon:
             assert daemon.info["metrics_port"] is None
-            reply = _predict_as_root(daemon.hook_socket)
-            assert reply["ok"] is True
+            assert _predict_as_root(daemon.hook_socket)["ok"] is True
+            with admin_client(daemon.hook_socket) as client:
+                faults = client.call("GetStatus", pb.StatusRequest()).faults
+            assert any(f.startswith("metrics") and "cannot listen on" in f and "retrying" in f for f in faults), faults
+            assert "metrics cannot listen on" in daemon.log()
+            assert _named_health(daemon, "hpcpredict.metrics") == health_pb2.HealthCheckResponse.NOT_SERVING
+            assert _named_health(daemon, "") == health_pb2.HealthCheckResponse.SERVING     # predictions are served
+            taken.close()
+            for _ in range(150):
+                info = json.loads((world_dir / "hpcpredictd.json").read_text())
+                if info["metrics_port"] == port:
+                    break
+                time.sleep(0.1)
+            assert info["metrics_port"] == port, daemon.log()
+            assert b"hpcpredict_fault" in _scrape(port)
+            with admin_client(daemon.hook_socket) as client:
+                assert not any(f.startswith("metrics") for f in client.call("GetStatus", pb.StatusRequest()).faults)
+            assert _named_health(daemon, "hpcpredict.metrics") == health_pb2.HealthCheckResponse.SERVING
     finally:
         taken.close()
