@@ -242,3 +242,21 @@ def test_hook_log_line_the_file_refuses_goes_to_stderr_with_the_reason(tmp_path,
     written = tmp_path / "hooks.log"
     hookclient.log({"log_file": str(written)}, "epilog_slurmctld", "outcome stored")
     assert "outcome stored" in written.read_text() and capsys.readouterr().err == ""
+
+
+def test_the_array_task_whose_id_is_the_arrays_reads_its_own_record():
+    """``squeue -j 6`` of array 6 lists every task (ids 6-10), the array's own task last: its
+    record is the one taken (before: "squeue answered job '10', not '6'", its outcome lost)."""
+    def record(job_id: str, state: str, comment: str) -> str:
+        fields = [job_id, state, "None", "5:00", "0:00", "1795765732", "1795765733", "1795765740", "0:07", "1", "1",
+                  "1", "0", "normal", "0", "n01", "research", "debug", "alice", "1001", "alice"]
+        return "|".join(fields) + "|" + comment + "\n"
+
+    text = "".join(record(str(i), "COMPLETED", "{hpcpredict=p-%d}" % i) for i in range(10, 6, -1))
+    text += record("6", "COMPLETING", "site note\n7|COMPLETED is only text {hpcpredict=p-6}")
+    job = slurmjob.job_from_squeue(text, "6")
+    assert (job.job_id, job.state, slurmjob.prediction_id(job.admin_comment)) == ("6", "COMPLETING", "p-6")
+    assert job.admin_comment == "site note\n7|COMPLETED is only text {hpcpredict=p-6}"
+    assert slurmjob.job_from_squeue(text, "8").admin_comment == "{hpcpredict=p-8}"
+    with pytest.raises(ValueError):
+        slurmjob.job_from_squeue(text, "11")
