@@ -84,6 +84,10 @@ def own_directory(path: str, mode: int) -> None:
                           f"in it (replace the local socket, plant a model): chmod o-w,g-w {path}")
 
 
+#: How often a runtime info file that could not be written (a full disk) is tried again
+RUNTIME_INFO_RETRY_S = 5.0
+
+
 def _bind_failure(path: str) -> str:
     """Why a Unix socket cannot be bound at ``path`` (gRPC's own error does not say)."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -215,6 +219,7 @@ class Daemon:
                 # The port taken (another daemon on this host): predictions matter more than metrics.
                 self.engine.faults.set("metrics", "listen", f"{self.config.daemon.metrics}: {error.strerror or error}")
         set_serving(self.health, not self.failed.is_set())
+        self._remove_stale_runtime_info()
         self._write_runtime_info()
         logger.info("hpcpredictd serving on %s (gRPC) and %s (local), metrics port %s", self.serving_on,
                     self.config.daemon.hook_socket or "no local socket", self.metrics_port)
@@ -239,8 +244,38 @@ class Daemon:
             os.replace(temporary, path)
         except OSError as error:
             # A read-only or full data directory must not keep the daemon from answering (and
-            # from telling GetStatus what is wrong): the file only helps people find it.
+            # from telling GetStatus what is wrong): the file only helps people find it. main()
+            # writes it again every RUNTIME_INFO_RETRY_S until it works.
             self.engine.faults.set("daemon", "write runtime info", f"{path}: {error.strerror or error}")
+            try:
+                temporary.unlink(missing_ok=True)   # a full disk's half-written copy
+            except OSError:
+                pass
+        else:
+            self.engine.faults.clear("daemon", "write runtime info")
+
+    def _remove_stale_runtime_info(self) -> None:
+        """``.hpcpredictd.json.PID`` copies left by daemons that died while writing (kill -9)."""
+        for leftover in Path(self.config.data_dir).glob(".hpcpredictd.json.*"):
+            pid = leftover.name.rsplit(".", 1)[1]
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                os.kill(int(pid), 0)
+                continue                            # that daemon still runs: its file
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+            try:
+                leftover.unlink()
+            except OSError as error:
+                logger.warning("cannot remove %s: %s", leftover, error.strerror or error)
+
+    def retry_runtime_info(self) -> None:
+        """Write the runtime info again if it could not be (a full disk that has room again)."""
+        if self.engine.faults.has("daemon", "write runtime info"):
+            self._write_runtime_info()
 
     def stop(self, grace: float | None = None) -> None:
         if self._stopped.is_set():
@@ -348,8 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_term)
     signal.signal(signal.SIGHUP, on_hup)
     print(f"hpcpredictd: serving on {daemon.serving_on}", file=sys.stderr, flush=True)
+    next_retry = time.monotonic() + RUNTIME_INFO_RETRY_S
     while not stop.wait(0.5) and not daemon.failed.is_set():
-        pass
+        if time.monotonic() >= next_retry:
+            next_retry = time.monotonic() + RUNTIME_INFO_RETRY_S
+            daemon.retry_runtime_info()
     daemon.stop()
     if daemon.failed.is_set():
         print(f"hpcpredictd: exiting to be restarted: {'; '.join(daemon.engine.faults.lines())}", file=sys.stderr)
