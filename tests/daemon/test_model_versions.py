@@ -121,3 +121,27 @@ def test_what_killed_publishes_leave_is_removed_by_the_next_publish(tmp_path):
     registry.publish("topology", source)
     remaining = sorted(p.name for p in home.iterdir() if p.name.startswith("."))
     assert remaining == [in_progress.name], remaining
+
+
+def test_publish_and_rollback_by_an_ordinary_user_say_who_may(world_dir):
+    """Before: a PermissionError traceback. The models stay as they were."""
+    if os.geteuid() != 0:
+        pytest.skip("runs the CLI as nobody")
+    data = world_dir / "data"
+    registry = ModelRegistry(data / "models")
+    source = topology_folder(world_dir / "m", "s1")
+    registry.publish("topology", source)
+    serving = registry.publish("topology", source)
+    os.chmod(data, 0o755)
+    for path in source.rglob("*"):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    os.chmod(source, 0o755)
+    cli = os.path.join(os.path.dirname(sys.executable), "hpcpredict")
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(data)}
+    for command in (["rollback", "topology"], ["publish", "topology", str(source)]):
+        done = subprocess.run([cli, *command, "--no-reload"], env=env, capture_output=True, text=True, timeout=120,
+                              user=65534, group=65534, extra_groups=[], cwd="/tmp")
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr == (f"hpcpredict: {command[0]}: permission denied in {data / 'models'} (Permission denied): "
+                               f"it changes the models the daemon serves; run it as root\n")
+    assert registry.current("topology").version == serving.version and len(registry.versions("topology")) == 2
