@@ -313,11 +313,12 @@ class PredictionService:
             kept = stored_request(request, spec, self._compact_limits if cap else self.limits)
             if writer_uid is None or self.writer_budget is None:
                 return kept
-            compact = kept if cap else stored_request(request, spec, self._compact_limits)
-            chosen = self.writer_budget.choose(writer_uid, (ROW_BYTES + len(kept), ROW_BYTES + len(compact), ROW_BYTES))
-            if chosen == 0:
+            if self.writer_budget.choose(writer_uid, (ROW_BYTES + len(kept),)) == 0:
                 self.faults.clear("store", "writers' stored bytes")
                 return kept
+            # past the budget only: the compact form is a second serialisation
+            compact = kept if cap else stored_request(request, spec, self._compact_limits)
+            chosen = 1 + self.writer_budget.choose(writer_uid, (ROW_BYTES + len(compact), ROW_BYTES))
             self.metrics.predictions_not_kept.inc()
             self.faults.set("store", "writers' stored bytes",
                             f"uid {writer_uid} is past [store] writer_stored_kib_per_hour: its predictions are "
