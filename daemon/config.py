@@ -121,6 +121,11 @@ class StoreConfig:
     # KiB of prediction rows per uid per hour; past it the rows lose their requests, then are
     # not kept (the answers still come). ADMIN.md "Bounds on what is kept".
     user_stored_kib_per_hour: int = 4096
+    # What the history writers' own Predicts (the Slurm hooks': root, SlurmUser, admins) may add,
+    # KiB of request bytes per uid per hour (0: no budget): past it their rows keep a compact
+    # request (no environment, no script), then none; the rows themselves are always kept.
+    # 262144 KiB = 256 MiB an hour: ~17,000 submissions of 15 KB, ~1 MB of store a second banked.
+    writer_stored_kib_per_hour: int = 262144
     # The store's cap: its files' size (0: none) and the space left on its file system (0: not
     # checked). Past it users' predictions are not kept and the hooks' keep a compact request;
     # outcomes are still stored. A fault says so, before the disk is full.
@@ -384,8 +389,10 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"[store] synchronous must be OFF|NORMAL|FULL|EXTRA, got {config.store.synchronous!r}")
     if not 0 <= config.store.journal_mib <= 1024:
         raise ConfigError(f"[store] journal_mib must be 0..1024, got {config.store.journal_mib}")
-    if min(config.store.user_stored_kib_per_hour, config.store.max_store_mib, config.store.min_free_mib) < 0:
-        raise ConfigError("[store] user_stored_kib_per_hour, max_store_mib and min_free_mib must be >= 0")
+    if min(config.store.user_stored_kib_per_hour, config.store.writer_stored_kib_per_hour, config.store.max_store_mib,
+           config.store.min_free_mib) < 0:
+        raise ConfigError("[store] user_stored_kib_per_hour, writer_stored_kib_per_hour, max_store_mib and "
+                          "min_free_mib must be >= 0")
     if config.models.keep_versions == 1 or config.models.keep_versions < 0:
         raise ConfigError(f"[models] keep_versions must be 0 (keep all) or >= 2 (the serving version and one to "
                           f"roll back to), got {config.models.keep_versions}")

@@ -104,7 +104,7 @@ class Metrics:
         self.outcomes = Counter("hpcpredict_outcomes", "Outcomes stored", ["state"], registry=self.registry)
         self.predictions_not_kept = Counter(
             "hpcpredict_predictions_not_kept",
-            "Predictions answered but kept without their request or not at all (a user's budget, the store's cap)",
+            "Predictions answered but kept with a compact request, without it or not at all (a user's or the writers' budget, the store's cap)",
             registry=self.registry)
         self.rejected = Counter("hpcpredict_overload_rejections",
                                 "Hook-socket calls refused as busy (gRPC refuses past maximum_concurrent_rpcs itself)",

@@ -14,6 +14,17 @@ never limited), and the stored request is read back only by calls that name a pr
 request could be wrong when re-read; a missing one is refused clearly. So past the budget a
 flood costs :data:`ROW_BYTES` per call until the bucket is empty, then nothing.
 
+The history writers' own rows (the Slurm hooks': root, SlurmUser, admins) have a budget too,
+``[store] writer_stored_kib_per_hour`` per uid (0: none), because a user who submits through
+``sbatch`` as fast as slurmctld takes jobs makes the submit hook store ~15 KB a job. Past it a
+row keeps the compact request (no environment, no script: what outcomes and allocation-time
+predictions read back), then no request; the row itself, the link of the job's outcome to its
+prediction, is always kept (512 bytes per job Slurm accepted, bounded by Slurm's job rate).
+
+>>> hooks = StoredBytesBudget(bytes_per_hour=20000, clock=lambda: 0.0)
+>>> [hooks.choose(0, (ROW_BYTES + 15000, ROW_BYTES + 1500, ROW_BYTES)) for _ in range(4)]   # whole, compact, bare
+[0, 1, 1, 2]
+
 The store cap (``[store] max_store_mib``, and ``min_free_mib`` left on its file system) is
 checked every few seconds, not on every call: once reached, ordinary users' predictions are
 not kept at all and the hooks' keep their requests in the compact form (no environment, no
@@ -55,20 +66,22 @@ class StoredBytesBudget:
     def allow(self, uid: int, cost: int) -> str:
         """Charge ``uid`` for a row of ``cost`` bytes: "request" (keep it all), "row" (keep the
         row without its request: :data:`ROW_BYTES` charged) or "none" (keep nothing)."""
+        return ("request", "row", "none")[self.choose(uid, (cost, ROW_BYTES))]
+
+    def choose(self, uid: int, costs: tuple[int, ...]) -> int:
+        """Charge ``uid`` for the first of ``costs`` (bytes, most kept first) its bucket can pay:
+        its index, or ``len(costs)`` when none (nothing charged)."""
         now = self._clock()
         with self._lock:
             left, then = self._buckets.get(uid, (self.capacity, now))
             left = min(self.capacity, left + (now - then) * self.rate)
-            if left >= cost:
-                kept, left = "request", left - cost
-            elif left >= ROW_BYTES:
-                kept, left = "row", left - ROW_BYTES
-            else:
-                kept = "none"
+            chosen = next((index for index, cost in enumerate(costs) if left >= cost), len(costs))
+            if chosen < len(costs):
+                left -= costs[chosen]
             if uid not in self._buckets and len(self._buckets) >= MAX_TRACKED_USERS:
                 self._forget_idle(now)
             self._buckets[uid] = (left, now)
-        return kept
+        return chosen
 
     def _forget_idle(self, now: float) -> None:
         full = [uid for uid, (left, then) in self._buckets.items()

@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 MODEL_DIR = "model"  # the loader sees only this folder, never the registry's own files
 MANIFEST = "artifact.json"  # not "manifest.json": a model may have its own
 CURRENT = "CURRENT"
+#: A staging folder or CURRENT pointer older than this is a killed publish's leftover (registry
+#: cleans them at the next publish or rollback of the same model)
+LEFTOVER_AGE = _dt.timedelta(hours=1)
 
 _SAFE_KEY = re.compile(r"[A-Za-z0-9._+-]{1,128}")
 
@@ -223,6 +226,7 @@ class ModelRegistry:
             if folder.is_symlink() or folder.resolve() != self.root.resolve() / folder.relative_to(self.root):
                 raise ModelArtifactError(f"{folder}: refusing to publish through a symlink")
         now = _dt.datetime.now(_dt.timezone.utc)
+        self._remove_leftovers(home, now)
         version = now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:6]
         staging = home / f".tmp-{version}"
         os.mkdir(staging, _DIR_MODE)
@@ -264,6 +268,32 @@ class ModelRegistry:
             self.prune(kind, key, self.keep_versions)
         return self._artifact(final, manifest)
 
+    def _remove_leftovers(self, home: Path, now: _dt.datetime) -> list[str]:
+        """Remove what a killed publish or rollback left in ``home``: ``.tmp-VERSION`` staging
+        folders and ``.CURRENT.*`` pointers older than LEFTOVER_AGE (a publish takes seconds, so
+        an older one is nobody's: one in progress is never touched). The names removed."""
+        removed = []
+        for path in home.iterdir():
+            if path.name.startswith(".tmp-"):
+                try:
+                    made = _dt.datetime.strptime(path.name[5:].split("-", 1)[0], "%Y%m%dT%H%M%S%fZ")
+                except ValueError:
+                    continue        # not a staging name of ours: left alone
+                old = now - made.replace(tzinfo=_dt.timezone.utc) > LEFTOVER_AGE
+            elif path.name.startswith(f".{CURRENT}."):
+                old = now.timestamp() - path.lstat().st_mtime > LEFTOVER_AGE.total_seconds()
+            else:
+                continue
+            if old:
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+                removed.append(path.name)
+        if removed:
+            logger.info("%s: removed %d leftover(s) of killed publishes: %s", home, len(removed), ", ".join(removed))
+        return removed
+
     def _point_current(self, home: Path, version: str, uid, gid) -> None:
         """CURRENT names ``version``, atomically: written beside it, synced, handed over, renamed."""
         pointer = home / f".{CURRENT}.{uuid.uuid4().hex[:8]}"
@@ -282,6 +312,7 @@ class ModelRegistry:
         if version not in self.versions(kind, key):
             known = ", ".join(self.versions(kind, key)[-5:]) or "none"
             raise ModelArtifactError(f"no {kind} model {key} version {version!r} (newest published: {known})")
+        self._remove_leftovers(home, _dt.datetime.now(_dt.timezone.utc))
         artifact = self.open(home / version)
         try:
             get_model_kind(kind).load(artifact.model_path)

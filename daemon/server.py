@@ -18,6 +18,7 @@ import logging
 import os
 import resource
 import signal
+import socket
 import stat
 import sys
 import threading
@@ -105,6 +106,24 @@ def _warn_if_any_user_may_bind(component: str, address: str) -> None:
                        port, first)
 
 
+#: How often a runtime info file that could not be written (a full disk) is tried again
+RUNTIME_INFO_RETRY_S = 5.0
+
+
+def _bind_failure(path: str) -> str:
+    """Why a Unix socket cannot be bound at ``path`` (gRPC's own error does not say)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.bind(path)
+    except OSError as error:
+        return error.strerror or str(error)
+    else:
+        os.unlink(path)
+        return ""
+    finally:
+        probe.close()
+
+
 class Daemon:
     def __init__(self, config: Config):
         self.config = config
@@ -134,15 +153,45 @@ class Daemon:
         self.server, self.health = grpc_server(
             self.service, workers=daemon_cfg.workers, max_concurrent=daemon_cfg.max_concurrent,
             caller_uid=lambda context: os.getuid())
-        if os.path.exists(self.socket_path):
-            os.unlink(self.socket_path)  # a stale socket from a killed daemon
-        self.server.add_insecure_port(f"unix:{self.socket_path}")
+        # A gRPC socket that cannot be made (a read-only data directory in the default layout) is a
+        # fault, not a traceback: the local socket, where the hooks and users call, serves on.
+        self.grpc_error = self._bind_grpc()
+        if self.grpc_error:
+            self.engine.faults.set("grpc", "listen", self.grpc_error)
+            logger.error("gRPC socket not served: %s", self.grpc_error)
         self.hook_server: HookServer | None = None
         self.remote_server: RemoteServer | None = None
         self.metrics_server: MetricsServer | None = None
         self.metrics_port: int | None = None
         self._stopped = threading.Event()
         self.failed = threading.Event()    # a part cannot go on: main() exits non-zero
+
+    @property
+    def serving_on(self) -> str:
+        return f"unix:{self.socket_path}" if not self.grpc_error else f"{self.config.daemon.hook_socket} only (no gRPC)"
+
+    def _start_hook_server(self, daemon_cfg) -> HookServer:
+        return HookServer(
+            daemon_cfg.hook_socket, self.service, user_line_bytes=daemon_cfg.user_line_bytes,
+            max_connections=daemon_cfg.max_connections, reserved_connections=daemon_cfg.reserved_connections,
+            max_connections_per_user=daemon_cfg.max_connections_per_user, on_fatal=self._local_socket_died,
+            request_timeout=daemon_cfg.request_timeout_s, idle_timeout=daemon_cfg.idle_timeout_s,
+            mode=daemon_cfg.hook_socket_mode,
+            # A Predict whose record goes to the memory-mapped journal never waits for the
+            # disk: answered on the socket's own thread, without a hand-off to a worker.
+            inline=frozenset({"Predict"}) if self.config.store.journal_mib else frozenset()).start()
+
+    def _bind_grpc(self) -> str | None:
+        """Bind the gRPC socket (replacing a stale one); None, or why it cannot be bound."""
+        try:
+            if os.path.lexists(self.socket_path):
+                os.unlink(self.socket_path)  # a stale socket from a killed daemon
+            self.server.add_insecure_port(f"unix:{self.socket_path}")
+            return None
+        except (OSError, RuntimeError) as error:
+            # gRPC's RuntimeError names no cause: a bind of our own says which (read-only, missing...).
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else _bind_failure(self.socket_path)
+            return f"unix:{self.socket_path}: {reason or error}"
 
     def _local_socket_died(self, message: str) -> None:
         """The local socket's loop gave up (hookserver.py): the hooks fail open from now on. Health
@@ -165,18 +214,18 @@ class Daemon:
             self.server.start()
         finally:
             os.umask(umask)
-        os.chmod(self.socket_path, self.config.daemon.socket_mode)
+        if not self.grpc_error:
+            os.chmod(self.socket_path, self.config.daemon.socket_mode)
         daemon_cfg = self.config.daemon
+        if self.grpc_error and not daemon_cfg.hook_socket:
+            raise OSError(f"gRPC socket {self.grpc_error}, and the local socket is off ([daemon] hook_socket): "
+                          f"nothing to serve")
         if daemon_cfg.hook_socket:
-            self.hook_server = HookServer(
-                daemon_cfg.hook_socket, self.service, user_line_bytes=daemon_cfg.user_line_bytes,
-                max_connections=daemon_cfg.max_connections, reserved_connections=daemon_cfg.reserved_connections,
-                max_connections_per_user=daemon_cfg.max_connections_per_user, on_fatal=self._local_socket_died,
-                request_timeout=daemon_cfg.request_timeout_s, idle_timeout=daemon_cfg.idle_timeout_s,
-                mode=daemon_cfg.hook_socket_mode,
-                # A Predict whose record goes to the memory-mapped journal never waits for the
-                # disk: answered on the socket's own thread, without a hand-off to a worker.
-                inline=frozenset({"Predict"}) if self.config.store.journal_mib else frozenset()).start()
+            try:
+                self.hook_server = self._start_hook_server(daemon_cfg)
+            except OSError as error:
+                also = f"; gRPC socket {self.grpc_error}" if self.grpc_error else ""
+                raise OSError(f"local socket {daemon_cfg.hook_socket}: {error.strerror or error}{also}") from error
         if daemon_cfg.remote_listen:   # users on login and compute nodes (remote.py)
             remote = RemoteServer(
                 daemon_cfg.remote_listen, self.service, munge_socket=daemon_cfg.munge_socket,
@@ -195,8 +244,9 @@ class Daemon:
                 self.metrics_server, self.metrics_port = start_metrics_server(self.config.daemon.metrics, self.metrics)
             self._listen("metrics", self.config.daemon.metrics, METRICS_HEALTH, start_metrics)
         set_serving(self.health, not self.failed.is_set())
+        self._remove_stale_runtime_info()
         self._write_runtime_info()
-        logger.info("hpcpredictd serving on unix:%s (gRPC) and %s (local), metrics port %s", self.socket_path,
+        logger.info("hpcpredictd serving on %s (gRPC) and %s (local), metrics port %s", self.serving_on,
                     self.config.daemon.hook_socket or "no local socket", self.metrics_port)
         return self
 
@@ -259,8 +309,38 @@ class Daemon:
             os.replace(temporary, path)
         except OSError as error:
             # A read-only or full data directory must not keep the daemon from answering (and
-            # from telling GetStatus what is wrong): the file only helps people find it.
+            # from telling GetStatus what is wrong): the file only helps people find it. main()
+            # writes it again every RUNTIME_INFO_RETRY_S until it works.
             self.engine.faults.set("daemon", "write runtime info", f"{path}: {error.strerror or error}")
+            try:
+                temporary.unlink(missing_ok=True)   # a full disk's half-written copy
+            except OSError:
+                pass
+        else:
+            self.engine.faults.clear("daemon", "write runtime info")
+
+    def _remove_stale_runtime_info(self) -> None:
+        """``.hpcpredictd.json.PID`` copies left by daemons that died while writing (kill -9)."""
+        for leftover in Path(self.config.data_dir).glob(".hpcpredictd.json.*"):
+            pid = leftover.name.rsplit(".", 1)[1]
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                os.kill(int(pid), 0)
+                continue                            # that daemon still runs: its file
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+            try:
+                leftover.unlink()
+            except OSError as error:
+                logger.warning("cannot remove %s: %s", leftover, error.strerror or error)
+
+    def retry_runtime_info(self) -> None:
+        """Write the runtime info again if it could not be (a full disk that has room again)."""
+        if self.engine.faults.has("daemon", "write runtime info"):
+            self._write_runtime_info()
 
     def stop(self, grace: float | None = None) -> None:
         if self._stopped.is_set():
@@ -278,9 +358,10 @@ class Daemon:
             self.metrics_server.shutdown()
         self.store.close()
         try:
-            os.unlink(self.socket_path)
-        except FileNotFoundError:
-            pass
+            if not self.grpc_error:
+                os.unlink(self.socket_path)
+        except OSError as error:
+            logger.warning("could not remove gRPC socket %s: %s", self.socket_path, error.strerror or error)
         logger.info("hpcpredictd stopped")
 
     def wait(self) -> None:
@@ -366,9 +447,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     signal.signal(signal.SIGHUP, on_hup)
-    print(f"hpcpredictd: serving on unix:{daemon.socket_path}", file=sys.stderr, flush=True)
+    print(f"hpcpredictd: serving on {daemon.serving_on}", file=sys.stderr, flush=True)
+    next_retry = time.monotonic() + RUNTIME_INFO_RETRY_S
     while not stop.wait(0.5) and not daemon.failed.is_set():
-        pass
+        if time.monotonic() >= next_retry:
+            next_retry = time.monotonic() + RUNTIME_INFO_RETRY_S
+            daemon.retry_runtime_info()
     daemon.stop()
     if daemon.failed.is_set():
         print(f"hpcpredictd: exiting to be restarted: {'; '.join(daemon.engine.faults.lines())}", file=sys.stderr)

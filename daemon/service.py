@@ -170,6 +170,8 @@ class PredictionService:
         # What is kept of Predicts (quotas.py): ordinary users' rows within a byte budget each,
         # everybody's within the store's cap.
         self.user_budget = StoredBytesBudget(config.store.user_stored_kib_per_hour << 10)
+        writer_budget = config.store.writer_stored_kib_per_hour << 10
+        self.writer_budget = StoredBytesBudget(writer_budget) if writer_budget else None
         self.store_cap = StoreCap(store.files(), config.store.max_store_mib << 20, config.store.min_free_mib << 20)
         # Past the cap the hooks' rows keep a compact request: no environment, no script, inputs kept.
         self._compact_limits = replace(self.limits, stored_request_bytes=min(16384, self.limits.stored_request_bytes),
@@ -190,6 +192,8 @@ class PredictionService:
             self._authorize(method, who, request, caller_uid)
             if name == "predict" and caller_uid not in self.writer_uids:   # an ordinary user's own: budgeted
                 answer = self.predict(request, budget_uid=caller_uid)
+            elif name in ("predict", "predict_at_allocation"):     # a history writer's: budgeted apart
+                answer = getattr(self, name)(request, writer_uid=-1 if caller_uid is None else caller_uid)
             else:
                 answer = getattr(self, name)(request)
             self.faults.clear("store", method)
@@ -294,9 +298,11 @@ class PredictionService:
             raise InvalidRequest("job.cluster", f"{spec.cluster!r} is not served here ({', '.join(self.clusters)})")
         return spec
 
-    def _kept_request(self, request: pb.JobRequest, spec, budget_uid: int | None) -> bytes | None:
+    def _kept_request(self, request: pb.JobRequest, spec, budget_uid: int | None,
+                      writer_uid: int | None = None) -> bytes | None:
         """What the prediction row keeps of ``request``: its bytes (b"": the row without them)
-        or None (no row at all). ``budget_uid``: an ordinary user's own Predict (quotas.py)."""
+        or None (no row at all). ``budget_uid``: an ordinary user's own Predict; ``writer_uid``:
+        a history writer's, on the writers' budget (quotas.py)."""
         cap = self.store_cap.reached()
         if cap is None:
             self.faults.clear("store", "size cap")
@@ -304,7 +310,20 @@ class PredictionService:
             self.faults.set("store", "size cap", f"{cap}: users' predictions not kept, the hooks' "
                                                  f"without environment and script; outcomes still stored")
         if budget_uid is None:
-            return stored_request(request, spec, self._compact_limits if cap else self.limits)
+            kept = stored_request(request, spec, self._compact_limits if cap else self.limits)
+            if writer_uid is None or self.writer_budget is None:
+                return kept
+            if self.writer_budget.choose(writer_uid, (ROW_BYTES + len(kept),)) == 0:
+                self.faults.clear("store", "writers' stored bytes")
+                return kept
+            # past the budget only: the compact form is a second serialisation
+            compact = kept if cap else stored_request(request, spec, self._compact_limits)
+            chosen = 1 + self.writer_budget.choose(writer_uid, (ROW_BYTES + len(compact), ROW_BYTES))
+            self.metrics.predictions_not_kept.inc()
+            self.faults.set("store", "writers' stored bytes",
+                            f"uid {writer_uid} is past [store] writer_stored_kib_per_hour: its predictions are "
+                            f"kept {'with a compact request' if chosen == 1 else 'without their requests'}")
+            return compact if chosen == 1 else b""
         if cap:
             self.metrics.predictions_not_kept.inc()
             return None
@@ -315,7 +334,8 @@ class PredictionService:
         return kept if allowed == "request" else b"" if allowed == "row" else None
 
     def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest,
-                budget_uid: int | None = None, allocation: pb.AllocationRequest | None = None) -> pb.Estimate:
+                budget_uid: int | None = None, writer_uid: int | None = None,
+                allocation: pb.AllocationRequest | None = None) -> pb.Estimate:
         """Estimate ``spec``, record the prediction, answer. ``allocation``: PrologSlurmctld's
         request, whose read-back of the job (the TimeLimit it starts under, its TimeMin) is
         stored beside what the daemon decides."""
@@ -334,7 +354,7 @@ class PredictionService:
         if answer.fallback:
             self.metrics.fallbacks.inc()
             self._fallbacks += 1
-        kept = self._kept_request(request, spec, budget_uid)
+        kept = self._kept_request(request, spec, budget_uid, writer_uid)
         if kept is None:   # past the user's budget or the store's cap: answered, not kept
             return estimate_message(answer, "")
         try:
@@ -358,11 +378,12 @@ class PredictionService:
                 self._store_answers()
         return estimate_message(answer, prediction_id)
 
-    def predict(self, request: pb.JobRequest, budget_uid: int | None = None) -> pb.Estimate:
+    def predict(self, request: pb.JobRequest, budget_uid: int | None = None,
+                writer_uid: int | None = None) -> pb.Estimate:
         spec = job_spec_from_request(request, self.limits)
-        return self._answer(spec, "submit", False, request, budget_uid)
+        return self._answer(spec, "submit", False, request, budget_uid, writer_uid)
 
-    def predict_at_allocation(self, request: pb.AllocationRequest) -> pb.Estimate:
+    def predict_at_allocation(self, request: pb.AllocationRequest, writer_uid: int | None = None) -> pb.Estimate:
         if not request.node_list:
             raise InvalidRequest("node_list", "required at allocation")
         job_request = request.request
@@ -371,7 +392,7 @@ class PredictionService:
             job_request, _ = self._stored_request(request.prediction_id)
         spec = job_spec_from_request(job_request, self.limits, node_list=request.node_list,
                                      job_id=request.job_id, tasks_per_node=request.tasks_per_node)
-        return self._answer(spec, "allocation", True, job_request, allocation=request)
+        return self._answer(spec, "allocation", True, job_request, writer_uid=writer_uid, allocation=request)
 
     def _stored_request(self, prediction_id: str):
         """The JobRequest a stored prediction was made for, and its row."""

@@ -89,9 +89,22 @@ def _duration(text: str) -> int:
         return 0
 
 
+#: Where a record of SQUEUE_FORMAT starts: its JobID and State (AdminComment, the rest of a
+#: record, may hold newlines, but only an admin writes it)
+_SQUEUE_RECORD = re.compile(r"^(\d+)\|[A-Z_]+\|", re.M)
+
+
 def job_from_squeue(text: str, job_id: str) -> Job:
-    """The record of ``squeue -h -j ID --Format=SQUEUE_FORMAT`` (under SQUEUE_ENVIRONMENT);
-    ValueError when it is not that job's."""
+    """The record of job ``job_id`` in ``squeue -h -j ID --Format=SQUEUE_FORMAT`` (under
+    SQUEUE_ENVIRONMENT); ValueError when there is none. ``-j`` of a job array's first task (its
+    id is the array's) lists every task of the array, one record each: the one whose JobID is
+    ``job_id`` is taken."""
+    starts = [(match.start(), match.group(1)) for match in _SQUEUE_RECORD.finditer(text)]
+    if len(starts) > 1:
+        ends = [start for start, _ in starts[1:]] + [len(text)]
+        mine = [text[start:end] for (start, record_id), end in zip(starts, ends) if record_id == job_id]
+        if len(mine) == 1:
+            text = mine[0]
     line = text[:-1] if text.endswith("\n") else text
     parts = line.split("|", len(SQUEUE_FIELDS))
     if len(parts) != len(SQUEUE_FIELDS) + 1:

@@ -1,6 +1,6 @@
 """Can ordinary users starve the Slurm hook? The hook's call under their load, before and after.
 
-    python -m benchmarks run hook_fairness [--seconds 30] [--before b8c431a] [--only load metrics]
+    python -m benchmarks run hook_fairness [--seconds 30] [--before b8c431a] [--only load scripts metrics]
 
 Needs root (it creates throwaway users and runs each load as one of them: forked children that
 ``setuid``). The daemon (``hpcpredictd``, bundled models) runs as a throwaway user of its own.
@@ -13,6 +13,9 @@ request (a 4 KiB script, argv, environment) every 100 ms with the hook's 300 ms 
   that version let through (before: a 4 MiB line of 110,000 inputs and 120,000 messages;
   after: a 128 KiB line at every count limit), 20 users each holding 30 idle connections
   (reconnecting when cut), one user with 8 clients sending a byte every 0.5 s;
+* ``scripts``: 4 processes as the Slurm user (a user's 4 ``sbatch`` loops, each job's script
+  sent by the submit hook) loop Predicts of the hostile 64 KiB scripts of
+  tests/robustness/hostile_scripts.py, a distinct copy each time (the parse cache misses);
 * ``metrics``: the daemon under a task limit of 512 (``prlimit --nproc=512``: RLIMIT_NPROC of
   its own uid, counting its threads; there is no systemd here to give it a TasksMax); one user
   opens TCP connections to the metrics endpoint from 64 threads and holds them (up to 5,000;
@@ -109,6 +112,28 @@ def loop_heavy(path: str, payload: bytes, until: float, out: str) -> None:
         except OSError:
             time.sleep(0.05)
     Path(out).write_text(json.dumps({"heavy_requests": done}))
+
+
+def loop_scripts(path: str, first: int, until: float, out: str) -> None:
+    """Predict the hostile scripts in turn, a new copy each time, as the submit hook would."""
+    from tests.robustness.hostile_scripts import HOSTILE_SCRIPTS, variant
+
+    scripts = list(HOSTILE_SCRIPTS.values())
+    done = 0
+    while time.time() < until:
+        try:
+            with _connect(path, 30) as conn:
+                reader = conn.makefile("rb")
+                while time.time() < until:
+                    index = first + done
+                    script = variant(scripts[index % len(scripts)], index)
+                    conn.sendall(_line("Predict", dict(HOOK_JOB, script=base64.b64encode(script).decode())))
+                    if not reader.readline():
+                        break
+                    done += 1
+        except OSError:
+            time.sleep(0.05)
+    Path(out).write_text(json.dumps({f"script_requests_{first}": done}))
 
 
 def hold_idle(path: str, count: int, until: float) -> None:
@@ -308,6 +333,9 @@ def run_one(scenario: str, source, daemon_user, users, seconds: float) -> dict:
             for user in users[1:21]:
                 pids.append(_forked(user, hold_idle, hook, 30, until))
             pids.append(_forked(users[21], trickle, hook, 8, until))
+        elif scenario == "scripts":
+            for index in range(4):
+                pids.append(_forked(slurm, loop_scripts, hook, index * 1_000_000, until, str(work / f"scripts{index}.json")))
         else:
             pids.append(_forked(users[0], hold_metrics, target.info["metrics_port"], 5000, until, hook, int(20 * seconds),
                                 str(work / "metrics.json")))
@@ -322,7 +350,7 @@ def run_one(scenario: str, source, daemon_user, users, seconds: float) -> dict:
         result = {"probe": _summary(json.loads((work / "probe.json").read_text())),
                   "daemon_threads_peak": threads,
                   "health_after": _health(target), "daemon_alive": target.proc.poll() is None}
-        for name in ("heavy.json", "metrics.json"):
+        for name in ("heavy.json", "metrics.json", *(f"scripts{index}.json" for index in range(4))):
             if (work / name).exists():
                 result.update(json.loads((work / name).read_text()))
         time.sleep(1)

@@ -49,7 +49,7 @@ def main(argv=None) -> int:
 
     data_dir = Path(tempfile.mkdtemp(prefix="hpd-prof-"))
     world = build_world(data_dir, learner=args.runtime_learner)
-    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(data_dir), "HPCPREDICT_DAEMON_HOOK_SOCKET": ""})
+    config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(data_dir), "HPCPREDICT_DAEMON_HOOK_SOCKET": ""})
     daemon = Daemon(config)
     daemon.service.reload()
     service, engine, store = daemon.service, daemon.engine, daemon.store

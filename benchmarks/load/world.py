@@ -39,7 +39,7 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
     from hpcpredict.daemon.store_backends import open_store
 
     data_dir = Path(data_dir)
-    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(data_dir)})
+    config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(data_dir)})
     store = open_store(config)
     records = read_trace(trace) if trace.exists() else []
     store.add_jobs(records, f"swf:{trace.name}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import contextlib
 import os
 import pwd
 import sys
@@ -39,6 +40,22 @@ def run_as_data_owner(config) -> None:
     os.setuid(entry.pw_uid)
     os.umask(0o007)
     print(f"note: running as {entry.pw_name}, the owner of {config.data_dir}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def changing_models(config, what: str):
+    """Around a command that changes the models the daemon serves (publish, rollback): a
+    permission the caller lacks is one line saying who may, not a traceback."""
+    try:
+        yield
+    except PermissionError as error:
+        try:
+            owner = pwd.getpwuid(os.stat(config.data_dir).st_uid).pw_name
+        except (OSError, KeyError):
+            owner = "the daemon's user"
+        who = "root" if owner == "root" else f"root or {owner}"
+        raise HpcPredictError(f"{what}: permission denied in {config.models.dir} ({error.strerror}): it changes "
+                              f"the models the daemon serves; run it as {who}") from None
 
 
 def socket_of(args, config) -> str:

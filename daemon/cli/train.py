@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .common import config_of, print_json, reload_daemon, run_as_data_owner, socket_of
+from .common import changing_models, config_of, print_json, reload_daemon, run_as_data_owner, socket_of
 from ..errors import HpcPredictError, ModelNotFound
 from ..model_kinds import SITE_KEY, model_kind_names
 from ..registry import ModelRegistry
@@ -157,7 +157,8 @@ def _publish(args) -> int:
     config = config_of(args)
     run_as_data_owner(config)
     registry = ModelRegistry(config.models.dir, owner=config.models.owner, keep_versions=config.models.keep_versions)
-    artifact = registry.publish(args.kind, args.folder, key=args.key)
+    with changing_models(config, "publish"):
+        artifact = registry.publish(args.kind, args.folder, key=args.key)
     print(f"published {artifact.kind} model {artifact.key} version {artifact.version}")
     return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
 
@@ -167,15 +168,16 @@ def _rollback(args) -> int:
     run_as_data_owner(config)
     registry = ModelRegistry(config.models.dir, owner=config.models.owner)
     version = args.version
-    if version is None:
-        try:
-            serving = registry.current(args.kind, args.key).version
-        except ModelNotFound:
-            raise HpcPredictError(f"no {args.kind} model {args.key} is published: nothing to roll back") from None
-        earlier = [v for v in registry.versions(args.kind, args.key) if v < serving]
-        if not earlier:
-            raise HpcPredictError(f"{args.kind} model {args.key}: no version older than the serving {serving}")
-        version = earlier[-1]
-    artifact = registry.make_current(args.kind, version, key=args.key)
+    with changing_models(config, "rollback"):
+        if version is None:
+            try:
+                serving = registry.current(args.kind, args.key).version
+            except ModelNotFound:
+                raise HpcPredictError(f"no {args.kind} model {args.key} is published: nothing to roll back") from None
+            earlier = [v for v in registry.versions(args.kind, args.key) if v < serving]
+            if not earlier:
+                raise HpcPredictError(f"{args.kind} model {args.key}: no version older than the serving {serving}")
+            version = earlier[-1]
+        artifact = registry.make_current(args.kind, version, key=args.key)
     print(f"serving {artifact.kind} model {artifact.key} version {artifact.version} again")
     return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)

@@ -44,7 +44,14 @@ LAUNCHERS = ("srun", "mpirun", "mpiexec")
 DIRECTIVE = "#HPCPREDICT"
 MAX_LINES = 20_000
 MAX_LINE_CHARS = 4_096
-MAX_TOKENISED_CHARS = 128 * 1024  # characters of non-directive lines split into words
+# What reading one script may cost, in work units of 0.5-1 µs each (benchmarks/README.md, "Hostile
+# scripts"): a line read costs one, plus one per 64 characters; a line through shlex (pure Python)
+# ten, plus one per character, as does a character through $VAR expansion; a character split by
+# str.split 1/16. Past it the job is answered without the script's inputs, and told so: 64 KiB of
+# heredoc lines full of quotes and `$(( ))` (the Slurm hook's cut) cost 40-55 ms before, inside
+# slurmctld's job write lock. A script of a few hundred lines costs a few hundred units.
+# Counted, not timed: deterministic.
+MAX_PARSE_WORK = 4_000
 MAX_DIRECTIVE_LINES = 1_000
 MAX_EXPORT_LINES = 1_000
 MAX_ARGUMENTS = 512
@@ -95,6 +102,22 @@ class _Warnings(list):
             self.append(message[:200])
 
 
+class ParseBudget:
+    """Work units left for one script (MAX_PARSE_WORK); ``spent`` is what was used."""
+
+    def __init__(self, units: int) -> None:
+        self.units, self.spent = units, 0
+
+    def spend(self, units: int) -> bool:
+        """Charge ``units``; False once the budget is gone (the caller stops reading)."""
+        self.spent += units
+        return self.spent <= self.units
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
 def _decode(script: str | bytes, max_bytes: int, warnings: _Warnings) -> str:
     if isinstance(script, bytes):
         if len(script) > max_bytes:
@@ -111,12 +134,34 @@ def _decode(script: str | bytes, max_bytes: int, warnings: _Warnings) -> str:
     return script
 
 
-def _logical_lines(text: str, warnings: _Warnings):
-    """Lines with backslash continuations joined, each cut to MAX_LINE_CHARS (1-based numbers)."""
+def _logical_lines(text: str, warnings: _Warnings, budget: ParseBudget, only_directives: list[bool]):
+    """Lines with backslash continuations joined, each cut to MAX_LINE_CHARS (1-based numbers).
+
+    Lines are cut out one at a time (``str.splitlines`` of a 1 MiB script costs more than
+    reading its first lines). Once the caller sets ``only_directives[0]`` (the launch line is
+    read: only directives can still matter) the scan jumps from directive to directive with
+    ``str.find``, 1 unit per KiB passed over."""
     pending: list[str] = []
     pending_len = 0
-    start = 0
-    for number, line in enumerate(text.splitlines(), 1):
+    start = number = pos = 0
+    size = len(text)
+    while pos < size:
+        if only_directives[0] and not pending:
+            hit = text.find(DIRECTIVE, pos)
+            skip_to = size if hit < 0 else max(pos, text.rfind("\n", pos, hit) + 1)
+            if not budget.spend((skip_to - pos) >> 10):
+                raise _OutOfBudget
+            number += text.count("\n", pos, skip_to)
+            pos = skip_to
+            if pos >= size:
+                break
+        end = text.find("\n", pos)
+        end = size if end < 0 else end
+        line = text[pos:end]
+        if line.endswith("\r"):
+            line = line[:-1]
+        pos = end + 1
+        number += 1
         if number > MAX_LINES:
             warnings.add(f"more than {MAX_LINES} lines: rest ignored")
             break
@@ -141,7 +186,7 @@ def _logical_lines(text: str, warnings: _Warnings):
 _SHELL_SPECIAL = frozenset("'\"\\#;|&<>()")
 
 
-def _split(line: str, number: int, warnings: _Warnings) -> list[str]:
+def _split(line: str, number: int, warnings: _Warnings, budget: ParseBudget) -> list[str]:
     """Shell words of one line, shell operators as their own words; unbalanced quotes tolerated.
 
     Plain lines (no quote, escape, comment or operator character) take the fast path
@@ -149,11 +194,15 @@ def _split(line: str, number: int, warnings: _Warnings) -> list[str]:
     and at most MAX_LINE_CHARS of each.
     """
     if _SHELL_SPECIAL.isdisjoint(line):
+        if not budget.spend(1 + len(line) // 16):
+            raise _OutOfBudget
         words = line.split(None, MAX_ARGUMENTS + 1)
         if len(words) > MAX_ARGUMENTS:
             warnings.add(f"line {number}: more than {MAX_ARGUMENTS} words, rest ignored")
             words = words[:MAX_ARGUMENTS]
         return words
+    if not budget.spend(10 + len(line)):     # a shlex object costs ~10 characters' worth
+        raise _OutOfBudget
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = "#"
@@ -171,10 +220,12 @@ def _split(line: str, number: int, warnings: _Warnings) -> list[str]:
     return words
 
 
-def _expand(word: str, variables: Mapping[str, str]) -> str:
+def _expand(word: str, variables: Mapping[str, str], budget: ParseBudget) -> str:
     """Replace ``$NAME`` and ``${NAME}`` once (no recursion); unknown names stay as written."""
     if "$" not in word:
         return word
+    if not budget.spend(len(word)):
+        raise _OutOfBudget
     out: list[str] = []
     i, n = 0, len(word)
     while i < n:
@@ -326,13 +377,31 @@ def _application_of(words: list[str], index: int) -> tuple[str, int]:
 
 def extract_inputs(script: str | bytes, environment: Mapping[str, str] | None = None, *,
                    deck_reader: Callable[[str], bytes | None] | None = None,
-                   max_script_bytes: int = 1 << 20) -> JobInputs:
-    """Read the application key and its inputs from a job script (see the module docstring)."""
+                   max_script_bytes: int = 1 << 20, budget: ParseBudget | None = None) -> JobInputs:
+    """Read the application key and its inputs from a job script (see the module docstring).
+
+    Reading costs at most ``budget`` (default MAX_PARSE_WORK units): a script that needs more
+    yields no application and no inputs, only a warning saying so (half a script's inputs would
+    be a different job's).
+
+    >>> extract_inputs("#HPCPREDICT k='v'\\n" * 2000 + "srun ./a\\n").warnings
+    ('script too costly to read (over 4000 work units): answered without its inputs',)
+    """
     warnings = _Warnings()
     try:
         text = _decode(script, max_script_bytes, warnings)
     except Exception as error:  # any other type handed in by a caller: report, never raise
         return JobInputs("", "", {}, (f"cannot read script: {error}",))
+    budget = ParseBudget(MAX_PARSE_WORK) if budget is None else budget
+    try:
+        return _read(text, environment, deck_reader, warnings, budget)
+    except _OutOfBudget:
+        return JobInputs("", "", {}, (f"script too costly to read (over {budget.units} work units): "
+                                      f"answered without its inputs",))
+
+
+def _read(text: str, environment: Mapping[str, str] | None, deck_reader: Callable[[str], bytes | None] | None,
+          warnings: _Warnings, budget: ParseBudget) -> JobInputs:
     variables: dict[str, str] = {}
     if environment:
         variables.update((k, str(v)[:MAX_VALUE_CHARS]) for k, v in list(environment.items())[:4096])
@@ -345,8 +414,10 @@ def extract_inputs(script: str | bytes, environment: Mapping[str, str] | None = 
     first_command: tuple[int, list[str]] | None = None
     launch_found = False
     directive_lines = export_lines = 0
-    budget = [MAX_TOKENISED_CHARS]
-    for number, line in _logical_lines(text, warnings):
+    only_directives = [False]
+    for number, line in _logical_lines(text, warnings, budget, only_directives):
+        if not budget.spend(1 + len(line) // 64):
+            raise _OutOfBudget
         stripped = line.strip()
         if not stripped:
             continue
@@ -356,7 +427,7 @@ def extract_inputs(script: str | bytes, environment: Mapping[str, str] | None = 
                 if directive_lines == MAX_DIRECTIVE_LINES + 1:
                     warnings.add(f"line {number}: more than {MAX_DIRECTIVE_LINES} directives, rest ignored")
                 continue
-            for word in _split(stripped[len(DIRECTIVE):], number, warnings):
+            for word in _split(stripped[len(DIRECTIVE):], number, warnings, budget):
                 key, sep, raw = word.partition("=")
                 if not sep or not valid_key(key):
                     warnings.add(f"line {number}: cannot read directive {word[:40]!r}")
@@ -376,15 +447,9 @@ def extract_inputs(script: str | bytes, environment: Mapping[str, str] | None = 
                 if export_lines == MAX_EXPORT_LINES + 1:
                     warnings.add(f"line {number}: more than {MAX_EXPORT_LINES} export lines, rest ignored")
                 continue
-        if first_command is not None and head != "export" and not any(l in stripped for l in LAUNCHERS):
+        if first_command is not None and head != "export" and not ("srun" in stripped or "mpirun" in stripped or "mpiexec" in stripped):
             continue  # the first command is known: only a launcher line can still matter
-        if budget[0] <= 0:
-            if budget[0] == 0:
-                warnings.add(f"line {number}: tokenising budget used up, rest ignored")
-                budget[0] = -1
-            continue
-        budget[0] -= len(stripped)
-        words = _split(stripped, number, warnings)
+        words = _split(stripped, number, warnings, budget)
         if not words:
             continue
         if words[0] == "export":
@@ -402,13 +467,13 @@ def extract_inputs(script: str | bytes, environment: Mapping[str, str] | None = 
         head = _basename(words[start])
         if head in LAUNCHERS:
             launcher = head
-            words = [_expand(w, variables) for w in words]
+            words = [_expand(w, variables, budget) for w in words]
             index = _skip_launcher_options(words, start + 1)
             application, args_start = _application_of(words, index)
             _parse_arguments(words[args_start:], number, warnings, arguments, deck_names)
-            launch_found = True
+            launch_found = only_directives[0] = True
         elif first_command is None and head not in _SETUP_COMMANDS and not head.startswith(("$", "{", "}")):
-            first_command = (number, [_expand(w, variables) for w in words[start:]])
+            first_command = (number, [_expand(w, variables, budget) for w in words[start:]])
     if not launch_found and first_command is not None:
         number, words = first_command
         application, args_start = _application_of(words, 0)
@@ -426,6 +491,8 @@ def extract_inputs(script: str | bytes, environment: Mapping[str, str] | None = 
                 continue
             if data is None:
                 continue
+            if not budget.spend(min(len(data), MAX_DECK_BYTES) // 16):
+                raise _OutOfBudget
             _parse_deck(bytes(data), name, warnings, deck_values)
 
     inputs: dict[str, Value] = {k: coerce_value(v) for k, v in exported.items()}

@@ -20,9 +20,10 @@ class DaemonProcess:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket = str(self.data_dir / "hpcpredictd.sock")
-        # metrics on a free port: the fixed default would collide between daemons run side by side
-        self.env = {**os.environ, "HPCPREDICT_DATA_DIR": str(self.data_dir), "HPCPREDICT_DAEMON_METRICS": "127.0.0.1:0",
-                    **(env or {})}
+        # metrics on a free port: the fixed default would collide between daemons run side by side;
+        # no host config file (tests/conftest.py sets the same for the session; this holds for any caller)
+        self.env = {**os.environ, "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(self.data_dir),
+                    "HPCPREDICT_DAEMON_METRICS": "127.0.0.1:0", **(env or {})}
         self.config = config
         self.user = user
         self.open_files = open_files   # RLIMIT_NOFILE (soft and hard) of the daemon, None = inherited

@@ -19,7 +19,7 @@ from hpcpredict.daemon.timefmt import parse_slurm_time, slurm_time
 
 
 def test_config_defaults_file_and_environment(tmp_path):
-    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(tmp_path)})
+    config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(tmp_path)})
     assert config.store.path == f"{tmp_path}/hpcpredict.sqlite"
     assert config.policy.risk == 0.03
     path = tmp_path / "c.toml"

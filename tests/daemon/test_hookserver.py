@@ -135,7 +135,7 @@ def private_server(daemon, tmp_path):
     from hpcpredict.daemon.config import load_config
     from hpcpredict.daemon.server import Daemon
 
-    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_DAEMON_METRICS": "",
+    config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(tmp_path)})
     inner = Daemon(config)
     inner.start()

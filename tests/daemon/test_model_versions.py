@@ -72,3 +72,76 @@ def test_publish_keeps_the_newest_versions_and_the_serving_one(tmp_path):
     assert versions[0] in registry.versions("topology")
     assert (tmp_path / "models" / "topology" / "_site" / CURRENT).read_text().strip() == versions[0]
     assert hpcpredict(tmp_path, "publish", "topology", str(tmp_path / "m"), keep="1").returncode != 0
+
+
+_KILLED_PUBLISH = """
+import datetime, os, signal, sys
+from hpcpredict.daemon import registry as reg
+from hpcpredict.topology.placement import Placement
+root, source, where = sys.argv[1:]
+if where == "staging":                      # killed while copying the model in, two hours ago
+    real = reg._dt.datetime
+    class TwoHoursAgo(real):
+        @classmethod
+        def now(cls, tz=None):
+            return real.now(tz) - datetime.timedelta(hours=2)
+    reg._dt.datetime = TwoHoursAgo
+    copy = reg._copy_model_folder
+    def copy_then_die(a, b):
+        copy(a, b)
+        os.kill(os.getpid(), signal.SIGKILL)
+    reg._copy_model_folder = copy_then_die
+else:                                       # killed with the new CURRENT pointer written, not renamed
+    def die(*args):
+        os.kill(os.getpid(), signal.SIGKILL)
+    reg.os.replace = die
+reg.ModelRegistry(root).publish("topology", source)
+"""
+
+
+def test_what_killed_publishes_leave_is_removed_by_the_next_publish(tmp_path):
+    """kill -9 of a publish with its CURRENT pointer written but not renamed, and of one (two
+    hours ago) in the middle of copying: the next publish removes both leftovers, and leaves a
+    staging folder of a publish in progress (younger than LEFTOVER_AGE) alone."""
+    registry = ModelRegistry(tmp_path / "models")
+    source = topology_folder(tmp_path / "m", "s1")
+    serving = registry.publish("topology", source)
+    home = tmp_path / "models" / "topology" / "_site"
+    for where in ("pointer", "staging"):
+        killed = subprocess.run([sys.executable, "-c", _KILLED_PUBLISH, str(tmp_path / "models"), str(source), where],
+                                capture_output=True, timeout=60)
+        assert killed.returncode == -9, killed.stderr
+    left = sorted(p.name for p in home.iterdir() if p.name.startswith("."))
+    assert len(left) == 2 and left[0].startswith(".CURRENT.") and left[1].startswith(".tmp-"), left
+    assert registry.current("topology").version == serving.version       # CURRENT whole and unchanged
+    pointer = home / left[0]
+    os.utime(pointer, (pointer.stat().st_mtime - 7200,) * 2)              # two hours pass for it too
+    in_progress = home / f".tmp-{serving.version}"                          # another admin's publish, now
+    in_progress.mkdir()
+    registry.publish("topology", source)
+    remaining = sorted(p.name for p in home.iterdir() if p.name.startswith("."))
+    assert remaining == [in_progress.name], remaining
+
+
+def test_publish_and_rollback_by_an_ordinary_user_say_who_may(world_dir):
+    """Before: a PermissionError traceback. The models stay as they were."""
+    if os.geteuid() != 0:
+        pytest.skip("runs the CLI as nobody")
+    data = world_dir / "data"
+    registry = ModelRegistry(data / "models")
+    source = topology_folder(world_dir / "m", "s1")
+    registry.publish("topology", source)
+    serving = registry.publish("topology", source)
+    os.chmod(data, 0o755)
+    for path in source.rglob("*"):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    os.chmod(source, 0o755)
+    cli = os.path.join(os.path.dirname(sys.executable), "hpcpredict")
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(data)}
+    for command in (["rollback", "topology"], ["publish", "topology", str(source)]):
+        done = subprocess.run([cli, *command, "--no-reload"], env=env, capture_output=True, text=True, timeout=120,
+                              user=65534, group=65534, extra_groups=[], cwd="/tmp")
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr == (f"hpcpredict: {command[0]}: permission denied in {data / 'models'} (Permission denied): "
+                               f"it changes the models the daemon serves; run it as root\n")
+    assert registry.current("topology").version == serving.version and len(registry.versions("topology")) == 2

@@ -17,7 +17,7 @@ BOB_SCRIPT = b"#!/bin/sh\n#HPCPREDICT size=64\nsrun ./lmp -in in.melt\n"
 
 @pytest.fixture
 def service(world_dir):
-    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
+    config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir)})
     daemon = Daemon(config)
     daemon.service.reload()

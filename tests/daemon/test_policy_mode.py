@@ -21,7 +21,7 @@ SHOW_CONFIG = show_config().replace("time_min_as_soft_limit,bf_interval=2,bf_res
 
 def policy(**values):
     environ = {f"HPCPREDICT_POLICY_{k.upper()}": str(v) for k, v in values.items()}
-    return load_config(None, environ={"HPCPREDICT_DATA_DIR": "/nonexistent", **environ}).policy
+    return load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": "/nonexistent", **environ}).policy
 
 
 def answering(text: str):
@@ -87,7 +87,7 @@ def test_bad_policy_settings_are_refused(key, value):
 
 
 def _service(world_dir, **policy_values):
-    environ = {"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
+    environ = {"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir),
                **{f"HPCPREDICT_POLICY_{k.upper()}": str(v) for k, v in policy_values.items()}}
     daemon = Daemon(load_config(None, environ=environ))

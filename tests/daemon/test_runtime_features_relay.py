@@ -15,7 +15,7 @@ SLURM = 0   # root: the Slurm user of a site whose SlurmUser is root
 
 @pytest.fixture
 def daemon(world_dir):
-    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
+    config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir)})
     built = Daemon(config)   # built, not started: the service is called directly
     built.service.reload()

@@ -14,7 +14,7 @@ from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
 @pytest.fixture
 def service(world_dir):
-    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
+    config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir)})
     daemon = Daemon(config)   # built, not started: no socket answers
     daemon.service.reload()
@@ -119,7 +119,7 @@ def test_history_writes_and_admin_calls_are_refused_to_an_ordinary_user(service,
 
 
 def test_the_slurm_user_writes_history_but_is_no_admin(world_dir):
-    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
+    config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir),
                                         "HPCPREDICT_DAEMON_SLURM_USER": "nobody"})
     daemon = Daemon(config)

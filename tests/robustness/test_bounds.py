@@ -22,7 +22,7 @@ from hpcpredict.daemon.store_rows import PredictionRow
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 from tests.robustness.conftest import job, start, world_dir  # noqa: F401  (fixture)
 
-LIMITS = load_config(None, environ={"HPCPREDICT_DATA_DIR": "/nonexistent"}).limits
+LIMITS = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": "/nonexistent"}).limits
 
 
 def _rss_mib(pid: int) -> float:

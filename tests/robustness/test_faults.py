@@ -7,8 +7,10 @@ target here); corrupt and vanished files are real files.
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -250,3 +252,40 @@ def _predicts(client) -> bool:
         return client.stub.Predict(job(), timeout=10).runtime_s > 0
     except grpc.RpcError:
         return False
+
+
+def test_a_full_disk_leaves_no_runtime_info_copy_and_its_fault_clears_when_the_disk_has_room(tmpfs, tmp_path):
+    """On a full data directory the daemon cannot write hpcpredictd.json: its half-written
+    ``.hpcpredictd.json.PID`` is removed, the fault "write runtime info" is shown, and once the
+    disk has room again the file is written and the fault clears without a restart. A copy a
+    killed daemon left (a pid no longer running) is removed at start."""
+    import json as _json
+    from tests.robustness.test_read_only_data_dir import _start_and_ask_status
+
+    data = tmpfs
+    (data / ".hpcpredictd.json.4194303").write_text("")   # empty (removing it frees no room); that pid never runs
+    run = tmp_path / "run"
+    run.mkdir()
+    filler = _fill(data)
+    env = {**os.environ, "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(data),
+           "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_SOCKET": str(run / "grpc.sock"),
+           "HPCPREDICT_DAEMON_HOOK_SOCKET": str(run / "local.sock"), "HPCPREDICT_STORE_JOURNAL_MIB": "0"}
+    daemon, status = _start_and_ask_status(env, tmp_path / "daemon.log")
+    try:
+        assert daemon.poll() is None and status.returncode == 0, (tmp_path / "daemon.log").read_text()[-3000:]
+        assert any(fault.startswith("daemon: write runtime info:") for fault in _json.loads(status.stdout)["faults"])
+        assert not list(data.glob(".hpcpredictd.json.*"))       # neither its own copy nor the dead one's
+        assert not (data / "hpcpredictd.json").exists()
+        filler.unlink()                                         # the disk has room again
+
+        def recovered():
+            done = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.cli.main", "status", "--json"], env=env,
+                                  capture_output=True, text=True, timeout=60)
+            faults = _json.loads(done.stdout)["faults"] if done.returncode == 0 else ["?"]
+            return not any(fault.startswith("daemon: write runtime info") for fault in faults)
+
+        assert _until(recovered, 60)
+        assert _json.loads((data / "hpcpredictd.json").read_text())["pid"] == daemon.pid
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)

@@ -201,7 +201,7 @@ def in_process(tmp_path, monkeypatch):
     from hpcpredict.daemon.config import load_config
     from hpcpredict.daemon.server import Daemon
 
-    config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_DAEMON_METRICS": "",
+    config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_DAEMON_METRICS": "",
                                         "HPCPREDICT_CONFIG_PATH": "", "HOME": str(tmp_path)})
     daemon = Daemon(config).start()
     yield daemon

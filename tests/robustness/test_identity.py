@@ -232,7 +232,7 @@ def test_every_user_can_ask_with_the_cli_and_errors_name_the_real_cause(daemon, 
     def run(*args):
         return subprocess.run([cli, *args], user=intruder.pw_uid, group=intruder.pw_gid, extra_groups=[],
                               capture_output=True, text=True, timeout=120, cwd="/tmp",
-                              env={"HOME": "/tmp", "PATH": "/usr/bin:/bin"})
+                              env={"HOME": "/tmp", "PATH": "/usr/bin:/bin", "HPCPREDICT_CONFIG_PATH": ""})
     predicted = run("--socket", daemon.hook_socket, "predict", "--json", str(script))
     assert predicted.returncode == 0, predicted.stderr
     assert json.loads(predicted.stdout)["runtime_s"] > 0

@@ -115,3 +115,35 @@ def test_an_unwritable_shm_or_journal_file_is_a_fault_and_predictions_are_still_
     finally:
         daemon.terminate()
         daemon.wait(timeout=30)
+
+
+def test_a_read_only_data_directory_in_the_default_layout_is_a_clear_error(read_only_data_dir, tmp_path):
+    """Both sockets in the data directory (the default layout): nothing can be served, and the
+    daemon says so in one line naming both, not with gRPC's RuntimeError traceback."""
+    env = {**os.environ, "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(read_only_data_dir),
+           "HPCPREDICT_DAEMON_METRICS": ""}
+    done = subprocess.run([sys.executable, "-m", "hpcpredict.daemon.server"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and "RuntimeError" not in done.stderr, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (f"hpcpredictd: cannot start: local socket {read_only_data_dir}/hook.sock: Read-only file system; "
+                    f"gRPC socket unix:{read_only_data_dir}/hpcpredictd.sock: Read-only file system"), last
+
+
+def test_a_grpc_socket_in_a_read_only_data_directory_is_a_fault_and_the_local_socket_serves(read_only_data_dir,
+                                                                                          tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    env = {**os.environ, "HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(read_only_data_dir),
+           "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_HOOK_SOCKET": str(run / "local.sock")}
+    daemon, done = _start_and_ask_status(env, tmp_path / "daemon.log")
+    try:
+        assert daemon.poll() is None, (tmp_path / "daemon.log").read_text()[-3000:]
+        assert done.returncode == 0, done.stdout + done.stderr
+        faults = json.loads(done.stdout)["faults"]
+        assert f"grpc: listen: unix:{read_only_data_dir}/hpcpredictd.sock: Read-only file system" in faults, faults
+    finally:
+        daemon.terminate()
+        assert daemon.wait(timeout=30) == 0
+    assert "Traceback" not in (tmp_path / "daemon.log").read_text()

@@ -250,3 +250,40 @@ def test_past_the_store_cap_users_predictions_are_not_kept_and_outcomes_still_ar
     assert compact.job.user == "bob" and not compact.environment and len(compact.script) < 200
     assert _rows(store, "SELECT COUNT(*) FROM predictions WHERE user = ?", (intruder.pw_name,))[0][0] == 0
     assert _rows(store, "SELECT prediction_id, user FROM jobs WHERE job_id = 'cap-1'") == [(hooks.prediction_id, "bob")]
+
+
+def test_the_hooks_rows_are_kept_within_the_writers_budget_then_compact_then_bare(world_dir):
+    """A user submitting through sbatch as fast as slurmctld takes jobs makes the submit hook (a
+    history writer) store every job's request (~15 KB here); [store] writer_stored_kib_per_hour
+    bounds that: whole, then compact (no script, no environment, the parsed inputs), then no
+    request, and every row (the link of an outcome to its prediction) kept."""
+    budget_kib, calls = 64, 30
+    daemon = DaemonProcess(world_dir, env={"HPCPREDICT_STORE_WRITER_STORED_KIB_PER_HOUR": str(budget_kib),
+                                           "HPCPREDICT_STORE_JOURNAL_MIB": "0"}).start()
+    client = Client(daemon)
+    try:
+        ids = []
+        for index in range(calls):
+            request = job(script=SCRIPT.replace(b"srun lmp", b"srun lmp -in in.%d" % index))
+            request.environment.update({"SLURM_X": "x" * 2000, "PATH": "/usr/bin:/bin"})
+            answer = client.stub.Predict(request, timeout=30)   # root: a history writer, as the hook's SlurmUser
+            assert answer.prediction_id and answer.runtime_s > 0
+            ids.append(answer.prediction_id)
+        status_faults = client.faults()
+    finally:
+        client.close()
+        daemon.stop()
+    rows = dict(_rows(world_dir / "hpcpredict.sqlite", "SELECT prediction_id, request FROM predictions"))
+    assert sorted(rows) == sorted(ids)                              # every row kept
+    kept = [pb.JobRequest.FromString(rows[i]) if rows[i] else None for i in ids]
+    cut_out = b"# hpcpredict: script cut at 0 "          # what is left of a script in the compact form
+    whole = [r for r in kept if r is not None and not r.script.startswith(cut_out)]
+    compact = [r for r in kept if r is not None and r.script.startswith(cut_out)]
+    bare = [r for r in kept if r is None]
+    assert whole and compact and bare, (len(whole), len(compact), len(bare))
+    assert kept == whole + compact + [None] * len(bare)       # in that order
+    assert all(not r.environment and r.inputs["in"].text.startswith("in.") for r in compact)
+    assert all(r.environment for r in whole)
+    stored = sum(ROW_BYTES + len(rows[i] or b"") for i in ids)
+    assert stored <= (budget_kib << 10) + ROW_BYTES * calls + 16384   # the budget, the bare rows, one refill's worth
+    assert status_faults["store"].startswith("writers' stored bytes: uid 0 is past")

@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hpcpredict.daemon.runtime.inputs import JobInputs, extract_inputs
+from hpcpredict.daemon.runtime.inputs import JobInputs, ParseBudget, extract_inputs
 
 
 @pytest.mark.parametrize("script, application, launcher, expected", [
@@ -115,6 +115,11 @@ def test_launcher_after_many_commands_wins_over_first_command():
 
 
 def test_budgets_bound_work_and_say_so():
-    job = extract_inputs("#HPCPREDICT a=1\n" * 1500 + "export A=1\n" * 1500 + "srun ./app\n")
+    script = "#HPCPREDICT a=1\n" * 1500 + "export A=1\n" * 1500 + "srun ./app\n"
+    # the counts' own caps (with work to spare)...
+    job = extract_inputs(script, budget=ParseBudget(1 << 20))
     assert any("directives" in w for w in job.warnings) and any("export lines" in w for w in job.warnings)
     assert job.application == "app"
+    # ... and the default work budget, which 3,000 such lines exceed: no inputs at all, and why
+    job = extract_inputs(script)
+    assert (job.application, job.inputs) == ("", {}) and job.warnings[0].startswith("script too costly to read")

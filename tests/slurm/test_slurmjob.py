@@ -252,3 +252,21 @@ def test_the_prolog_guards_the_allocation_time_limit_the_daemon_decided(apply, l
     limit and at most the site cap (max_time_limit_s); anything else keeps the job's."""
     estimate = {} if apply is None else {"apply_time_limit_s": apply}
     assert slurmjob.allocation_time_limit(estimate, limit_s, 31622400) == expected
+
+
+def test_the_array_task_whose_id_is_the_arrays_reads_its_own_record():
+    """``squeue -j 6`` of array 6 lists every task (ids 6-10), the array's own task last: its
+    record is the one taken (before: "squeue answered job '10', not '6'", its outcome lost)."""
+    def record(job_id: str, state: str, comment: str) -> str:
+        fields = [job_id, state, "None", "5:00", "0:00", "1795765732", "1795765733", "1795765740", "0:07", "1", "1",
+                  "1", "0", "normal", "0", "n01", "research", "debug", "alice", "1001", "alice"]
+        return "|".join(fields) + "|" + comment + "\n"
+
+    text = "".join(record(str(i), "COMPLETED", "{hpcpredict=p-%d}" % i) for i in range(10, 6, -1))
+    text += record("6", "COMPLETING", "site note\n7|COMPLETED is only text {hpcpredict=p-6}")
+    job = slurmjob.job_from_squeue(text, "6")
+    assert (job.job_id, job.state, slurmjob.prediction_id(job.admin_comment)) == ("6", "COMPLETING", "p-6")
+    assert job.admin_comment == "site note\n7|COMPLETED is only text {hpcpredict=p-6}"
+    assert slurmjob.job_from_squeue(text, "8").admin_comment == "{hpcpredict=p-8}"
+    with pytest.raises(ValueError):
+        slurmjob.job_from_squeue(text, "11")

@@ -42,7 +42,7 @@ def kth(tmp_path_factory):
     for step in (("ingest", str(KTH)), ("train", "--no-reload")):
         done = cli(data_dir, *step)
         assert done.returncode == 0, done.stderr
-    config = load_config(environ={"HPCPREDICT_DATA_DIR": str(data_dir)})
+    config = load_config(environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(data_dir)})
     store = open_store(config)
     engine = PredictionEngine(config, store, ModelRegistry(config.models.dir))
     engine.reload()
