@@ -6,7 +6,7 @@ kill limit; :func:`~hpcpredict.daemon.lab.scheduling.easy.planning_rule`) to the
 
 - ``user``: the requests as given.
 - ``hpcpredict``: the product's default policy for the cluster, through
-  :func:`~hpcpredict.daemon.walltime_policy.plan_limits` exactly as the hook applies it: with
+  :func:`~hpcpredict.daemon.policy.plan_limits` exactly as the hook applies it: with
   ``time_min_as_soft_limit`` (Slurm 24.11 / 25.05 with the option) mode ``soft``, our estimate
   at ``[policy] soft_risk`` (the runtime the job outlives with that probability, as the daemon
   answers it at risk 0.03: :func:`online_predictions` with ``soft_risk``, through the daemon's
@@ -54,7 +54,7 @@ from ...jobspec import JobSpec
 from ...recent_history import RecentHistoryModel
 from ...records import JobRecord
 from ...sources import first_estimate
-from ...walltime_policy import LimitChange, plan_limits
+from ...policy import LimitChange, plan_limits
 from .workload import SimJob
 
 Policy = Callable[[SimJob, "RuntimeEstimate | None", "str | None"], SimJob]
