@@ -1,8 +1,9 @@
 """Walltime policies compared in a scheduling replay: what each sets on a job at submission.
 
-Every policy maps (job with the user's request, a prediction, the cluster's planning rule of a
-running soft job: ``"hard_end"`` or ``"soft_then_halfway"``, None where ``--time-min`` is a
-kill limit; :func:`~hpcpredict.daemon.lab.scheduling.easy.planning_rule`) to the job's limits:
+Every policy maps (job with the user's request, a prediction, the controller replayed: its
+:class:`~hpcpredict.daemon.policy.ControllerFacts`, :func:`replay_facts`, whose ``rule`` says
+how it plans a running soft job, ``hard_end`` or ``soft_then_halfway``, or ``kill`` where
+``--time-min`` is a kill limit) to the job's limits:
 
 - ``user``: the requests as given.
 - ``hpcpredict``: the product's default policy for the cluster, through
@@ -54,10 +55,10 @@ from ...jobspec import JobSpec
 from ...recent_history import RecentHistoryModel
 from ...records import JobRecord
 from ...sources import first_estimate
-from ...policy import LimitChange, plan_limits
+from ...policy import ControllerFacts, JobAsk, LimitChange, Predicted, decide, plan_limits
 from .workload import SimJob
 
-Policy = Callable[[SimJob, "RuntimeEstimate | None", "str | None"], SimJob]
+Policy = Callable[[SimJob, "RuntimeEstimate | None", ControllerFacts], SimJob]
 # What the daemon passes plan_limits by default (engine.py): the configuration's defaults.
 _POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
 SOFT_MAX_RATIO = _POLICY.soft_max_ratio
@@ -80,53 +81,64 @@ def _plan(job: SimJob, prediction: RuntimeEstimate | None, mode: str, soft_max_r
                                    soft_max_ratio=soft_max_ratio, bound_calibrated=prediction.bound_calibrated))
 
 
-def user(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def user(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     return job
 
 
-def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None,
-               soft_max_ratio: float = SOFT_MAX_RATIO) -> SimJob:
-    """``[policy] mode = "auto"`` (the default): soft where the controller has the option,
-    otherwise advise; every other argument as the daemon passes it with the default configuration."""
+def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts,
+               soft_max_ratio: float | None = None) -> SimJob:
+    """``[policy] mode = "auto"`` (the default), decided as the daemon decides it
+    (:func:`~hpcpredict.daemon.policy.decide`) on ``controller`` (:func:`replay_facts`) with the
+    default configuration; ``soft_max_ratio``: that key replaced (None: its default)."""
     if prediction is None:
         return job
-    return _apply(job, plan_limits(mode="soft" if rule else "advise", runtime_s=prediction.soft_value_s,
-                                   bound_s=prediction.bound_s, requested_s=job.request_s,
-                                   # a job without --time runs under the partition's limit
-                                   max_time_s=None if job.request_s > 0 else job.limit_s,
-                                   floor_s=_POLICY.min_time_limit_s, site_cap_s=_LIMITS.max_time_s,
-                                   fallback=prediction.fallback, soft_max_ratio=soft_max_ratio))
+    asked = JobAsk(time_limit_s=job.request_s, procs=job.procs,
+                   # a job without --time runs under the partition's limit
+                   max_time_s=0.0 if job.request_s > 0 else job.limit_s)
+    predicted = Predicted(runtime_s=prediction.runtime_s, soft_s=prediction.soft_value_s,
+                          suggested_s=max(prediction.bound_s, prediction.runtime_s),
+                          calibrated=prediction.bound_calibrated, fallback=prediction.fallback)
+    policy = _POLICY if soft_max_ratio is None else dataclasses.replace(_POLICY, soft_max_ratio=soft_max_ratio)
+    return _apply(job, decide(asked, predicted, policy, controller, site_cap_s=_LIMITS.max_time_s,
+                              user_message=False).limits)
 
 
-def oracle(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def replay_facts(release: str, soft_option: bool | None = None, procs: int = 0) -> ControllerFacts:
+    """The controller a replay of ``release`` models (``soft_option``: whether its
+    SchedulerParameters has ``time_min_as_soft_limit``; None: it has), of ``procs`` CPUs: what
+    the daemon would read from its ``scontrol show config``."""
+    return ControllerFacts.for_release(release, soft_option is not False, total_cpus=procs)
+
+
+def oracle(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     return dataclasses.replace(job, limit_s=max(job.work_s, 1.0), time_min_s=0.0)
 
 
-def easy_plus_plus(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None,
+def easy_plus_plus(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts,
                    soft_max_ratio: float = 0.0) -> SimJob:
     """``prediction``: the user's last-two average (:func:`last_two_predictions`);
     ``soft_max_ratio``: the guard a site would add to keep the wait tail (0 = none, as published)."""
     return _plan(job, prediction, "soft", soft_max_ratio)
 
 
-def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     return _plan(job, prediction, "soft")
 
 
-def hpcpredict_bound(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def hpcpredict_bound(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     return _plan(job, prediction, "bound")
 
 
-def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     if prediction is None:
         return job
     return _apply(job, plan_limits(bound_s=prediction.bound_s, requested_s=0, fallback=prediction.fallback,
                                    max_time_s=job.request_s or None, bound_calibrated=prediction.bound_calibrated))
 
 
-def oracle_time_min(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def oracle_time_min(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     work = max(job.work_s, 1.0)
-    return _apply(job, plan_limits(mode="soft" if rule else "bound", runtime_s=work, bound_s=work,
+    return _apply(job, plan_limits(mode="soft" if controller.soft_ok else "bound", runtime_s=work, bound_s=work,
                                    requested_s=job.request_s))
 
 

@@ -17,7 +17,7 @@ from ...records import JobRecord
 from .easy import DEFAULT_RELEASE, SLURM_BF_RESOLUTION_S, planning_rule, simulate
 from .scores import summarize
 from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, SOFT_RISK, hpcpredict,
-                       last_two_predictions, online_predictions, shortened)
+                       last_two_predictions, online_predictions, replay_facts, shortened)
 from .workload import Workload, sim_jobs
 
 
@@ -34,7 +34,7 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
     submitted again with its user's request and scored from its first submission to its final
     end, and ``resubmitted`` is added). ``slurm``, ``soft_limit``: the release replayed
     (``"X.Y[.Z]"``) and whether ``time_min_as_soft_limit`` is set (:func:`.easy.simulate`); each
-    policy is told the release's planning rule of a soft job (None where ``--time-min`` kills); ``soft_max_ratio``:
+    policy is told the replayed controller (:func:`.policies.replay_facts`); ``soft_max_ratio``:
     the guard of ``hpcpredict``'s soft ``--time-min`` (None: the configuration's default);
     ``soft_risk``: its value, the estimate at that risk (``[policy] soft_risk``)."""
     names = list(policies)
@@ -63,7 +63,8 @@ def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
     """:func:`evaluate_scheduling` on a workload whose predictions (``online_predictions``)
     are already made: one replay per policy (EASY++'s own predictions are made here)."""
     names = list(names)
-    rule = planning_rule(slurm, soft_limit)
+    # every policy is told the controller of this release, as the daemon would read it
+    facts = replay_facts(slurm, soft_limit, workload.procs)
     last_two = last_two_predictions(workload.records) if LAST_TWO_POLICIES & set(names) else {}
     chosen = dict(POLICIES)
     if soft_max_ratio is not None:
@@ -71,7 +72,7 @@ def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
     scores = {}
     for name in names:
         fed = last_two if name in LAST_TWO_POLICIES else answers
-        jobs = [chosen[name](job, fed.get(id(record)), rule) for job, record in zip(workload.jobs, workload.records)]
+        jobs = [chosen[name](job, fed.get(id(record)), facts) for job, record in zip(workload.jobs, workload.records)]
         scores[name] = replay_jobs(workload, jobs, resolution_s, slurm, soft_limit, resubmit_killed)
     return scores
 
