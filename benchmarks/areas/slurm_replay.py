@@ -186,11 +186,12 @@ def simulate_window(history, window, compress: float, slurm: str, procs: int, po
     before = [compressed(r, origin, compress, JOB_NAME) for r in history]
     during = [compressed(r, origin, compress, JOB_NAME) for r in window]
     policy = PolicyConfig()      # the daemon's defaults, as the replay's daemons run
-    # soft_risk: a soft --time-min plans with the runtime at [policy] soft_risk, as the daemon answers
-    answers = online_predictions(before + during, risk=policy.risk, soft_risk=policy.soft_risk)
     workload = sim_jobs(during, procs)
     soft = slurm != "22.05"
     facts = replay_facts(slurm, soft, procs)      # the controller every policy is told
+    # soft_risk: a soft --time-min plans with the runtime at [policy] soft_risk for the release's rule,
+    # as the daemon answers
+    answers = online_predictions(before + during, risk=policy.risk, soft_risk=policy.soft_risk_for(facts.rule))
     results = {}
     for policy in policies:
         if policy not in SIMULATED:

@@ -9,11 +9,13 @@ from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.lab.scheduling import policies
 from hpcpredict.daemon.lab.scheduling.workload import SimJob, sim_jobs, trace_machine_size
+from hpcpredict.daemon.config import PolicyConfig
 from hpcpredict.daemon.policy import plan_limits
 
-# The controllers replayed: 24.11 and 26.05 with time_min_as_soft_limit, 22.05 (a kill limit)
-CONTROLLERS = {"hard_end": policies.replay_facts("24.11"), "soft_then_halfway": policies.replay_facts("26.05"),
-               "kill": policies.replay_facts("22.05")}
+# The controllers replayed, 100 CPUs: 24.11 and 26.05 with time_min_as_soft_limit, 22.05 (a kill limit)
+CONTROLLERS = {"hard_end": policies.replay_facts("24.11", procs=100),
+               "soft_then_halfway": policies.replay_facts("26.05", procs=100),
+               "kill": policies.replay_facts("22.05", procs=100)}
 HARD_END, KILL = CONTROLLERS["hard_end"], CONTROLLERS["kill"]
 
 
@@ -42,7 +44,8 @@ def test_hpcpredict_sets_what_plan_limits_decides_for_the_cluster(bound, request
     # a job without --time runs under the partition's limit: the daemon passes its MaxTime
     change = plan_limits(mode=mode, runtime_s=estimate.runtime_s, bound_s=bound, requested_s=requested,
                          max_time_s=None if requested else before.limit_s, fallback=fallback,
-                         soft_max_ratio=ratio)
+                         soft_max_ratio=ratio, rule=rule, procs=before.procs, machine_procs=100,
+                         soft_max_slip_s=PolicyConfig().soft_max_slip_s)
     after = policies.hpcpredict(before, estimate, CONTROLLERS[rule], soft_max_ratio=ratio)
     assert after.time_min_s == (change.time_min_s or 0.0)
     assert after.limit_s == (change.time_limit_s or before.limit_s)
@@ -167,8 +170,10 @@ def test_online_predictions_fall_back_to_the_users_recent_runs_as_the_daemon_doe
     new, bob = answers[id(records[-2])], answers[id(records[-1])]
     assert not new.fallback and new.model_name == "recent-history"
     assert new.runtime_s == (700.0 + 800.0) / 2 and new.runtime_s <= new.soft_s <= 800.0
-    planned = policies.hpcpredict(job(360000.0, work=900.0), new, HARD_END)
+    planned = policies.hpcpredict(job(360000.0, work=900.0), new, HARD_END, soft_max_slip_s=0)
     assert planned.time_min_s == math.ceil(new.soft_s / 60) * 60 and planned.limit_s == 360000.0
+    # the default slip guard: a 100-hour --time on 4 of 100 CPUs could slip a reservation by ~4 h
+    assert policies.hpcpredict(job(360000.0, work=900.0), new, HARD_END) == job(360000.0, work=900.0)
     assert bob.fallback and policies.hpcpredict(job(3600.0), bob, HARD_END) == job(3600.0)
 
 

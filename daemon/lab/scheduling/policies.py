@@ -8,12 +8,14 @@ how it plans a running soft job, ``hard_end`` or ``soft_then_halfway``, or ``kil
 - ``user``: the requests as given.
 - ``hpcpredict``: the product's default policy for the cluster, through
   :func:`~hpcpredict.daemon.policy.plan_limits` exactly as the hook applies it: with
-  ``time_min_as_soft_limit`` (Slurm 24.11 / 25.05 with the option) mode ``soft``, our estimate
-  at ``[policy] soft_risk`` (the runtime the job outlives with that probability, as the daemon
-  answers it at risk 0.03: :func:`online_predictions` with ``soft_risk``, through the daemon's
-  own sources, the user's recent runs where the walltime model knows nothing) as a soft
-  ``--time-min`` guarded by ``soft_max_ratio``; without it (22.05, or a later
-  release with the option off) mode ``advise``: no limit changes, so nothing is killed.
+  ``time_min_as_soft_limit`` (Slurm 23.11+ with the option) mode ``soft``, our estimate at
+  ``[policy] soft_risk`` for the release's planning rule (the runtime the job outlives with that
+  probability, as the daemon answers it at risk 0.03: :func:`online_predictions` with
+  ``soft_risk``, through the daemon's own sources, the user's recent runs where the walltime
+  model knows nothing) as a soft ``--time-min`` guarded by ``soft_max_slip_s`` (the slip the
+  rule lets it cause a waiting reservation, by the job's share of the machine); without it
+  (22.05, 23.02, or a later release with the option off) mode ``advise``: no limit changes, so
+  nothing is killed.
 - ``oracle``: each limit equal to the true runtime (the most any predictor could give).
 - ``easy++``: Tsafrir, Etsion and Feitelson's EASY++ (IEEE TPDS 18(6), 2007) as a Slurm site
   could run it: the average of the user's last two runtimes (jobs ended before the
@@ -61,8 +63,12 @@ from .workload import SimJob
 Policy = Callable[[SimJob, "RuntimeEstimate | None", ControllerFacts], SimJob]
 # What the daemon passes plan_limits by default (engine.py): the configuration's defaults.
 _POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
-SOFT_MAX_RATIO = _POLICY.soft_max_ratio
-SOFT_RISK = _POLICY.soft_risk
+
+
+def soft_risk_for(controller: ControllerFacts) -> float:
+    """The risk of the soft ``--time-min`` the daemon answers with on ``controller`` by default
+    (``[policy] soft_risk_hard_end`` / ``soft_risk_halfway``, by its planning rule)."""
+    return _POLICY.soft_risk_for(controller.rule)
 
 
 def _apply(job: SimJob, change: LimitChange) -> SimJob:
@@ -86,10 +92,13 @@ def user(job: SimJob, prediction: RuntimeEstimate | None, controller: Controller
 
 
 def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts,
-               soft_max_ratio: float | None = None) -> SimJob:
+               soft_max_ratio: float | None = None, soft_max_slip_s: float | None = None,
+               soft_risk: float | None = None) -> SimJob:
     """``[policy] mode = "auto"`` (the default), decided as the daemon decides it
     (:func:`~hpcpredict.daemon.policy.decide`) on ``controller`` (:func:`replay_facts`) with the
-    default configuration; ``soft_max_ratio``: that key replaced (None: its default)."""
+    default configuration; ``soft_max_ratio``, ``soft_max_slip_s``, ``soft_risk``: those keys
+    replaced (None: their defaults). ``prediction.soft_s`` must be the estimate at the soft risk
+    replayed (:func:`online_predictions` with ``soft_risk``: :func:`soft_risk_for` by default)."""
     if prediction is None:
         return job
     asked = JobAsk(time_limit_s=job.request_s, procs=job.procs,
@@ -98,7 +107,13 @@ def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, controller: Cont
     predicted = Predicted(runtime_s=prediction.runtime_s, soft_s=prediction.soft_value_s,
                           suggested_s=max(prediction.bound_s, prediction.runtime_s),
                           calibrated=prediction.bound_calibrated, fallback=prediction.fallback)
-    policy = _POLICY if soft_max_ratio is None else dataclasses.replace(_POLICY, soft_max_ratio=soft_max_ratio)
+    policy = _POLICY
+    if soft_max_ratio is not None:
+        policy = dataclasses.replace(policy, soft_max_ratio=soft_max_ratio)
+    if soft_max_slip_s is not None:
+        policy = dataclasses.replace(policy, soft_max_slip_s=soft_max_slip_s)
+    if soft_risk is not None:
+        policy = dataclasses.replace(policy, soft_risk=soft_risk)
     return _apply(job, decide(asked, predicted, policy, controller, site_cap_s=_LIMITS.max_time_s,
                               user_message=False).limits)
 
