@@ -190,7 +190,7 @@ class PredictionEngine:
         asked = self._asked(spec, job.requested_procs)
         mode = mode_for(asked, policy, facts)[0] if deciding else "advise"
         # Only a soft --time-min reads the soft_risk quantile: asked of the same pass, only then.
-        soft_risk = policy.soft_risk if mode == "soft" else None
+        soft_risk = policy.soft_risk_for(facts.rule) if mode == "soft" else None
         answer, notes, kind = first_estimate(models, self.recent, spec, job, risk, soft_risk)
         point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
         soft, calibrated = answer.soft_value_s, answer.bound_calibrated

@@ -9,8 +9,10 @@ replay models). :func:`decide_at_allocation` is the answer's place once nodes ar
 >>> from hpcpredict.daemon.policy.controller import ControllerFacts
 >>> job = JobAsk(time_limit_s=14400, procs=4)
 >>> predicted = Predicted(runtime_s=2500, soft_s=2900, suggested_s=4000)
->>> decide(job, predicted, PolicyConfig(), ControllerFacts.for_release("24.11.5")).limits
+>>> decide(job, predicted, PolicyConfig(), ControllerFacts.for_release("24.11.5", total_cpus=100)).limits
 LimitChange(time_limit_s=None, time_min_s=2940, reason='soft_time_min', mode='soft')
+>>> decide(job, predicted, PolicyConfig(), ControllerFacts.for_release("24.11.5")).limits.reason   # size unknown
+'reservation_slip_above_budget'
 >>> old = decide(job, predicted, PolicyConfig(), ControllerFacts.for_release("22.05.8"))
 >>> old.limits.mode, old.why
 ('advise', 'Slurm 22.05.8 has no time_min_as_soft_limit (it came with 23.11.0): --time-min would be a kill limit')
@@ -87,7 +89,8 @@ def decide(job: JobAsk, predicted: Predicted, policy, facts: ControllerFacts, *,
                          user_time_min_s=job.time_min_s, max_time_s=job.max_time_s or None, floor_s=floor_s,
                          site_cap_s=site_cap_s, fallback=predicted.fallback, soft_max_ratio=policy.soft_max_ratio,
                          bound_calibrated=predicted.calibrated, rule=facts.rule, procs=job.procs,
-                         machine_procs=facts.total_cpus)
+                         machine_procs=facts.total_cpus, soft_max_slip_s=getattr(policy, "soft_max_slip_s", 0.0),
+                         soft_risk=policy.soft_risk_for(facts.rule) if hasattr(policy, "soft_risk_for") else 1.0)
     message = ""
     if user_message:
         message = user_line(limits, runtime_s=predicted.runtime_s, low_s=predicted.low_s, high_s=predicted.high_s,

@@ -40,6 +40,9 @@ def auto_daemon():
         config.write_text(show_config(release))
         process = DaemonProcess(path / "data", env={
             "HPCPREDICT_MODELS_BUNDLED": "false", "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_POLICY_MODE": "auto",
+            # a captured show config has no cluster size: the reservation-slip guard would count the
+            # job as the whole machine (tests/walltime/test_walltime_policy.py tests the guard)
+            "HPCPREDICT_POLICY_SOFT_MAX_SLIP_S": "0",
             "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"cat {config}"})
         started.append((process, path))
         return process.start()

@@ -80,7 +80,9 @@ def test_a_check_that_stopped_refreshing_falls_back_to_advise(monkeypatch):
 
 
 @pytest.mark.parametrize("key, value", [("mode", "hard"), ("soft_max_ratio", "-1"), ("controller_check_s", "0"),
-                                        ("soft_risk", "0"), ("soft_risk", "1")])
+                                        ("soft_risk", "-0.1"), ("soft_risk", "1"), ("soft_risk_hard_end", "0"),
+                                        ("soft_risk_halfway", "1"), ("soft_max_slip_s", "-1"),
+                                        ("soft_max_slip_s", "inf")])
 def test_bad_policy_settings_are_refused(key, value):
     with pytest.raises(ConfigError, match=r"\[policy\]"):
         policy(**{key: value})
@@ -119,7 +121,7 @@ def _with_walltime_model(daemon, runs, time_limit_s=4 * 3600):
 
 def test_soft_answer_carries_the_point_estimate_the_line_and_is_stored(world_dir):
     # a real command prints the controller's line (as `scontrol show config` would)
-    daemon = _service(world_dir, mode="soft",
+    daemon = _service(world_dir, mode="soft", soft_max_slip_s=0,     # no cluster size in a captured config
                       controller_config_command=f"cat {DATA / 'show_config_24.11.5.txt'}")
     try:
         daemon.engine.policy_mode.refresh()
@@ -152,7 +154,9 @@ def test_the_soft_time_min_is_the_estimate_at_soft_risk(world_dir):
     # point estimate, so the point is planned with
     decided = {}
     for soft_risk in (0.3, 0.9):
-        daemon = _service(world_dir / f"soft{soft_risk}", mode="soft", soft_risk=soft_risk,
+        # soft_max_slip_s 0: a captured show config has no cluster size, so the slip guard would
+        # count the job as the whole machine (tests/walltime/test_walltime_policy.py tests it)
+        daemon = _service(world_dir / f"soft{soft_risk}", mode="soft", soft_risk=soft_risk, soft_max_slip_s=0,
                           controller_config_command=f"cat {DATA / 'show_config_24.11.5.txt'}")
         try:
             daemon.engine.policy_mode.refresh()
@@ -369,3 +373,22 @@ def test_the_cluster_size_is_read_beside_the_configuration():
     resolved._run = failing                 # the size is optional: the rule is still read
     resolved.refresh()
     assert resolved.current()[0] == "soft" and resolved.facts().total_cpus == 0
+
+
+def test_soft_risk_is_chosen_per_planning_rule_and_the_old_key_still_reads(tmp_path):
+    """Defaults per rule (hard end 0.3, soft then halfway 0.5); a site file of an earlier version
+    with one ``soft_risk`` loads and that value holds on every rule."""
+    environ = {"HOME": str(tmp_path), "HPCPREDICT_DATA_DIR": str(tmp_path)}
+    defaults = load_config(None, environ=environ).policy
+    assert (defaults.soft_risk_for("hard_end"), defaults.soft_risk_for("soft_then_halfway")) == (0.3, 0.5)
+    assert defaults.soft_max_slip_s == 1800
+    old = tmp_path / "old.toml"
+    old.write_text("[policy]\nmode = \"auto\"\nsoft_risk = 0.25\nsoft_max_ratio = 4.0\n")
+    policy = load_config(str(old), environ=environ).policy
+    assert (policy.soft_risk_for("hard_end"), policy.soft_risk_for("soft_then_halfway")) == (0.25, 0.25)
+    assert policy.soft_max_ratio == 4.0
+    new = tmp_path / "new.toml"
+    new.write_text("[policy]\nsoft_risk_halfway = 0.4\nsoft_max_slip_s = 600\n")
+    policy = load_config(str(new), environ=environ).policy
+    assert (policy.soft_risk_for("hard_end"), policy.soft_risk_for("soft_then_halfway")) == (0.3, 0.4)
+    assert policy.soft_max_slip_s == 600
