@@ -16,8 +16,9 @@ What the family offers, and what the benchmarks and the CLI call:
   :func:`rank_accuracy`, :func:`repetition_disagreement`, :func:`coverage`,
   :func:`relative_width` (:mod:`.accuracy`); :func:`between_block_sigma`,
   :func:`repetition_mape_with_block_effect`, the repetition noise floor (:mod:`.noise_floor`);
-* publishing: :func:`train_application` (what ``train-runtime`` publishes) and :func:`fit_served`
-  (:mod:`.training`); :func:`save_application_model`, a fitted learner packed into its artifact
+* publishing: :func:`train_application` (what ``train-runtime`` publishes: pooled over the
+  users whose runs agree, :mod:`.agreement`), :func:`fit_served` and :func:`worse_than_serving`,
+  the check before publishing (:mod:`.training`); :func:`save_application_model`, a fitted learner packed into its artifact
   (:mod:`.packing`);
 * which runs to do next: :func:`suggest_runs`, :func:`pick_diverse` (:mod:`.active`).
 
@@ -39,7 +40,7 @@ from .packing import save_application_model
 from .reduction import usable_inputs
 from .selection import CANDIDATES, out_of_fold_predictions, select_learner, without_calibration
 from .stored_runs import TARGET, runs_csv
-from .training import fit_served, train_application
+from .training import fit_served, train_application, worse_than_serving
 from .transfer import TransferRuntime
 from .trees import ExtraTreesRuntime
 
@@ -49,5 +50,5 @@ __all__ = [
     "make_learner", "mape", "out_of_fold_predictions", "parse_runs_csv", "pick_diverse", "rank_accuracy",
     "read_runs_csv", "relative_width", "repetition_disagreement", "repetition_mape_with_block_effect",
     "runs_csv", "save_application_model", "select_learner", "served_predictions", "split_by_configuration",
-    "suggest_runs", "train_application", "usable_inputs", "without_calibration",
+    "suggest_runs", "train_application", "usable_inputs", "without_calibration", "worse_than_serving",
 ]
