@@ -26,6 +26,9 @@ def register(subparsers) -> None:
                         help="train on this cluster's jobs only and publish the model for it (default: one "
                              "model shared by every cluster)")
     parser.add_argument("--no-reload", action="store_true", help="do not ask a running daemon to reload")
+    parser.add_argument("--force", action="store_true",
+                        help="publish even when the new model is worse than the serving one on the jobs that "
+                             "ended since that one was trained (a deliberate change)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=_train)
     runtime = subparsers.add_parser(
@@ -88,7 +91,7 @@ def _train(args) -> int:
     config = config_of(args)
     run_as_data_owner(config)
     with Console(stderr=True).status("training the walltime model on the stored history..."):
-        artifact, count = train_and_publish(config, args.cluster)
+        artifact, count = train_and_publish(config, args.cluster, force=args.force)
     if args.json:
         print_json({"kind": artifact.kind, "version": artifact.version, "jobs": count, "path": str(artifact.path)})
     else:

@@ -19,25 +19,18 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcpredict.daemon.lab.runtime import agreement
-from hpcpredict.daemon.lab.runtime.dataset import read_runs_csv
-from hpcpredict.daemon.lab.runtime.reduction import usable_inputs
+from hpcpredict.daemon.lab.runtime import read_runs_csv, usable_inputs, user_disagreement
+from hpcpredict.daemon.lab.runtime.agreement import AGREE_FACTOR
 
 DATA = Path(__file__).resolve().parents[3] / "tests" / "data" / "runtime"
 SIZE = {"lammps_melt": ("x", "y", "z", "steps"), "gromacs_water": ("box_nm", "box_nm", "box_nm", "nsteps")}
 
 
 def ratios(table, inputs) -> dict[str, float]:
-    rows = np.arange(len(table.y))
-    out = {}
-    users = sorted(set(table.users.tolist()))
-    for user in users:
-        mine, others = rows[table.users == user], rows[table.users != user]
-        by_others = agreement._predicted_by(table, others, mine, inputs)
-        own = agreement._own_error(table, others, inputs)
-        reference = max(own, agreement.AGREE_FLOOR / agreement.AGREE_FACTOR) if own is not None else math.nan
-        out[user] = by_others / reference
-    return out
+    """Each user's leave-one-user-out error over the limit it is held to, times AGREE_FACTOR:
+    her error over the others' own (the factor the check's limit is chosen as)."""
+    measured = user_disagreement(table, np.arange(len(table.y)), inputs=inputs)
+    return {user: AGREE_FACTOR * by_others / limit for user, (by_others, limit) in measured.items()}
 
 
 def main(names: list[str]) -> None:

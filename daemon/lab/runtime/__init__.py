@@ -6,7 +6,8 @@ What the family offers, and what the benchmarks and the CLI call:
 * run tables: :func:`read_runs_csv`, :func:`parse_runs_csv` (:mod:`.dataset`);
   :func:`declared_derived`, the derived inputs a sweep recorded (:mod:`.applications`);
   :func:`usable_inputs`, the inputs kept (:mod:`.reduction`); :func:`runs_csv` and
-  :data:`TARGET`, the run table of a store's runs (:mod:`.stored_runs`);
+  :data:`TARGET`, the run table of a store's runs (:mod:`.stored_runs`); :func:`agreeing_users`
+  and :func:`user_disagreement`, whose runs may be pooled (:mod:`.agreement`);
 * learners (scikit-learn API): :func:`make_learner` by name, :exc:`LearnerNotApplicable`
   (:mod:`.learners`); :class:`ANNEnsemble`, :class:`ExtraTreesRuntime`, :class:`TransferRuntime`;
   :class:`RuntimeModel`, an input encoder + learner (:mod:`.model`);
@@ -29,6 +30,7 @@ application code.
 """
 from .accuracy import coverage, mape, rank_accuracy, relative_width, repetition_disagreement
 from .active import pick_diverse, suggest_runs
+from .agreement import agreeing_users, user_disagreement
 from .ann import ANNEnsemble
 from .applications import declared_derived
 from .dataset import parse_runs_csv, read_runs_csv
@@ -45,7 +47,7 @@ from .transfer import TransferRuntime
 from .trees import ExtraTreesRuntime
 
 __all__ = [
-    "ANNEnsemble", "CANDIDATES", "ExtraTreesRuntime", "LearnerNotApplicable", "RuntimeModel", "TARGET",
+    "ANNEnsemble", "CANDIDATES", "agreeing_users", "user_disagreement", "ExtraTreesRuntime", "LearnerNotApplicable", "RuntimeModel", "TARGET",
     "TransferRuntime", "between_block_sigma", "coverage", "declared_derived", "evaluate", "fit_served",
     "make_learner", "mape", "out_of_fold_predictions", "parse_runs_csv", "pick_diverse", "rank_accuracy",
     "read_runs_csv", "relative_width", "repetition_disagreement", "repetition_mape_with_block_effect",

@@ -63,7 +63,6 @@ class Agreement:
     """The users whose runs form the pooled model, and why each other one was kept out."""
     pooled: list[str]
     kept_out: dict[str, str] = field(default_factory=dict)   # user -> the measured disagreement
-    errors: dict[str, tuple[float, float]] = field(default_factory=dict)  # user -> (by others, others' own)
 
     def as_json(self) -> dict:
         return {"pooled_users": list(self.pooled), "kept_out": dict(self.kept_out),
@@ -91,32 +90,38 @@ def _own_error(table: RunTable, rows: np.ndarray, inputs: list[str]) -> float | 
     return None if predicted is None else _log_errors(predicted, table.y[rows])
 
 
+def user_disagreement(table: RunTable, rows: np.ndarray, *, inputs: list[str]) -> dict[str, tuple[float, float]]:
+    """Each user's disagreement with the other users among ``rows``: (her runs' mean |log error|
+    predicted by the others' runs, the limit it is held to: :data:`AGREE_FACTOR` x the others'
+    error on their own unseen configurations, at least :data:`AGREE_FLOOR`)."""
+    if table.users is None:
+        raise ValueError("the run table names no users")
+    users = table.users[rows]
+    result = {}
+    for user in sorted(set(users.tolist())):
+        mine, others = rows[users == user], rows[users != user]
+        own = _own_error(table, others, inputs)
+        result[user] = (_predicted_by(table, others, mine, inputs),
+                        max(AGREE_FACTOR * own, AGREE_FLOOR) if own is not None else AGREE_FLOOR)
+    return result
+
+
 def agreeing_users(table: RunTable, rows: np.ndarray, *, inputs: list[str]) -> Agreement:
     """The users among ``rows`` whose runs agree (see the module's docstring)."""
     if table.users is None:
         raise ValueError("the run table names no users")
-    users = table.users[rows]
-    remaining = sorted(set(users.tolist()))
+    remaining = sorted(set(table.users[rows].tolist()))
     result = Agreement(pooled=[])
     while len(remaining) >= MIN_POOL_USERS:
-        worst, worst_ratio, worst_text = None, 0.0, ""
-        for user in remaining:
-            mine = rows[users == user]
-            others = rows[np.isin(users, [u for u in remaining if u != user])]
-            by_others = _predicted_by(table, others, mine, inputs)
-            own = _own_error(table, others, inputs)
-            reference = max(AGREE_FACTOR * own, AGREE_FLOOR) if own is not None else AGREE_FLOOR
-            result.errors[user] = (by_others, math.nan if own is None else own)
-            ratio = by_others / reference
-            if ratio > 1.0 and ratio > worst_ratio:
-                own_text = "n/a" if own is None else f"{own:.3f}"
-                worst, worst_ratio = user, ratio
-                worst_text = (f"the other users' runs predict hers with mean |log error| {by_others:.3f}, "
-                              f"their own unseen configurations with {own_text} (limit {reference:.3f})")
-        if worst is None:
+        measured = user_disagreement(table, rows[np.isin(table.users[rows], remaining)], inputs=inputs)
+        worst = max(remaining, key=lambda user: measured[user][0] / measured[user][1])
+        by_others, limit = measured[worst]
+        if by_others <= limit:
             result.pooled = remaining
             return result
-        result.kept_out[worst] = worst_text
+        result.kept_out[worst] = (f"the other users' runs predict hers with mean |log error| {by_others:.3f}, "
+                                  f"over the limit {limit:.3f} ({AGREE_FACTOR:g} x their error on their own "
+                                  "unseen configurations)")
         remaining = [u for u in remaining if u != worst]
     for user in remaining:   # too few users left to pool: each one is served her own runs
         result.kept_out.setdefault(user, f"fewer than {MIN_POOL_USERS} users whose runs agree")
