@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -107,10 +108,10 @@ def train_application(data: Path, *, target: str, application: str, directory: P
     digest = hashlib.sha256(Path(data).read_bytes()).hexdigest()
     common = {"version": version or digest[:12], "data": str(data), "data_sha256": digest, "target": target,
               "input_aliases": dict(input_aliases or {}), "derived_inputs": derived.to_json() if derived else []}
-    fit = dict(table=table, directory=Path(directory), application=application, time_share=time_share,
-               learners=learners, seed=seed, common=common)
+    fit = _Scope(table=table, directory=Path(directory), application=application, time_share=time_share,
+                 learners=learners, seed=seed, common=common)
     if table.users is None:
-        return _fit_scope(rows=rows, user=None, extra={}, **fit)
+        return fit.save(rows, user=None, extra={})
     static_inputs, _, _ = usable_inputs(table, rows, time_share=None)
     if pool == "all":
         check = Agreement(pooled=sorted(set(table.users.tolist())))
@@ -119,14 +120,14 @@ def train_application(data: Path, *, target: str, application: str, directory: P
     summary: dict[str, dict] = {}
     extra = {"pool": pool, "agreement": check.as_json()}
     if check.pooled:
-        summary.update(_fit_scope(rows=rows[np.isin(table.users, check.pooled)], user=None,
-                                  extra=dict(extra, users=check.pooled), **fit))
+        summary.update(fit.save(rows[np.isin(table.users, check.pooled)], user=None,
+                                extra=dict(extra, users=check.pooled)))
     for user in sorted(check.kept_out):
         own = rows[table.users == user]
         if own.size < MIN_OWN_RUNS:
             continue
         try:
-            fitted = _fit_scope(rows=own, user=user, extra=dict(extra, users=[user]), **fit)
+            fitted = fit.save(own, user=user, extra=dict(extra, users=[user]))
         except (ValueError, LearnerNotApplicable):
             continue   # her runs cannot be modelled alone: her jobs are answered as anyone's
         summary.update({f"{user}/{variant}": metadata for variant, metadata in fitted.items()})
@@ -136,7 +137,24 @@ def train_application(data: Path, *, target: str, application: str, directory: P
     return summary
 
 
-def _fit_scope(*, table: RunTable, rows: np.ndarray, user: str | None, directory: Path, application: str,
+@dataclass(frozen=True)
+class _Scope:
+    """What every scope's models of one application share: the runs, where they go, how they are fit."""
+    table: RunTable
+    directory: Path
+    application: str
+    time_share: float
+    learners: Mapping[str, dict] | None
+    seed: int
+    common: dict
+
+    def save(self, rows: np.ndarray, *, user: str | None, extra: dict) -> dict[str, dict]:
+        return _fit_scope(self.table, rows, user=user, directory=self.directory, application=self.application,
+                          time_share=self.time_share, learners=self.learners, seed=self.seed, common=self.common,
+                          extra=extra)
+
+
+def _fit_scope(table: RunTable, rows: np.ndarray, *, user: str | None, directory: Path, application: str,
                time_share: float, learners: Mapping[str, dict] | None, seed: int, common: dict,
                extra: dict) -> dict[str, dict]:
     """Fit and save the variants of one scope (the pooled model, or ``user``'s own) on ``rows``."""
