@@ -41,7 +41,7 @@ def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job
     # of the time at 3 % risk, mean 3.3 %: slow runs are the longer tail; at 1 - risk 0.7-3.1 %,
     # mean 1.7 %: log-linear, boosted trees, Gaussian process, 5 splits at 50 % training.)
     by_inputs = models.runtime.estimate(spec.application, spec.inputs, spec.nodes, spec.ntasks,
-                                        spec.cpus_per_task, bound_coverage=max(0.5, 1.0 - risk))
+                                        spec.cpus_per_task, bound_coverage=max(0.5, 1.0 - risk), user=job.user)
     if by_inputs is None:
         return None
     # The inputs model answers: history only explains. The recent-history model says "your

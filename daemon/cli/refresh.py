@@ -35,6 +35,9 @@ def register(subparsers) -> None:
     parser.add_argument("--sacct", help="sacct program (default: sacct on PATH)")
     parser.add_argument("--timeout", type=float, help="seconds sacct may take (default 300)")
     parser.add_argument("--no-reload", action="store_true", help="publish but do not ask the daemon to reload")
+    parser.add_argument("--force", action="store_true",
+                        help="publish even when the new model is worse than the serving one on the jobs that "
+                             "ended since that one was trained (the new jobs are stored either way)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=_refresh)
 
@@ -53,7 +56,8 @@ def _refresh(args) -> int:
         step = progress.add_task("", total=None)
         report = refresh(config, query, cluster_model=args.cluster_model,
                          socket_path=None if args.no_reload else socket_of(args, config),
-                         progress=lambda description: progress.update(step, description=description))
+                         progress=lambda description: progress.update(step, description=description),
+                         force=args.force)
     if args.json:
         print_json(report.as_dict())
     else:

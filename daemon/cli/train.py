@@ -26,6 +26,9 @@ def register(subparsers) -> None:
                         help="train on this cluster's jobs only and publish the model for it (default: one "
                              "model shared by every cluster)")
     parser.add_argument("--no-reload", action="store_true", help="do not ask a running daemon to reload")
+    parser.add_argument("--force", action="store_true",
+                        help="publish even when the new model is worse than the serving one on the jobs that "
+                             "ended since that one was trained (a deliberate change)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=_train)
     runtime = subparsers.add_parser(
@@ -55,6 +58,13 @@ def register(subparsers) -> None:
                          default="auto", help="a servable learner, or auto (default): by cross-validation on DATA.csv, the blend unless "
                                               "a single learner (the simplest that no richer one beats "
                                               "clearly) beats it clearly")
+    runtime.add_argument("--pool", choices=("agreeing", "all"), default="agreeing",
+                         help="with --from-store: pool the runs of the users whose runs agree (default; a user "
+                              "whose runs disagree gets a model of her own runs, served for her jobs only), or "
+                              "of every user (the admin vouches for every user's runs of this application)")
+    runtime.add_argument("--force", action="store_true",
+                         help="publish even when the new model's cross-validated error is worse than the "
+                              "serving one's (a deliberate change)")
     runtime.add_argument("--no-reload", action="store_true")
     runtime.set_defaults(handler=_train_runtime)
     publish = subparsers.add_parser("publish", help="publish a trained model folder as a new version")
@@ -81,7 +91,7 @@ def _train(args) -> int:
     config = config_of(args)
     run_as_data_owner(config)
     with Console(stderr=True).status("training the walltime model on the stored history..."):
-        artifact, count = train_and_publish(config, args.cluster)
+        artifact, count = train_and_publish(config, args.cluster, force=args.force)
     if args.json:
         print_json({"kind": artifact.kind, "version": artifact.version, "jobs": count, "path": str(artifact.path)})
     else:
@@ -90,7 +100,7 @@ def _train(args) -> int:
 
 
 def _train_runtime(args) -> int:
-    from ..lab.runtime import train_application   # (cli/main.py: the lab where it runs)
+    from ..lab.runtime import train_application, worse_than_serving   # (cli/main.py: the lab where it runs)
     from ..runtime.artifacts import SERVABLE
 
     if args.learner not in ("auto", *SERVABLE):
@@ -116,8 +126,10 @@ def _train_runtime(args) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data, target = (Path(args.data), args.target) if args.data else _runs_from_store(config, args, Path(tmp))
         folder = Path(tmp) / "runtime"
+        serving: Path | None = None
         try:  # every application's model lives in one artifact: start from the served one
-            shutil.copytree(registry.current("runtime").model_path, folder)
+            serving = registry.current("runtime").model_path
+            shutil.copytree(serving, folder)
         except ModelNotFound:
             folder.mkdir()
         shutil.rmtree(folder / args.application, ignore_errors=True)
@@ -125,15 +137,33 @@ def _train_runtime(args) -> int:
             learners: dict[str, dict] | None = None if args.learner == "auto" else {args.learner: {}}
             variants = train_application(data, target=target, application=args.application,
                                          directory=folder, input_aliases=aliases or None, learners=learners,
-                                         derived=derived)
+                                         derived=derived, pool=args.pool)
+        _print_variants(args.application, variants)
+        refused = worse_than_serving(serving, folder, args.application)
+        if refused and not args.force:
+            raise HpcPredictError("not published: the new model is worse than the serving one ("
+                                  + "; ".join(refused) + "); --force publishes it")
         artifact = registry.publish("runtime", folder, metadata={"trained": args.application})
+    for line in refused:
+        print(f"published although worse (--force): {line}")
     print(f"trained runtime model of {args.application}: version {artifact.version}")
+    return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
+
+
+def _print_variants(application: str, variants: dict[str, dict]) -> None:
+    agreement = next((meta["agreement"] for meta in variants.values() if "agreement" in meta), None)
+    if agreement is not None:
+        pooled = ", ".join(agreement["pooled_users"]) or "none"
+        print(f"{application}: pooled model of the users {pooled}")
+        for user, why in agreement["kept_out"].items():
+            own = any(name.startswith(f"{user}/") for name in variants)
+            print(f"  {user} kept out of the pooled model ({why}): "
+                  f"{'served a model of her own runs' if own else 'too few runs for a model of her own'}")
     for name, meta in variants.items():
         scores = ", ".join(f"{learner} {'n/a' if v is None else f'{100 * v:.1f} %'}"
                            for learner, v in meta["cv_mape_by_learner"].items())
         print(f"  {name}: {meta['learner']} (cross-validated MAPE: {scores})")
         print(f"    {meta['selection']['reason']}")
-    return 0 if args.no_reload else reload_daemon(socket_of(args, config), artifact)
 
 
 def _runs_from_store(config, args, directory):

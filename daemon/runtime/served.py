@@ -52,6 +52,10 @@ from .encoding import InputEncoder
 logger = logging.getLogger(__name__)
 
 REQUEST_FIELDS = ("nodes", "ntasks", "cpus_per_task")
+# A user's own model of an application: DIRECTORY/<application>/users/<user>/<variant>.json. An
+# application name is whatever a job claims, so runs that disagree with the other users' are
+# kept out of the pooled model (lab/runtime/agreement.py) and modelled for their user alone.
+USERS_DIR = "users"
 
 
 class _Variant:
@@ -163,9 +167,12 @@ class _Variant:
 class ApplicationModels:
     """Every per-application runtime model of the site, loaded once."""
 
-    def __init__(self, variants: dict[str, list[_Variant]]):
+    def __init__(self, variants: dict[str, list[_Variant]],
+                 own: dict[tuple[str, str], list[_Variant]] | None = None):
         # Most informed variant first: estimate() takes the first whose inputs are present.
         self._variants = {app: sorted(items, key=lambda v: -len(v.required)) for app, items in variants.items()}
+        # (application, user) -> that user's own model: one dict lookup on the Predict path
+        self._own = {key: sorted(items, key=lambda v: -len(v.required)) for key, items in (own or {}).items()}
 
     @classmethod
     def load(cls, directory: Path) -> "ApplicationModels":
@@ -173,25 +180,45 @@ class ApplicationModels:
         if not directory.is_dir():
             raise ModelArtifactError(f"{directory}: no such model directory")
         variants: dict[str, list[_Variant]] = {}
+        own: dict[tuple[str, str], list[_Variant]] = {}
         for app_dir in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
             for path in sorted(app_dir.glob("*.json")):
-                variant = _Variant(path)
-                if variant.application != app_dir.name:
-                    raise ModelArtifactError(f"{path}: model of {variant.application!r} in directory {app_dir.name!r}")
-                variants.setdefault(app_dir.name, []).append(variant)
-        logger.info("loaded runtime models of %d application(s) from %s", len(variants), directory)
-        return cls(variants)
+                variants.setdefault(app_dir.name, []).append(cls._variant(path, app_dir.name))
+            users = app_dir / USERS_DIR
+            for user_dir in sorted(p for p in users.iterdir() if p.is_dir()) if users.is_dir() else ():
+                for path in sorted(user_dir.glob("*.json")):
+                    variant = cls._variant(path, app_dir.name)
+                    variant.name = f"runtime-{variant.learner}/{variant.application}/{USERS_DIR}/{user_dir.name}/{variant.variant}"
+                    variant._describe_text = f"{variant._describe_text} of {user_dir.name}'s own runs"
+                    own.setdefault((app_dir.name, user_dir.name), []).append(variant)
+        logger.info("loaded runtime models of %d application(s) (%d users' own) from %s",
+                    len(variants), len(own), directory)
+        return cls(variants, own)
+
+    @staticmethod
+    def _variant(path: Path, application: str) -> _Variant:
+        variant = _Variant(path)
+        if variant.application != application:
+            raise ModelArtifactError(f"{path}: model of {variant.application!r} in directory {application!r}")
+        return variant
 
     def applications(self) -> list[str]:
-        return sorted(self._variants)
+        return sorted(set(self._variants) | {app for app, _ in self._own})
+
+    def own_models(self, application: str) -> list[str]:
+        """The users who have a model of their own runs of ``application``."""
+        return sorted(user for app, user in self._own if app == application)
 
     def kept_features(self, application: str) -> dict[str, list[str]]:
         return {v.variant: v.kept_features for v in self._variants.get(application, [])}
 
     def estimate(self, application: str, inputs: Mapping[str, float | str | bool], nodes: int, ntasks: int,
                  cpus_per_task: int, *, coverage: float = 0.8,
-                 bound_coverage: float | None = None) -> RuntimeEstimate | None:
+                 bound_coverage: float | None = None, user: str = "") -> RuntimeEstimate | None:
         """Runtime estimate, or None when no model fits (unknown application, inputs missing).
+
+        ``user``'s own model of the application, when she has one, answers for her instead of
+        the pooled model (which then never answers her: it was trained without her runs).
 
         ``bound_coverage`` also fills ``bound_s``: the upper end of that two-sided interval,
         computed from the same forest pass (the daemon's limit at its risk target).
@@ -199,7 +226,9 @@ class ApplicationModels:
         for value, name in ((coverage, "coverage"), (bound_coverage, "bound_coverage")):
             if value is not None and not 0 < value < 1:
                 raise InvalidRequest(name, f"must be between 0 and 1 (exclusive): {value}")
-        variants = self._variants.get(application)
+        variants = self._own.get((application, user)) if user else None
+        if variants is None:
+            variants = self._variants.get(application)
         if not variants:
             return None
         request = {"nodes": float(nodes), "ntasks": float(ntasks), "cpus_per_task": float(cpus_per_task)}

@@ -197,6 +197,7 @@ BENCHMARK_LAB_INTERNALS = {
        for app in ("cp2k", "gromacs", "lammps", "nwchem")},
     **{f"{LAB}.runtime.{part}": "benchmarks/dev/runtime/selection_study.py studies the selection rule's parts"
        for part in ("selection", "blend", "gaussian_process")},
+    f"{LAB}.runtime.agreement": "benchmarks/dev/runtime/user_agreement.py studies the check's factor",
 }
 LAB_FACES = {f"{LAB}.{family}" for family in ("runtime", "history", "comm", "scaling", "scheduling")}
 

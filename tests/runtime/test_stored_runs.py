@@ -28,6 +28,7 @@ def test_the_table_keeps_completed_runs_of_the_application_with_report_times():
     table = parse_runs_csv(text, target="runtime_s")
     assert table.inputs == ["size", "steps"]
     assert table.rows == [{"size": 5.0, "steps": 20.0}, {"size": 8.0}]
+    assert table.users.tolist() == ["ann", "ann"]
     assert table.y.tolist() == [100.0, 400.0]
     assert table.report_times["steps"][0] == 2.0 and table.report_times["steps"][1] != table.report_times["steps"][1]
 
@@ -51,9 +52,11 @@ def test_train_runtime_from_store_uses_the_reported_feature(capsys, tmp_path, mo
     out = capsys.readouterr().out
     assert "90 stored runs of demo" in out and "runtime: extra-trees" in out
     models = ApplicationModels.load(ModelRegistry(tmp_path / "data" / "models").current("runtime").model_path)
-    refined = models.estimate("demo", {"size": 8.0, "steps": 40.0}, 1, 1, 1)
-    assert refined.model_name == "runtime-extra-trees/demo/runtime"
+    # one user's runs: her own model, served for her jobs only (no pool of agreeing users)
+    refined = models.estimate("demo", {"size": 8.0, "steps": 40.0}, 1, 1, 1, user="ann")
+    assert refined.model_name == "runtime-extra-trees/demo/users/ann/runtime"
     assert abs(refined.runtime_s - 320.0) / 320.0 < 0.25
+    assert models.estimate("demo", {"size": 8.0, "steps": 40.0}, 1, 1, 1, user="bob") is None
 
 
 @pytest.mark.parametrize("args, message", [

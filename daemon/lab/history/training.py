@@ -73,9 +73,12 @@ def train_model(records: list[JobRecord], params: ModelParams | None = None, ris
 
 def train_from_store(store: Store, params: ModelParams | None = None, risk: float = 0.03,
                      replay_last: int = 200_000, progress: Callable[[int, int], None] | None = None,
-                     cluster: str | None = None) -> tuple[HpcPredictModel, int]:
+                     cluster: str | None = None,
+                     on_prediction: Callable[[JobRecord, float], None] | None = None) -> tuple[HpcPredictModel, int]:
     """The walltime model fit on every scorable job of ``store`` (of ``cluster``; None: of
-    every cluster, one shared model), and how many jobs it saw.
+    every cluster, one shared model), and how many jobs it saw. ``on_prediction`` hears each
+    job the replay predicts and the runtime predicted at its submission (out of sample: the
+    publish check, :func:`hpcpredict.daemon.lab.refresh.held_out_check`).
 
     As :func:`train_model`: jobs are predicted at submit and observed at end, only the last
     ``replay_last`` submissions in full (older ones are only remembered: the model keeps
@@ -92,7 +95,9 @@ def train_from_store(store: Store, params: ModelParams | None = None, risk: floa
             _, done, record = heapq.heappop(running)
             (model.remember if done < full_from else model.observe)(record)
         if index >= full_from:
-            model.submit(job, risk, explain=False)
+            predicted = model.submit(job, risk, explain=False)
+            if on_prediction is not None:
+                on_prediction(job, predicted.runtime_s)
         ended = end_time(job)
         heapq.heappush(running, (ended, index, job))
         last_end = max(last_end, ended)

@@ -6,7 +6,8 @@ What the family offers, and what the benchmarks and the CLI call:
 * run tables: :func:`read_runs_csv`, :func:`parse_runs_csv` (:mod:`.dataset`);
   :func:`declared_derived`, the derived inputs a sweep recorded (:mod:`.applications`);
   :func:`usable_inputs`, the inputs kept (:mod:`.reduction`); :func:`runs_csv` and
-  :data:`TARGET`, the run table of a store's runs (:mod:`.stored_runs`);
+  :data:`TARGET`, the run table of a store's runs (:mod:`.stored_runs`); :func:`agreeing_users`
+  and :func:`user_disagreement`, whose runs may be pooled (:mod:`.agreement`);
 * learners (scikit-learn API): :func:`make_learner` by name, :exc:`LearnerNotApplicable`
   (:mod:`.learners`); :class:`ANNEnsemble`, :class:`ExtraTreesRuntime`, :class:`TransferRuntime`;
   :class:`RuntimeModel`, an input encoder + learner (:mod:`.model`);
@@ -16,8 +17,9 @@ What the family offers, and what the benchmarks and the CLI call:
   :func:`rank_accuracy`, :func:`repetition_disagreement`, :func:`coverage`,
   :func:`relative_width` (:mod:`.accuracy`); :func:`between_block_sigma`,
   :func:`repetition_mape_with_block_effect`, the repetition noise floor (:mod:`.noise_floor`);
-* publishing: :func:`train_application` (what ``train-runtime`` publishes) and :func:`fit_served`
-  (:mod:`.training`); :func:`save_application_model`, a fitted learner packed into its artifact
+* publishing: :func:`train_application` (what ``train-runtime`` publishes: pooled over the
+  users whose runs agree, :mod:`.agreement`), :func:`fit_served` and :func:`worse_than_serving`,
+  the check before publishing (:mod:`.training`); :func:`save_application_model`, a fitted learner packed into its artifact
   (:mod:`.packing`);
 * which runs to do next: :func:`suggest_runs`, :func:`pick_diverse` (:mod:`.active`).
 
@@ -28,6 +30,7 @@ application code.
 """
 from .accuracy import coverage, mape, rank_accuracy, relative_width, repetition_disagreement
 from .active import pick_diverse, suggest_runs
+from .agreement import agreeing_users, user_disagreement
 from .ann import ANNEnsemble
 from .applications import declared_derived
 from .dataset import parse_runs_csv, read_runs_csv
@@ -39,15 +42,15 @@ from .packing import save_application_model
 from .reduction import usable_inputs
 from .selection import CANDIDATES, out_of_fold_predictions, select_learner, without_calibration
 from .stored_runs import TARGET, runs_csv
-from .training import fit_served, train_application
+from .training import fit_served, train_application, worse_than_serving
 from .transfer import TransferRuntime
 from .trees import ExtraTreesRuntime
 
 __all__ = [
-    "ANNEnsemble", "CANDIDATES", "ExtraTreesRuntime", "LearnerNotApplicable", "RuntimeModel", "TARGET",
+    "ANNEnsemble", "CANDIDATES", "agreeing_users", "user_disagreement", "ExtraTreesRuntime", "LearnerNotApplicable", "RuntimeModel", "TARGET",
     "TransferRuntime", "between_block_sigma", "coverage", "declared_derived", "evaluate", "fit_served",
     "make_learner", "mape", "out_of_fold_predictions", "parse_runs_csv", "pick_diverse", "rank_accuracy",
     "read_runs_csv", "relative_width", "repetition_disagreement", "repetition_mape_with_block_effect",
     "runs_csv", "save_application_model", "select_learner", "served_predictions", "split_by_configuration",
-    "suggest_runs", "train_application", "usable_inputs", "without_calibration",
+    "suggest_runs", "train_application", "usable_inputs", "without_calibration", "worse_than_serving",
 ]

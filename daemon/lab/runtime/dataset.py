@@ -29,6 +29,7 @@ from ...runtime.values import Value, coerce_value
 
 MAX_ROWS = 1_000_000
 RESERVED = ("rep", "config")
+USER_COLUMN = "_user"   # an annotation (not an input): whose run it is (`train-runtime --from-store`)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class RunTable:
     groups: np.ndarray                # configuration id per run
     report_times: dict[str, np.ndarray]  # feature -> seconds since start when reported (NaN unknown)
     derived: DerivedInputs | None = None  # inputs computed from the others (already in ``rows``)
+    users: np.ndarray | None = None   # whose run each row is (the ``_user`` annotation), None: not known
 
     def matrix_rows(self, columns: list[str]) -> list[dict[str, Value]]:
         return [{c: row[c] for c in columns if c in row} for row in self.rows]
@@ -62,6 +64,7 @@ def parse_runs_csv(text: str, *, target: str, source: str = "CSV", derived: Deri
     rows: list[dict[str, Value]] = []
     ys: list[float] = []
     config_labels: list[str] = []
+    run_users: list[str] = []
     times: dict[str, list[float]] = {name: [] for name in time_columns}
     for number, record in enumerate(reader, 2):
         if not record or all(not cell.strip() for cell in record):
@@ -77,6 +80,7 @@ def parse_runs_csv(text: str, *, target: str, source: str = "CSV", derived: Deri
                              part=cells[target])
         ys.append(value)
         config_labels.append(cells.get("config", ""))
+        run_users.append(cells.get(USER_COLUMN, ""))
         rows.append({name: coerce_value(cells[name]) for name in inputs if cells[name] != ""})
         for name, column in time_columns.items():
             at = coerce_value(cells[column]) if cells[column] else math.nan
@@ -104,7 +108,8 @@ def parse_runs_csv(text: str, *, target: str, source: str = "CSV", derived: Deri
         rows = [derived.apply(row) for row in rows]
         inputs = inputs + derived.names
     return RunTable(inputs, rows, np.asarray(ys, dtype=float), groups,
-                    {name: np.asarray(v, dtype=float) for name, v in times.items()}, derived or None)
+                    {name: np.asarray(v, dtype=float) for name, v in times.items()}, derived or None,
+                    np.asarray(run_users, dtype=str) if USER_COLUMN in header else None)
 
 
 def read_runs_csv(path: Path, *, target: str, derived: DerivedInputs | None = None) -> RunTable:

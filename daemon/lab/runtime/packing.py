@@ -19,6 +19,7 @@ from sklearn.exceptions import NotFittedError
 
 from ...errors import ModelArtifactError
 from ...runtime.artifacts import FORMAT_VERSION, SERVABLE, format_of
+from ...runtime.served import USERS_DIR
 
 
 def pack(estimator) -> tuple[str, dict[str, np.ndarray], dict]:
@@ -60,8 +61,10 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def save_application_model(model, directory: Path, *, application: str, metadata: dict) -> None:
-    """Write a fitted :class:`RuntimeModel` (a servable learner) under ``directory/<application>/``.
+def save_application_model(model, directory: Path, *, application: str, metadata: dict,
+                           user: str | None = None) -> None:
+    """Write a fitted :class:`RuntimeModel` (a servable learner) under ``directory/<application>/``
+    (``user``'s own model: under ``directory/<application>/users/<user>/``, served for her jobs only).
 
     ``metadata["variant"]`` names the variant (default ``inputs``); the rest (data reference,
     learner choice and CV scores, version, ``input_aliases``...) is stored as given (must be JSON).
@@ -69,6 +72,8 @@ def save_application_model(model, directory: Path, *, application: str, metadata
     learner, arrays, settings = pack(getattr(model, "estimator_", None))
     variant = _safe_name(str(metadata.get("variant", "inputs")), "variant")
     target = Path(directory) / _safe_name(application, "application key")
+    if user is not None:
+        target = target / USERS_DIR / _safe_name(user, "user name")
     target.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, allow_pickle=False, **arrays)
