@@ -1,4 +1,4 @@
-"""Slurm 24.11 (tests/slurm/cluster/cluster-2411.sh): the project's hooks run unchanged, and the
+"""Slurm 24.11 (SERIES=24.11 tests/slurm/cluster/slurm-in-root.sh): the project's hooks run unchanged, and the
 semantics of --time-min the project relies on, with and without
 SchedulerParameters=time_min_as_soft_limit.
 
@@ -50,7 +50,7 @@ def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411):
     job = cluster_2411.job(job_id)
     # what the hook said it set is what the job has; the user's --time is kept. (This daemon runs
     # bound mode, where a limit comes only from a calibrated bound: whether alice's three runs give
-    # one depends on what else she ran; the soft --time-min set on 24.11 is test_policy_2411's.)
+    # one depends on what else she ran; the soft --time-min set on 24.11 is test_policy_soft.py's.)
     assert job["TimeLimit"] == "00:10:00"
     if "set no --time-min" in line:
         assert job["TimeMin"] == "N/A", (job["TimeMin"], line)
