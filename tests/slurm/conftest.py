@@ -95,28 +95,21 @@ def _train_walltime_model(daemon):
     return model
 
 
-@pytest.fixture(scope="session")
-def daemon_2411(tmp_path_factory):
-    """The 24.11 cluster's own hpcpredictd (its job ids would collide with the other clusters')."""
-    yield from _daemon(tmp_path_factory, "hpcpredictd-2411")
+def _root_fixtures(release: harness_root.Release):
+    """A release's session fixtures: ``daemon_TAG``, its own hpcpredictd (job ids of the
+    clusters would collide), and ``cluster_TAG``, its cluster (see _root_cluster)."""
+    @pytest.fixture(scope="session", name=f"daemon_{release.tag}")
+    def release_daemon(tmp_path_factory):
+        yield from _daemon(tmp_path_factory, f"hpcpredictd-{release.tag}")
+
+    @pytest.fixture(scope="session", name=f"cluster_{release.tag}")
+    def release_cluster(request, tmp_path_factory):
+        yield from _root_cluster(release, request.getfixturevalue(f"daemon_{release.tag}"), tmp_path_factory)
+    return release_daemon, release_cluster
 
 
-@pytest.fixture(scope="session")
-def cluster_2411(daemon_2411, tmp_path_factory):
-    """A real Slurm 24.11.5 cluster: see _root_cluster."""
-    yield from _root_cluster(harness_root.SLURM_2411, daemon_2411, tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def daemon_2605(tmp_path_factory):
-    """The 26.05 cluster's own hpcpredictd."""
-    yield from _daemon(tmp_path_factory, "hpcpredictd-2605")
-
-
-@pytest.fixture(scope="session")
-def cluster_2605(daemon_2605, tmp_path_factory):
-    """A real Slurm 26.05.5 cluster: see _root_cluster."""
-    yield from _root_cluster(harness_root.SLURM_2605, daemon_2605, tmp_path_factory)
+daemon_2411, cluster_2411 = _root_fixtures(harness_root.SLURM_2411)   # Slurm 24.11.5
+daemon_2605, cluster_2605 = _root_fixtures(harness_root.SLURM_2605)   # Slurm 26.05.5
 
 
 def _root_cluster(release: harness_root.Release, daemon: Daemon, tmp_path_factory):

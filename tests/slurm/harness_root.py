@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,6 +176,19 @@ class RootCluster:
             self.run("scancel", *ids)
         poll(lambda: not self.run("squeue", "-h", "-t", "PD,R,CG,CF", "-o", "%A").stdout.strip(), 60,
              "every job to end")
+
+    @contextmanager
+    def hook_off(self):
+        """The hook off (it would set its own --time-min on a scenario's jobs), on an empty queue;
+        afterwards every job cancelled, the hook and time_min_as_soft_limit on again."""
+        self.cancel_all()
+        self.set_hook_setting("enabled", "false")
+        try:
+            yield self
+        finally:
+            self.cancel_all()
+            self.set_hook_setting("enabled", "true")
+            self.set_scheduler_parameters(time_min_as_soft_limit=True)
 
     def write_script(self, name: str, text: str) -> str:
         path = self.jobs / name

@@ -133,13 +133,8 @@ def _idle_root(cluster) -> bool:
 @pytest.fixture(params=["24.11", "26.05"])
 def quiet_root(request):
     """The release's cluster with the hook off (it would set its own --time-min on the jobs)."""
-    cluster = request.getfixturevalue(f"cluster_{request.param.replace('.', '')}")
-    cluster.cancel_all()
-    cluster.set_hook_setting("enabled", "false")
-    yield cluster
-    cluster.cancel_all()
-    cluster.set_hook_setting("enabled", "true")
-    cluster.set_scheduler_parameters(time_min_as_soft_limit=True)
+    with request.getfixturevalue(f"cluster_{request.param.replace('.', '')}").hook_off() as cluster:
+        yield cluster
 
 
 @pytest.mark.parametrize("soft", [True, False], ids=["time_min_as_soft_limit", "without-option"])

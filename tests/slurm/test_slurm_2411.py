@@ -96,12 +96,8 @@ def submit_scenario(cluster, x_seconds: int) -> tuple[str, str, str]:
 
 @pytest.fixture
 def hook_off(cluster_2411):
-    cluster_2411.cancel_all()
-    cluster_2411.set_hook_setting("enabled", "false")
-    yield cluster_2411
-    cluster_2411.cancel_all()
-    cluster_2411.set_hook_setting("enabled", "true")
-    cluster_2411.set_scheduler_parameters(time_min_as_soft_limit=True)
+    with cluster_2411.hook_off() as cluster:
+        yield cluster
 
 
 def test_without_time_min_as_soft_limit_backfill_lowers_the_limit_to_time_min(hook_off):
