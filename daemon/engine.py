@@ -28,14 +28,12 @@ from .records import JobRecord
 from .recent_history import RecentHistoryModel
 from .model_kinds import SITE_KEY, get_model_kind
 from .model_set import ModelSet
-from .policy_scope import limits_withheld
 from .registry import Artifact, ModelRegistry
 from .scaling.advice import node_advice
 from .sources import first_estimate
 from .suggestion import RECENT_RUNS, request_warning, runs_limit, suggested_time_limit
 from .timefmt import human
-from .policy_mode import PolicyMode
-from .walltime_policy import LimitChange, ceil_minute, plan_limits, user_line
+from .policy import LimitChange, PolicyMode, ceil_minute, limits_withheld, plan_limits, user_line
 from ..topology.hostlist import expand as expand_nodes
 from ..topology.placement import Placement
 
@@ -254,9 +252,9 @@ class PredictionEngine:
     def _limits(self, spec: JobSpec, mode: str, point: float, soft: float, low: float, high: float,
                 coverage: float, bound: float, risk: float, fallback: bool,
                 bound_calibrated: bool) -> tuple[LimitChange, str]:
-        """The limits the submission hook applies, decided here once (walltime_policy), and the
+        """The limits the submission hook applies, decided here once (daemon/policy), and the
         line telling the user what they do. ``mode``: the policy mode resolved against the
-        controller, ``advise`` for a job outside the site's ``[policy]`` scope (policy_scope);
+        controller, ``advise`` for a job outside the site's ``[policy]`` scope (policy.scope);
         ``soft``: the runtime the job outlives with probability ``[policy] soft_risk``."""
         policy = self.config.policy
         given = math.inf if spec.time_limit_unlimited else spec.time_limit_s

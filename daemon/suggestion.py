@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .timefmt import human, slurm_time
-from .walltime_policy import ceil_minute
+from .policy.limits import ceil_minute
 
 RECENT_RUNS = 5        # "what the job needed": the longest of its last this many runs
 

@@ -63,7 +63,7 @@ TRACES = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
 TRACE_FILES = {"kth": "KTH-SP2.swf", "hpc2n": "hpc2n-subset.swf"}
 # cluster name -> (release, time_min_as_soft_limit)
 CLUSTERS = {"22.05": ("22.05", False), "24.11": ("24.11", True), "24.11-no-soft": ("24.11", False),
-            "25.05-no-soft": ("25.05", False)}
+            "25.05.3-no-soft": ("25.05.3", False), "26.05": ("26.05", True)}
 RELEASE_POLICIES = ("user", "hpcpredict", "oracle", "easy++", "hpcpredict-bound")
 SOFT_CLUSTER = "24.11"
 SHAKE_S = 30.0
@@ -163,8 +163,8 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
                  easy_ratios: list[float] = (0.0,), easy_scales: list[float] = (1.0,)) -> dict:
     from hpcpredict.daemon.lab.history import read_trace
     from hpcpredict.daemon.lab.scheduling import (POLICIES, SOFT_RISK, Workload, last_two_predictions,
-                                                  online_predictions, replay_jobs, replay_policies, sim_jobs,
-                                                  trace_machine_size)
+                                                  online_predictions, planning_rule, replay_jobs, replay_policies,
+                                                  sim_jobs, trace_machine_size)
 
     records = read_trace(path)
     procs = trace_machine_size(path)
@@ -196,8 +196,10 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
     copies = [Workload(_shaken(workload.jobs, seed), workload.records, workload.dropped, procs)
               for seed in range(shakes + 1)]
 
+    rule = planning_rule(slurm, soft)
+
     def replay_all(policy, answers) -> list[dict]:
-        return [replay_jobs(copy, [policy(job, answers.get(id(record)), soft)
+        return [replay_jobs(copy, [policy(job, answers.get(id(record)), rule)
                                    for job, record in zip(copy.jobs, copy.records)], slurm=slurm, soft_limit=soft)
                 for copy in copies]
 
@@ -214,8 +216,8 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
         for ratio in easy_ratios:
             if scale == 1 and ratio == 0:
                 continue                       # the published EASY++, above
-            def easy_policy(job, estimate, soft_flag, ratio=ratio):
-                return POLICIES["easy++"](job, estimate, soft_flag, soft_max_ratio=ratio)
+            def easy_policy(job, estimate, rule, ratio=ratio):
+                return POLICIES["easy++"](job, estimate, rule, soft_max_ratio=ratio)
             name = f"easy++ x{scale:g} k={ratio:g}"
             out["soft"][name] = _summary(replay_all(easy_policy, scaled), users, oracles, easy)
             easy_named.append(name)
@@ -226,8 +228,8 @@ def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str]
         valued = {key: dataclasses.replace(estimate, runtime_s=getattr(estimate, field) or estimate.runtime_s,
                                            soft_s=0.0) for key, estimate in answers.items()}
         for ratio in ratios:
-            def policy(job, estimate, soft_flag, ratio=ratio):
-                return POLICIES["hpcpredict"](job, estimate, soft_flag, soft_max_ratio=ratio)
+            def policy(job, estimate, rule, ratio=ratio):
+                return POLICIES["hpcpredict"](job, estimate, rule, soft_max_ratio=ratio)
             out["soft"][f"{value} k={ratio:g}"] = _summary(replay_all(policy, valued), users, oracles, easy)
             ours_named.append(f"{value} k={ratio:g}")
     met = [name for name in ours_named if out["soft"][name]["goal_met"]]

@@ -10,12 +10,16 @@ above the trace's 95th percentile, ``wide_procs``; ``wide_n`` jobs) ``wide_mean_
 ``wide_p99_wait_s``, ``wide_max_wait_s``. The machine size comes from the SWF header
 (``; MaxProcs:``, else ``; MaxNodes:``); ``--procs`` overrides it.
 
-``--slurm RELEASE`` says whose ``--time-min`` semantics are replayed (``daemon/lab/scheduling/easy.py``):
-``22.05`` (a backfill start runs under its ``--time-min``), ``24.11`` (the default; 23.02 to
-25.05.2) and ``25.05`` (>= 25.05.3) with ``SchedulerParameters=time_min_as_soft_limit``, the
-product's main path: a job backfill starts on its ``--time-min`` keeps its ``--time`` and is
-planned at its hard end once running; ``--no-soft-limit`` replays those releases without the
-option (24.11: every start runs under exactly its ``--time-min``; 25.05: the limit is lowered
+``--slurm RELEASE`` (a release number ``X.Y[.Z]``: ``22.05``, ``23.02``, ``23.11``, ``24.11``
+(the default), ``24.11.5``, ``25.05.3``, ``25.05.4``, ``25.11``, ``26.05``, ``26.05.5``...; a
+missing patch level is ``.0``) says whose ``--time-min`` semantics are replayed
+(``daemon/lab/scheduling/easy.py``). With ``SchedulerParameters=time_min_as_soft_limit``, the
+product's main path, a job backfill starts on its ``--time-min`` keeps its ``--time``, and
+once running is planned for every other job at its hard end (23.11.0 - 25.05.3) or at its
+soft end, then halfway to its hard end at every pass (25.05.4, 25.11 and later). Before 23.11
+the option does not exist (slurmctld ignores the word): a backfill start runs under its
+``--time-min``. ``--no-soft-limit`` replays a release without the option (23.11 - 25.05.2:
+every start runs under exactly its ``--time-min``; 25.05.3 and later: the limit is lowered
 only to the room before the next reservation). ``hpcpredict`` is the product's default policy
 for that cluster: the soft ``--time-min`` where the option is set (the estimate at
 ``--soft-risk``, ``--soft-max-ratio`` as ``[policy] soft_risk`` and ``soft_max_ratio``),
@@ -45,14 +49,16 @@ def register(families) -> None:
                              "hpcpredict-bound, hpcpredict-time, oracle-time-min)")
     # checked when run, not by choices=: the releases live in the lab, imported when it runs (cli/main.py)
     parser.add_argument("--slurm", metavar="RELEASE",
-                        help="the Slurm release whose --time-min semantics are replayed: 22.05 (a job "
-                             "backfill starts on its --time-min runs under it), 24.11 (the default; "
-                             "23.02-25.05.2) or 25.05 (>= 25.05.3); 24.11 and 25.05 with "
-                             "time_min_as_soft_limit unless --no-soft-limit")
+                        help="the Slurm release whose --time-min semantics are replayed, X.Y[.Z] (a "
+                             "missing patch level is .0): before 23.11 (22.05, 23.02) a job backfill "
+                             "starts on its --time-min runs under it; from 23.11 with "
+                             "time_min_as_soft_limit (unless --no-soft-limit) it keeps its --time and is "
+                             "planned at its hard end (to 25.05.3) or at its soft end, then halfway to "
+                             "its hard end (25.05.4, 25.11 and later). Default: 24.11")
     parser.add_argument("--no-soft-limit", action="store_true",
                         help="the cluster runs without SchedulerParameters=time_min_as_soft_limit: "
-                             "--time-min is a kill limit (24.11: every start runs under exactly it; "
-                             "25.05: lowered only to the room before the next reservation)")
+                             "--time-min is a kill limit (23.11-25.05.2: every start runs under exactly "
+                             "it; 25.05.3 and later: lowered only to the room before the next reservation)")
     parser.add_argument("--soft-max-ratio", type=float, default=None, metavar="K",
                         help="hpcpredict's soft --time-min only where --time <= K x the estimate "
                              "(0: no guard; default: [policy] soft_max_ratio's default)")
@@ -71,12 +77,14 @@ def run(args) -> int:
     _check_risk(args.risk)
     from ..errors import InvalidRequest, ParseError
     from ..lab.history import read_trace
-    from ..lab.scheduling import (DEFAULT_POLICIES, POLICIES, SLURM_RELEASES, SOFT_LIMIT_SINCE, evaluate_scheduling,
-                                  semantics, trace_machine_size)
+    from ..lab.scheduling import (DEFAULT_POLICIES, DEFAULT_RELEASE, POLICIES, evaluate_scheduling, planning_rule,
+                                  trace_machine_size)
 
-    args.slurm = args.slurm or SOFT_LIMIT_SINCE
-    if args.slurm not in SLURM_RELEASES:
-        raise InvalidRequest("--slurm", f"one of {', '.join(SLURM_RELEASES)}, got {args.slurm!r}")
+    args.slurm = args.slurm or DEFAULT_RELEASE
+    try:
+        planning_rule(args.slurm)
+    except ValueError as error:
+        raise InvalidRequest("--slurm", str(error)) from None
     procs = args.procs
     if procs is not None and procs <= 0:
         raise InvalidRequest("--procs", f"must be a positive number of processors, got {procs}")
@@ -104,9 +112,10 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(scores))
     else:
-        soft = semantics(args.slurm, options["soft_limit"]) == "soft"
-        _print_table(args.trace, args.risk, procs, scores,
-                     f"Slurm {args.slurm}" + (" with time_min_as_soft_limit" if soft else ""))
+        rule = planning_rule(args.slurm, options["soft_limit"])
+        _print_table(args.trace, args.risk, procs, scores, f"Slurm {args.slurm}" + (
+            f" with time_min_as_soft_limit (a running soft job planned: {rule.replace('_', ' ')})" if rule else
+            "" if options["soft_limit"] is False else ", --time-min a kill limit"))
     return 0
 
 

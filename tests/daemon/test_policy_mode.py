@@ -8,7 +8,7 @@ import pytest
 from hpcpredict.daemon.config import ConfigError, load_config
 from hpcpredict.daemon.errors import CommandError
 from hpcpredict.daemon.lab.refresh import train_and_publish
-from hpcpredict.daemon.policy_mode import PolicyMode
+from hpcpredict.daemon.policy.controller import PolicyMode
 from hpcpredict.daemon.registry import ModelRegistry
 from hpcpredict.daemon.lab.runtime import RuntimeModel, parse_runs_csv
 from hpcpredict.daemon.lab.runtime import save_application_model
@@ -263,6 +263,6 @@ def test_bound_answer_and_allocation_answers_decide_nothing(world_dir):
 def test_docstring_examples():
     import doctest
 
-    from hpcpredict.daemon import policy_mode
+    from hpcpredict.daemon.policy import controller as policy_mode
     failures, tried = doctest.testmod(policy_mode)
     assert tried > 0 and failures == 0

@@ -69,6 +69,8 @@ def test_table_names_every_policy(kth_slice):
     (["--risk", "1.5"], "--risk: must be between 0 and 1"),
     (["--soft-max-ratio", "-1"], "--soft-max-ratio: must be a finite number >= 0"),
     (["--soft-risk", "1"], "--soft-risk: must be between 0 and 1"),
+    (["--slurm", "latest"], "--slurm: slurm must be a Slurm release number X.Y[.Z]"),
+    (["--slurm", "26"], "--slurm: slurm must be a Slurm release number X.Y[.Z]"),
 ])
 def test_bad_options_are_one_line_errors(kth_slice, args, message):
     done = cli(str(kth_slice), *args)
@@ -112,7 +114,7 @@ def test_release_semantics_without_the_option(kth_slice, kth_json_22_05):
     main scheduler would start), 25.05.3 only to the room before the reservation: it lowers
     and kills fewer; the users' requests replay the same everywhere."""
     lowered = {}
-    for slurm in ("24.11", "25.05"):
+    for slurm in ("24.11", "25.05.3"):
         done = cli(str(kth_slice), "--json", "--risk", "0.3", "--slurm", slurm, "--no-soft-limit", "--all-policies")
         assert done.returncode == 0, done.stderr
         scores = json.loads(done.stdout)
@@ -120,8 +122,38 @@ def test_release_semantics_without_the_option(kth_slice, kth_json_22_05):
         assert scores["hpcpredict"] == scores["user"]            # no soft option: advise only
         lowered[slurm] = scores["hpcpredict-bound"]
     old = kth_json_22_05["hpcpredict-bound"]
-    assert lowered["24.11"]["lowered"] >= old["lowered"] > lowered["25.05"]["lowered"]
-    assert lowered["25.05"]["killed"] <= old["killed"] <= lowered["24.11"]["killed"]
+    assert lowered["24.11"]["lowered"] >= old["lowered"] > lowered["25.05.3"]["lowered"]
+    assert lowered["25.05.3"]["killed"] <= old["killed"] <= lowered["24.11"]["killed"]
+
+
+@pytest.mark.parametrize("slurm", ["22.05", "23.02.7"])
+def test_the_option_word_before_23_11_kills_so_the_default_advises(kth_slice, kth_json_22_05, slurm):
+    """Before 23.11 time_min_as_soft_limit does not exist: the replay of 23.02 is 22.05's."""
+    done = cli(str(kth_slice), "--slurm", slurm, "--risk", "0.3", "--all-policies", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == kth_json_22_05
+
+
+@pytest.fixture(scope="module")
+def kth_json_26_05(kth_slice):
+    done = cli(str(kth_slice), "--format", "swf", "--risk", "0.03", "--slurm", "26.05", "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_26_05_replays_the_halfway_rule_with_the_same_interface(kth_slice, kth_json, kth_json_26_05):
+    """The same keys and fields on 26.05; soft limits never kill there either; the users' own
+    limits and the oracle (no --time-min) replay as on 24.11, the soft policies differently;
+    25.11 and 26.05.5 are the same rule as 26.05."""
+    assert list(kth_json_26_05) == ["user", "hpcpredict", "oracle", "easy++"]
+    for name, scores in kth_json_26_05.items():
+        assert FIELDS <= scores.keys() and scores["killed"] == 0
+    assert kth_json_26_05["user"] == kth_json["user"] and kth_json_26_05["oracle"] == kth_json["oracle"]
+    assert kth_json_26_05["easy++"] != kth_json["easy++"]
+    done = cli(str(kth_slice), "--risk", "0.03", "--slurm", "26.05.5", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout) == kth_json_26_05
+    table = cli(str(kth_slice), "--slurm", "25.11")
+    assert table.returncode == 0 and "soft then halfway" in table.stdout
 
 
 def test_soft_max_ratio_sets_fewer_soft_limits(kth_slice, kth_json):

@@ -2,7 +2,9 @@
 and its safety properties on random queues: where ``--time-min`` is a kill limit the head's
 reservation is never delayed by a backfilled job, a limit equal to the work never kills; where
 it is soft (``time_min_as_soft_limit``) a running soft job holds the reservation to its hard
-end, as measured on Slurm 24.11.5 (/work/shared/slurm-24.11/FINDINGS.md, runs S1-S4)."""
+end, as measured on Slurm 24.11.5 (/work/shared/slurm-24.11/FINDINGS.md, runs S1-S4), or from
+25.05.4 on to its soft end and then halfway to its hard end, as measured on 26.05.5
+(/work/shared/slurm-26.05/FINDINGS.md, section 1); releases are parsed as numbers."""
 import dataclasses
 import doctest
 import importlib
@@ -17,9 +19,11 @@ from hpcpredict.daemon.lab.scheduling.workload import SimJob
 # The --time-min semantics replayed (easy.py): a kill limit ...
 SLURM_22_05 = {"slurm": "22.05"}                             # ... given to every backfill start
 ANY_START = {"slurm": "24.11", "soft_limit": False}          # ... given to every start
-RESERVATION = {"slurm": "25.05", "soft_limit": False}        # ... lowered to the room before the reservation
-SOFT = {"slurm": "24.11"}                                    # time_min_as_soft_limit: never kills
+RESERVATION = {"slurm": "25.05.3", "soft_limit": False}      # ... lowered to the room before the reservation
+SOFT = {"slurm": "24.11"}                                    # time_min_as_soft_limit: never kills; hard end
+HALFWAY = {"slurm": "26.05"}                                 # ... planned at the soft end, then halfway
 KILL_MODES = [SLURM_22_05, ANY_START, RESERVATION]
+SOFT_MODES = [SOFT, HALFWAY]
 
 
 def job(seq, submit, procs, work, limit, time_min=0.0, request=None):
@@ -52,14 +56,14 @@ def test_job_that_fits_within_its_lowered_limit_completes(mode, limit):
     assert (c.start_s, c.limit_s, c.killed, c.end_s) == (2, limit, False, 102)
 
 
-@pytest.mark.parametrize("mode", KILL_MODES + [SOFT])
+@pytest.mark.parametrize("mode", KILL_MODES + SOFT_MODES)
 def test_without_time_min_the_same_job_waits_behind_the_head(mode):
     outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600)], procs=4, **mode))
     assert outcomes["j2"].start_s == 600 + 60 and not outcomes["j2"].backfilled
     assert not any(o.killed for o in outcomes.values())
 
 
-@pytest.mark.parametrize("mode", KILL_MODES + [SOFT])
+@pytest.mark.parametrize("mode", KILL_MODES + SOFT_MODES)
 def test_time_min_too_long_for_the_hole_does_not_start(mode):
     outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=600)], procs=4, **mode))
     assert outcomes["j2"].start_s > 600
@@ -81,7 +85,8 @@ def test_slurm_22_05_gives_time_min_even_where_the_full_limit_fits():
     assert (c.start_s, c.limit_s, c.killed) == (2, 500, False)
 
 
-@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 3600), (RESERVATION, 3600), (ANY_START, 60), (SOFT, 3600)])
+@pytest.mark.parametrize("mode, limit", [(SLURM_22_05, 3600), (RESERVATION, 3600), (ANY_START, 60), (SOFT, 3600),
+                                         (HALFWAY, 3600)])
 def test_main_scheduler_never_lowers_a_limit_unless_every_start_is_a_backfill(mode, limit):
     """24.11 without the option: the backfill thread starts even a lone job on an idle
     cluster and gives it its time_min (FINDINGS S7b)."""
@@ -97,8 +102,9 @@ def test_reservation_starts_on_the_backfill_resolution():
     assert by_id(simulate(queue, procs=4, resolution_s=0))["j2"].start_s == 5
 
 
-def test_soft_time_min_never_kills_and_can_delay_the_head():
-    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120)], procs=4, **SOFT))
+@pytest.mark.parametrize("mode", SOFT_MODES)
+def test_soft_time_min_never_kills_and_can_delay_the_head(mode):
+    outcomes = by_id(simulate(BLOCKED + [job(2, 2, 2, 900, 3600, time_min=120)], procs=4, **mode))
     c = outcomes["j2"]
     assert (c.start_s, c.limit_s, c.killed, c.end_s) == (2, 3600, False, 902)
     assert outcomes["j1"].start_s == 902        # planned on 2 min, ran 15: the head waited
@@ -125,10 +131,64 @@ def test_soft_job_moves_the_reservation_to_its_hard_end_and_backfill_fills_the_w
     assert h.start_s == y.end_s == 315
 
 
-def test_soft_job_alone_delays_the_head_by_its_overrun_only():
-    """S1: without Y, H waits only for X's real end (Slurm: 153 s, 1 s after X)."""
-    outcomes = by_id(simulate([L, H, X], procs=4, resolution_s=10, **SOFT))
+@pytest.mark.parametrize("mode", SOFT_MODES)
+def test_soft_job_alone_delays_the_head_by_its_overrun_only(mode):
+    """S1 (24.11.5) and 26.05.5 without Y: H waits only for X's real end (Slurm: 153 s, 1 s after X)."""
+    outcomes = by_id(simulate([L, H, X], procs=4, resolution_s=10, **mode))
     assert outcomes["j2"].end_s == outcomes["j1"].start_s == 152
+
+
+@pytest.mark.parametrize("slurm", ["25.05.4", "25.11", "26.05", "26.05.5"])
+def test_halfway_rule_keeps_the_reservation_and_the_probe_waits_behind_the_head(slurm):
+    """26.05.5 (FINDINGS 26.05 section 1, PROBE=1): X is planned at its soft end (62 s), so H's
+    reservation stays at L's end; once X's soft end has passed, at halfway to X's hard end
+    ((115 + 602) / 2 when L ends): Y's 5 min do not fit in front of H. H starts when X ends
+    (Slurm: 153 s, 38 s late, where 24.11.5 made it 316 s), Y when H ends (Slurm: 184 s)."""
+    outcomes = by_id(simulate([L, H, X, Y], procs=4, resolution_s=10, slurm=slurm))
+    x, y, h = outcomes["j2"], outcomes["j3"], outcomes["j1"]
+    assert (x.start_s, x.limit_s, x.killed, x.end_s, x.backfilled) == (2, 600, False, 152, True)
+    assert h.start_s == x.end_s == 152 and h.start_s - 115 == 37
+    assert (y.start_s, y.backfilled) == (h.end_s, False) == (182, False)
+
+
+def recorded_shadows(monkeypatch, resolution=None):
+    """(now, head's shadow) of every reservation the replay computes, unrounded."""
+    shadows = []
+    reservation = easy._Machine._reservation
+
+    def recording(machine, head, now):
+        exact = easy._Machine(machine.procs, 0, machine.mode)
+        exact.free, exact.running = machine.free, machine.running
+        shadows.append((now, reservation(exact, head, now)[0]))
+        return reservation(machine, head, now)
+
+    monkeypatch.setattr(easy._Machine, "_reservation", recording)
+    return shadows
+
+
+def test_halfway_rule_replans_the_head_as_time_passes(monkeypatch):
+    """26.05.5: H's planned start was L's hard end (120 s) while X was within its soft limit,
+    then moved 1 s for every 2 s: 360 s at 119 s, 369 s at 136 s, i.e. (now + 602) / 2. The
+    replay plans where processors are free to backfill: at X's submission (L's end), and when
+    L ends, halfway from then to X's hard end; under 24.11's rule X's hard end itself."""
+    shadows = recorded_shadows(monkeypatch)
+    simulate([L, H, X, Y], procs=4, resolution_s=10, **HALFWAY)
+    assert shadows == [(2, 120), (115, (115 + 602) / 2)]
+    shadows.clear()
+    simulate([L, H, X, Y], procs=4, resolution_s=10, **SOFT)
+    assert shadows == [(2, 120), (115, 602)]
+
+
+def test_halfway_rule_passes_again_right_after_a_soft_end():
+    """Under the halfway rule a reservation bound by a soft job's soft end jumps later once that
+    end has passed; the replay passes at that second, as Slurm's next backfill pass would, and
+    starts what fits then. S (2 of 6 processors, --time-min 100 s of 2000 s) binds the head's
+    reservation at 100 s; J (400 s) fits only after the jump, at 101 s. Under 24.11's rule S is
+    planned at 2000 s from the start and J starts at once."""
+    queue = [job(0, 0, 2, 50, 50), job(1, 0, 2, 1900, 2000, time_min=100), job(2, 1, 6, 60, 600),
+             job(3, 2, 2, 400, 400)]
+    assert by_id(simulate(queue, procs=6, resolution_s=10, **HALFWAY))["j3"].start_s == 101
+    assert by_id(simulate(queue, procs=6, resolution_s=10, **SOFT))["j3"].start_s == 2
 
 
 @pytest.mark.parametrize("mode, killed_at", [(SLURM_22_05, 62), (ANY_START, 62)])
@@ -141,9 +201,28 @@ def test_without_the_option_the_same_job_is_killed_and_the_reservation_holds(mod
     assert h.start_s == 115 and y.start_s == h.end_s == 145
 
 
-def test_soft_limit_is_refused_where_the_release_has_none():
-    with pytest.raises(ValueError, match="no time_min_as_soft_limit"):
-        simulate(BLOCKED, procs=4, slurm="22.05", soft_limit=True)
+@pytest.mark.parametrize("slurm", ["22.05", "23.02", "23.02.7"])
+def test_the_option_word_is_ignored_before_23_11(slurm):
+    """slurmctld before 23.11 accepts time_min_as_soft_limit silently: --time-min kills."""
+    queue = [L, H, X, Y]
+    assert easy.semantics(slurm, soft_limit=True) == easy.semantics(slurm) == "backfill-time-min"
+    assert simulate(queue, procs=4, resolution_s=10, slurm=slurm, soft_limit=True) \
+        == simulate(queue, procs=4, resolution_s=10, slurm="22.05")
+
+
+@pytest.mark.parametrize("slurm, soft, expected", [
+    ("22.05", None, "backfill-time-min"), ("23.02", None, "backfill-time-min"),
+    ("23.11", None, "hard_end"), ("23.11", False, "any-time-min"), ("24.11", None, "hard_end"),
+    ("24.11.5", False, "any-time-min"), ("25.05", None, "hard_end"), ("25.05", False, "any-time-min"),
+    ("25.05.2", False, "any-time-min"), ("25.05.3", None, "hard_end"), ("25.05.3", False, "reservation"),
+    ("25.05.4", None, "soft_then_halfway"), ("25.05.4", False, "reservation"), ("25.11", None, "soft_then_halfway"),
+    ("26.05", None, "soft_then_halfway"), ("26.05.5", True, "soft_then_halfway"), ("26.05.5", False, "reservation"),
+])
+def test_release_numbers_map_to_their_semantics(slurm, soft, expected):
+    """A missing patch level is .0: 25.05 is 25.05.0 (hard end; the time_min reset of ticket
+    23350 until 25.05.3); the halfway rule from 25.05.4 (and 25.11.0) on."""
+    assert easy.semantics(slurm, soft) == expected
+    assert easy.planning_rule(slurm, soft) == (expected if expected in easy.PLANNING_RULES else None)
 
 
 def random_queue(rng, n, procs, time_min_share=0.5):
@@ -186,7 +265,8 @@ def test_head_reservation_is_never_delayed_by_backfill(seed, resolution, mode, m
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_soft_limit_never_kills_and_can_delay_a_head(seed, monkeypatch):
+@pytest.mark.parametrize("mode", SOFT_MODES)
+def test_soft_limit_never_kills_and_can_delay_a_head(seed, mode, monkeypatch):
     """With the option nothing is killed below its request, and the head's first shadow is no
     longer a promise: soft jobs overrunning their time_min delay some heads (S1)."""
     first_shadow: dict[int, float] = {}
@@ -198,14 +278,14 @@ def test_soft_limit_never_kills_and_can_delay_a_head(seed, monkeypatch):
 
     monkeypatch.setattr(easy._Machine, "_reservation", recording)
     outcomes = simulate(random_queue(random.Random(seed), 400, 16, time_min_share=0.8), procs=16, resolution_s=0,
-                        **SOFT)
+                        **mode)
     assert not any(o.killed for o in outcomes if o.job.work_s <= o.job.request_s)
     assert not any(o.lowered for o in outcomes)
     assert any(o.start_s > first_shadow[o.job.seq] for o in outcomes if o.job.seq in first_shadow)
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("mode", KILL_MODES + [SOFT])
+@pytest.mark.parametrize("mode", KILL_MODES + SOFT_MODES)
 def test_oracle_never_kills(seed, mode):
     queue = random_queue(random.Random(seed), 300, 8)
     oracle = [policies.oracle(j, None, False) for j in queue]
@@ -214,8 +294,9 @@ def test_oracle_never_kills(seed, mode):
     assert all(o.end_s - o.start_s == o.job.work_s or o.job.work_s < 1 for o in outcomes)
 
 
-def test_machine_never_overcommitted():
-    outcomes = simulate(random_queue(random.Random(9), 300, 8), procs=8)
+@pytest.mark.parametrize("mode", KILL_MODES + SOFT_MODES)
+def test_machine_never_overcommitted(mode):
+    outcomes = simulate(random_queue(random.Random(9), 300, 8), procs=8, **mode)
     events = sorted([(o.start_s, o.job.procs) for o in outcomes] + [(o.end_s, -o.job.procs) for o in outcomes],
                     key=lambda e: (e[0], e[1]))
     used = 0
@@ -230,9 +311,10 @@ def test_job_that_cannot_fit_is_refused(bad):
         simulate([bad], procs=4)
 
 
-def test_unknown_release_is_refused():
-    with pytest.raises(ValueError, match="slurm must be one of 22.05, 24.11, 25.05"):
-        simulate(BLOCKED, procs=4, slurm="23.11")
+@pytest.mark.parametrize("bad", ["latest", "24", "24.11.x", "24.13", "2411", "", " 24.11.5.1"])
+def test_malformed_release_is_refused(bad):
+    with pytest.raises(ValueError, match="a Slurm release number"):
+        simulate(BLOCKED, procs=4, slurm=bad)
 
 
 @pytest.mark.parametrize("name", ["easy", "workload", "scores", "replay", "hindsight"])

@@ -102,7 +102,7 @@ def test_killed_split_sums_to_the_change_on_the_hpc2n_subset():
     load = sim_jobs(records, procs)
     assert procs == 240 and len(load.jobs) > 3000
     answers = policies.online_predictions(records, 0.3)
-    jobs = [policies.hpcpredict_bound(job, answers.get(id(record)), False)
+    jobs = [policies.hpcpredict_bound(job, answers.get(id(record)), None)
             for job, record in zip(load.jobs, load.records)]
     user = simulate(load.jobs, procs, slurm="22.05")
     user_bsld = summarize(user, procs)["mean_bounded_slowdown"]

@@ -13,32 +13,53 @@ scheduling pass:
 
 ``--time-min`` as Slurm's backfill applies it (``src/plugins/sched/backfill/backfill.c``): a
 job whose ``time_min`` is below its limit is tested with ``time_min`` as its limit; if it can
-start now it starts, and what it then runs under depends on the release (``slurm``) and on
-``SchedulerParameters=time_min_as_soft_limit`` (``soft_limit``; Slurm >= 23.11, on by default
-for the releases that have it, since that is hpcpredict's main path):
+start now it starts, and what it then runs under, and how it is planned once running, depends
+on the release (``slurm``, a release number ``X.Y[.Z]``: :func:`parse_release`) and on
+``SchedulerParameters=time_min_as_soft_limit`` (``soft_limit``; None: set, hpcpredict's main
+path). :func:`semantics` maps the two to one of five behaviours:
 
-- ``"22.05"`` (what our 22.05 test cluster runs and ``tests/slurm/test_sched_replay.py``
-  checks): ``time_min`` itself, a kill limit. 22.05's backfill sets ``time_limit =
-  job_ptr->time_limit = job_ptr->time_min; comp_time_limit = time_limit``, so
-  ``_reset_job_time_limit`` can only return ``time_min``, even where the full limit would have
-  fitted. The main scheduler (step 1) never lowers a limit.
-- ``"24.11"`` (23.02 to 25.05.2) without the option: every job with a ``time_min`` runs under
-  exactly it, also one that fits at the head: the backfill thread starts such jobs before the
-  main scheduler and gives them their ``time_min`` (measured on 24.11.5, FINDINGS S7/S7b;
+- before 23.11 (``"22.05"``, ``"23.02"``; what our 22.05 test cluster runs and
+  ``tests/slurm/test_sched_replay.py`` checks), option or not (slurmctld accepts the word
+  silently and ignores it): a backfill start runs under its ``time_min``, a kill limit
+  (``backfill-time-min``). 22.05's backfill sets ``time_limit = job_ptr->time_limit =
+  job_ptr->time_min``, so ``_reset_job_time_limit`` can only return ``time_min``, even where the
+  full limit would have fitted. The main scheduler (step 1) never lowers a limit.
+- 23.11 to 25.05.2 without the option (``any-time-min``): every job with a ``time_min`` runs
+  under exactly it, also one that fits at the head: the backfill thread starts such jobs before
+  the main scheduler and gives them their ``time_min`` (measured on 24.11.5, FINDINGS S7/S7b;
   SchedMD ticket 23350, fixed in 25.05.3).
-- ``"25.05"`` (>= 25.05.3) without the option: the full limit, lowered by
+- 25.05.3 and later without the option (``reservation``): the full limit, lowered by
   ``_reset_job_time_limit`` to the whole minutes left before the first reservation the job
   overlaps (``(begin_time - now) / 60``), never below ``time_min``.
-- ``"24.11"`` or ``"25.05"`` with ``time_min_as_soft_limit``: the job is *started* by the
-  ``time_min`` test and keeps its full limit (never killed before it). Once running it is
-  planned at its *hard* end for every other job: Slurm restores ``time_limit`` and
-  ``end_time`` right after the start and a pending job's start comes from the select
-  plugin's will-run test, which frees running jobs at ``end_time`` (measured on 24.11.5:
-  the head's StartTime jumped to the soft job's start + its ``--time``, FINDINGS S1/S3).
-  Only within the pass that starts it is it counted to its ``time_min``
-  (``_bf_reserve_running`` right after the start): it takes no extra processors when its
-  ``time_min`` ends before the reservation. So every soft job moves the head's reservation to
-  its hard end, and backfill fills the window it opened.
+- 23.11.0 to 25.05.3 with the option (``hard_end``, :data:`HARD_END`): the job is *started* by
+  the ``time_min`` test and keeps its full limit (never killed before it). Once running it is
+  planned at its *hard* end for every other job: Slurm restores ``time_limit`` and ``end_time``
+  right after the start and a pending job's start comes from the select plugin's will-run
+  test, which frees running jobs at ``end_time`` (measured on 24.11.5: the head's StartTime
+  jumped to the soft job's start + its ``--time``, FINDINGS S1/S3). Only within the pass that
+  starts it is it counted to its ``time_min`` (``_bf_reserve_running`` right after the start):
+  it takes no extra processors when its ``time_min`` ends before the reservation. So every soft
+  job moves the head's reservation to its hard end, and backfill fills the window it opened.
+- 25.05.4 / 25.11.0 and later with the option (``soft_then_halfway``, :data:`SOFT_THEN_HALFWAY`):
+  started and kept as above, but the will-run test plans a running job with a ``time_min``
+  (however it started) to end at ``start + time_min``, and once that has passed at
+  ``now + (hard end - now) / 2``, re-evaluated at every pass (``_soft_job_end`` in
+  ``src/plugins/select/cons_tres/job_test.c``, SchedMD ticket 23426; measured on 26.05.5: the
+  head's StartTime moved 1 s for every 2 s once the soft end had passed, FINDINGS 26.05 section
+  1). A reservation then slips by what the soft job overruns its ``time_min``, not to its hard
+  end. Passes run at every event here, and one more right after each running soft job's soft
+  end (``start + time_min + 1 s``, the first second Slurm's ``<`` applies the halfway rule):
+  there its planned end jumps from the soft end to halfway to the hard end, which can open a
+  window for jobs already waiting. Between those instants the planned end only moves later at
+  half the clock's speed, so a job that does not fit before a reservation at one pass does not
+  fit at a later one (up to ``bf_resolution``'s rounding) and no other pass is needed for the
+  jobs ending before the shadow. What is not re-tested between events: the extra processors
+  can grow when a moving planned end overtakes a fixed one (the shadow passes another job's
+  end); Slurm would see that at its next ``bf_interval`` pass, the replay at its next event.
+
+A release without a patch level means its ``.0``: ``"25.05"`` is 25.05.0 (hard-end rule, and
+without the option every start under its ``time_min``), ``"26.05"`` is 26.05.0 (the halfway
+rule). Give ``"25.05.3"`` or ``"25.05.4"`` for the releases where 25.05 changed.
 
 Reservations start on the backfill resolution (start rounded down to ``bf_resolution``, 60 s
 by default), and a job conflicts with a reservation that begins at or before its end
@@ -62,42 +83,74 @@ backfill thread can also start a job that fits at the head before the main sched
 ...         SimJob(2, "c", 2, 2, 900, 3600, 3600, time_min_s=120)]
 >>> [(o.job.job_id, o.start_s, o.limit_s, o.killed) for o in simulate(jobs, procs=4, slurm="22.05")]
 [('a', 0, 600, False), ('c', 2, 120, True), ('b', 600, 600, False)]
->>> [o.limit_s for o in simulate(jobs, procs=4, slurm="25.05", soft_limit=False)]
+>>> [o.limit_s for o in simulate(jobs, procs=4, slurm="25.05.3", soft_limit=False)]
 [600, 540, 600]
 >>> [(o.job.job_id, o.start_s, o.limit_s, o.killed) for o in simulate(jobs, procs=4, slurm="24.11")]
 [('a', 0, 600, False), ('c', 2, 3600, False), ('b', 902, 600, False)]
+>>> semantics("22.05", soft_limit=True), semantics("24.11.5"), semantics("25.05"), semantics("26.05")
+('backfill-time-min', 'hard_end', 'hard_end', 'soft_then_halfway')
 """
 from __future__ import annotations
 
 import heapq
 import math
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from .workload import SimJob
 
 SLURM_BF_RESOLUTION_S = 60    # Slurm's default bf_resolution
-SLURM_RELEASES = ("22.05", "24.11", "25.05")
-SOFT_LIMIT_SINCE = "24.11"    # the oldest modelled release with time_min_as_soft_limit (23.11)
-# What a job with a time_min below its limit runs under once started (see above):
-_BACKFILL_TIME_MIN = "backfill-time-min"   # 22.05: a backfill start runs under its time_min
-_ANY_TIME_MIN = "any-time-min"             # 24.11 without the option: every start does
-_RESERVATION = "reservation"               # 25.05.3 without the option: the room before the reservation
-_SOFT = "soft"                             # with the option: its full limit, planned at its hard end
-_END, _SUBMIT = 0, 1          # at one instant, ends free processors before submissions look
+# One release per behaviour (any "X.Y[.Z]" is accepted: parse_release); the default replayed:
+SLURM_RELEASES = ("22.05", "23.02", "23.11", "24.11", "25.05.3", "25.05.4", "25.11", "26.05")
+DEFAULT_RELEASE = "24.11"
+SOFT_LIMIT_SINCE = "23.11"    # the release that added time_min_as_soft_limit
+HALFWAY_SINCE = "25.05.4"     # _soft_job_end (SchedMD ticket 23426), also in 25.11.0 and later
+# The planning rules of a running soft job (the daemon's policy speaks the same names):
+HARD_END = "hard_end"                    # 23.11.0 - 25.05.3: at its hard end
+SOFT_THEN_HALFWAY = "soft_then_halfway"  # 25.05.4+: at start + time_min, then halfway to the hard end
+PLANNING_RULES = (HARD_END, SOFT_THEN_HALFWAY)
+# What a job with a time_min below its limit runs under once started where the option is off (see above):
+_BACKFILL_TIME_MIN = "backfill-time-min"   # < 23.11: a backfill start runs under its time_min
+_ANY_TIME_MIN = "any-time-min"             # 23.11 - 25.05.2 without the option: every start does
+_RESERVATION = "reservation"               # 25.05.3+ without the option: the room before the reservation
+_RESET_FIXED_SINCE = (25, 5, 3)            # SchedMD ticket 23350
+_END, _SUBMIT, _PASS = 0, 1, 2  # at one instant, ends free processors before submissions look
+_RELEASE = re.compile(r"(\d{2})\.(\d{2})(?:\.(\d{1,3}))?")
+
+
+def parse_release(slurm: str) -> tuple[int, int, int]:
+    """``"24.11.5"`` -> (24, 11, 5); a missing patch level is 0 (``"25.05"`` is 25.05.0).
+    ValueError for anything else (a release number, not a name: ``"latest"``, ``"24"``)."""
+    match = _RELEASE.fullmatch(str(slurm).strip())
+    if not match or not 1 <= int(match.group(2)) <= 12:
+        raise ValueError(f"slurm must be a Slurm release number X.Y[.Z] (such as {', '.join(SLURM_RELEASES)}), "
+                         f"got {slurm!r}")
+    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+
+
+def planning_rule(slurm: str, soft_limit: bool | None = None) -> str | None:
+    """How release ``slurm`` plans a running soft job for every other job (:data:`HARD_END` or
+    :data:`SOFT_THEN_HALFWAY`); None where ``--time-min`` is a kill limit: the option is off
+    (``soft_limit`` False) or the release has none (before 23.11 the word is ignored)."""
+    release = parse_release(slurm)
+    if release < parse_release(SOFT_LIMIT_SINCE) or soft_limit is False:
+        return None
+    return SOFT_THEN_HALFWAY if release >= parse_release(HALFWAY_SINCE) else HARD_END
 
 
 def semantics(slurm: str, soft_limit: bool | None = None) -> str:
-    """What a started ``time_min`` job runs under on release ``slurm``; ``soft_limit`` says
-    whether ``time_min_as_soft_limit`` is set (None: set where the release has it)."""
-    if slurm not in SLURM_RELEASES:
-        raise ValueError(f"slurm must be one of {', '.join(SLURM_RELEASES)}, got {slurm!r}")
-    has_option = SLURM_RELEASES.index(slurm) >= SLURM_RELEASES.index(SOFT_LIMIT_SINCE)
-    if soft_limit and not has_option:
-        raise ValueError(f"Slurm {slurm} has no time_min_as_soft_limit (it came with 23.11)")
-    if has_option if soft_limit is None else soft_limit:
-        return _SOFT
-    return {"22.05": _BACKFILL_TIME_MIN, "24.11": _ANY_TIME_MIN, "25.05": _RESERVATION}[slurm]
+    """What a started ``time_min`` job runs under on release ``slurm`` and how it is planned:
+    the planning rule where ``--time-min`` is soft (:func:`planning_rule`), otherwise which
+    kill limit (``backfill-time-min``, ``any-time-min``, ``reservation``). ``soft_limit``: whether
+    ``time_min_as_soft_limit`` is set (None: set); before 23.11 it is ignored, as slurmctld does."""
+    rule = planning_rule(slurm, soft_limit)
+    if rule is not None:
+        return rule
+    release = parse_release(slurm)
+    if release < parse_release(SOFT_LIMIT_SINCE):
+        return _BACKFILL_TIME_MIN
+    return _RESERVATION if release >= _RESET_FIXED_SINCE else _ANY_TIME_MIN
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,19 +176,29 @@ class _Running:
     limit_s: float
 
     @property
-    def planned_end(self) -> float:
-        """When the scheduler expects it to end: its limit (a soft job's hard one)."""
-        return self.start_s + self.limit_s
+    def soft_end(self) -> float:
+        """``start + time_min`` for a job started with a time_min below its limit, else 0."""
+        time_min = self.job.time_min_s
+        return self.start_s + time_min if 0 < time_min < self.limit_s else 0.0
+
+    def planned_end(self, now: float, mode: str) -> float:
+        """When the scheduler expects it to end at ``now``: its limit (a soft job's hard one),
+        except under the halfway rule (``_soft_job_end``): its soft end, once past it halfway
+        from now to its hard end."""
+        hard_end = self.start_s + self.limit_s
+        if mode != SOFT_THEN_HALFWAY or not self.soft_end:
+            return hard_end
+        return self.soft_end if self.soft_end >= now else now + (hard_end - now) / 2
 
 
 def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_RESOLUTION_S,
-             slurm: str = SOFT_LIMIT_SINCE, soft_limit: bool | None = None,
+             slurm: str = DEFAULT_RELEASE, soft_limit: bool | None = None,
              resubmit_killed: bool = False) -> list[Outcome]:
     """Replay ``jobs`` on ``procs`` processors; one :class:`Outcome` per job, in start order.
 
     ``resolution_s``: reservation start times are rounded down to it (Slurm's
-    ``bf_resolution``; 0 = exact, plain EASY). ``slurm`` and ``soft_limit``: the release and
-    whether ``time_min_as_soft_limit`` is set (None: where the release has it; see above).
+    ``bf_resolution``; 0 = exact, plain EASY). ``slurm`` and ``soft_limit``: the release
+    (``"X.Y[.Z]"``) and whether ``time_min_as_soft_limit`` is set (None: set; see above).
     ``resubmit_killed``: a job killed below its user's request is submitted again at its kill
     (one more outcome, whose ``job.retry_of`` is the killed job's ``seq``)."""
     if procs <= 0:
@@ -151,15 +214,26 @@ def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_
     next_seq = max((j.seq for j in ordered), default=-1) + 1
     while events:
         now = events[0][0]
+        passes = False
         while events and events[0][0] == now:
             _, kind, seq, job = heapq.heappop(events)
+            if kind == _PASS:
+                passes = passes or seq in state.running     # a soft end passed while running
+                continue
+            passes = True
             if kind == _END:
                 state.free += job.procs
                 del state.running[seq]
             else:
                 state.queue.append(job)
+        if not passes:
+            continue
         for outcome in state.schedule(now):
             heapq.heappush(events, (outcome.end_s, _END, outcome.job.seq, outcome.job))
+            soft_end = state.running[outcome.job.seq].soft_end
+            if mode == SOFT_THEN_HALFWAY and soft_end and outcome.end_s > soft_end + 1:
+                # the first second the halfway rule applies: its planned end jumps later
+                heapq.heappush(events, (soft_end + 1, _PASS, outcome.job.seq, outcome.job))
             if resubmit_killed and outcome.killed and outcome.limit_s < outcome.job.request_limit_s:
                 # the user's own request never ends in a retry: only a limit we set below it
                 retry = outcome.job.resubmission(next_seq, outcome.end_s)
@@ -186,7 +260,7 @@ class _Machine:
     def _reservation(self, head: SimJob, now: float) -> tuple[float, int]:
         """(shadow time rounded down to the resolution, extra processors) for the head job."""
         available = self.free
-        ends = sorted((r.planned_end, r.job.procs) for r in self.running.values())
+        ends = sorted((r.planned_end(now, self.mode), r.job.procs) for r in self.running.values())
         shadow = now
         for index, (end, size) in enumerate(ends):
             available += size
@@ -227,7 +301,8 @@ class _Machine:
     def _planned(self, outcome: Outcome) -> float:
         """How long the pass that starts a job counts it: a soft job to its time_min."""
         job = outcome.job
-        return job.time_min_s if self.mode == _SOFT and 0 < job.time_min_s < job.limit_s else outcome.limit_s
+        soft = self.mode in PLANNING_RULES and 0 < job.time_min_s < job.limit_s
+        return job.time_min_s if soft else outcome.limit_s
 
     def _backfill(self, job: SimJob, now: float, shadow: float, extra: int) -> Outcome | None:
         """Start ``job`` now if it does not delay the head's reservation (None otherwise)."""
@@ -240,7 +315,7 @@ class _Machine:
             return self._start(job, now, job.limit_s, backfilled=True)
         if not time_min or now + time_min >= shadow:
             return None
-        if self.mode == _SOFT:
+        if self.mode in PLANNING_RULES:
             return self._start(job, now, job.limit_s, backfilled=True)
         minutes_left = math.floor((shadow - now) / 60) * 60       # _reset_job_time_limit
         return self._start(job, now, max(time_min, min(job.limit_s, minutes_left)), backfilled=True)

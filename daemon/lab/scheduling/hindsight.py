@@ -123,5 +123,5 @@ def hindsight_jobs(workload, grouping: str, risk: float, method: str = "in-sampl
         bound = max(float(bound), 1.0)       # a job that ran 0 s: the shortest bound, not an insane one
         jobs.append(hpcpredict_bound(job, RuntimeEstimate(
             runtime_s=bound, low_s=bound, high_s=bound, coverage=0.0, bound_s=bound, explanation=(),
-            model_name=f"hindsight-{grouping}", bound_calibrated=True), False))   # the quantile in hindsight
+            model_name=f"hindsight-{grouping}", bound_calibrated=True), None))    # the quantile in hindsight
     return jobs

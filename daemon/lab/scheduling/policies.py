@@ -1,11 +1,12 @@
 """Walltime policies compared in a scheduling replay: what each sets on a job at submission.
 
-Every policy maps (job with the user's request, a prediction, whether the cluster treats
-``--time-min`` as soft) to the job's limits:
+Every policy maps (job with the user's request, a prediction, the cluster's planning rule of a
+running soft job: ``"hard_end"`` or ``"soft_then_halfway"``, None where ``--time-min`` is a
+kill limit; :func:`~hpcpredict.daemon.lab.scheduling.easy.planning_rule`) to the job's limits:
 
 - ``user``: the requests as given.
 - ``hpcpredict``: the product's default policy for the cluster, through
-  :func:`~hpcpredict.daemon.walltime_policy.plan_limits` exactly as the hook applies it: with
+  :func:`~hpcpredict.daemon.policy.plan_limits` exactly as the hook applies it: with
   ``time_min_as_soft_limit`` (Slurm 24.11 / 25.05 with the option) mode ``soft``, our estimate
   at ``[policy] soft_risk`` (the runtime the job outlives with that probability, as the daemon
   answers it at risk 0.03: :func:`online_predictions` with ``soft_risk``, through the daemon's
@@ -53,10 +54,10 @@ from ...jobspec import JobSpec
 from ...recent_history import RecentHistoryModel
 from ...records import JobRecord
 from ...sources import first_estimate
-from ...walltime_policy import LimitChange, plan_limits
+from ...policy import LimitChange, plan_limits
 from .workload import SimJob
 
-Policy = Callable[[SimJob, "RuntimeEstimate | None", bool], SimJob]
+Policy = Callable[[SimJob, "RuntimeEstimate | None", "str | None"], SimJob]
 # What the daemon passes plan_limits by default (engine.py): the configuration's defaults.
 _POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
 SOFT_MAX_RATIO = _POLICY.soft_max_ratio
@@ -79,17 +80,17 @@ def _plan(job: SimJob, prediction: RuntimeEstimate | None, mode: str, soft_max_r
                                    soft_max_ratio=soft_max_ratio, bound_calibrated=prediction.bound_calibrated))
 
 
-def user(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+def user(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
     return job
 
 
-def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, soft: bool,
+def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None,
                soft_max_ratio: float = SOFT_MAX_RATIO) -> SimJob:
     """``[policy] mode = "auto"`` (the default): soft where the controller has the option,
     otherwise advise; every other argument as the daemon passes it with the default configuration."""
     if prediction is None:
         return job
-    return _apply(job, plan_limits(mode="soft" if soft else "advise", runtime_s=prediction.soft_value_s,
+    return _apply(job, plan_limits(mode="soft" if rule else "advise", runtime_s=prediction.soft_value_s,
                                    bound_s=prediction.bound_s, requested_s=job.request_s,
                                    # a job without --time runs under the partition's limit
                                    max_time_s=None if job.request_s > 0 else job.limit_s,
@@ -97,35 +98,35 @@ def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, soft: bool,
                                    fallback=prediction.fallback, soft_max_ratio=soft_max_ratio))
 
 
-def oracle(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+def oracle(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
     return dataclasses.replace(job, limit_s=max(job.work_s, 1.0), time_min_s=0.0)
 
 
-def easy_plus_plus(job: SimJob, prediction: RuntimeEstimate | None, soft: bool,
+def easy_plus_plus(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None,
                    soft_max_ratio: float = 0.0) -> SimJob:
     """``prediction``: the user's last-two average (:func:`last_two_predictions`);
     ``soft_max_ratio``: the guard a site would add to keep the wait tail (0 = none, as published)."""
     return _plan(job, prediction, "soft", soft_max_ratio)
 
 
-def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
     return _plan(job, prediction, "soft")
 
 
-def hpcpredict_bound(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+def hpcpredict_bound(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
     return _plan(job, prediction, "bound")
 
 
-def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
     if prediction is None:
         return job
     return _apply(job, plan_limits(bound_s=prediction.bound_s, requested_s=0, fallback=prediction.fallback,
                                    max_time_s=job.request_s or None, bound_calibrated=prediction.bound_calibrated))
 
 
-def oracle_time_min(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
+def oracle_time_min(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
     work = max(job.work_s, 1.0)
-    return _apply(job, plan_limits(mode="soft" if soft else "bound", runtime_s=work, bound_s=work,
+    return _apply(job, plan_limits(mode="soft" if rule else "bound", runtime_s=work, bound_s=work,
                                    requested_s=job.request_s))
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 
 from ...errors import InvalidRequest
 from ...records import JobRecord
-from .easy import SLURM_BF_RESOLUTION_S, SOFT_LIMIT_SINCE, semantics, simulate
+from .easy import DEFAULT_RELEASE, SLURM_BF_RESOLUTION_S, planning_rule, simulate
 from .scores import summarize
 from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, SOFT_RISK, hpcpredict,
                        last_two_predictions, online_predictions, shortened)
@@ -23,7 +23,7 @@ from .workload import Workload, sim_jobs
 
 def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
                         policies: Iterable[str] = DEFAULT_POLICIES,
-                        resolution_s: float = SLURM_BF_RESOLUTION_S, slurm: str = SOFT_LIMIT_SINCE,
+                        resolution_s: float = SLURM_BF_RESOLUTION_S, slurm: str = DEFAULT_RELEASE,
                         soft_limit: bool | None = None,
                         progress: Callable[[int, int], None] | None = None,
                         resubmit_killed: bool = False, soft_max_ratio: float | None = None,
@@ -32,8 +32,9 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
     ``killed``, ``killed_node_hours``, ``backfilled``, ``lowered``, ``shortened``, ``procs``,
     ``dropped``, the wait tail of :mod:`.scores`; with ``resubmit_killed`` every killed job is
     submitted again with its user's request and scored from its first submission to its final
-    end, and ``resubmitted`` is added). ``slurm``, ``soft_limit``: the release replayed and
-    whether ``time_min_as_soft_limit`` is set (:func:`.easy.simulate`); ``soft_max_ratio``:
+    end, and ``resubmitted`` is added). ``slurm``, ``soft_limit``: the release replayed
+    (``"X.Y[.Z]"``) and whether ``time_min_as_soft_limit`` is set (:func:`.easy.simulate`); each
+    policy is told the release's planning rule of a soft job (None where ``--time-min`` kills); ``soft_max_ratio``:
     the guard of ``hpcpredict``'s soft ``--time-min`` (None: the configuration's default);
     ``soft_risk``: its value, the estimate at that risk (``[policy] soft_risk``)."""
     names = list(policies)
@@ -41,7 +42,7 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
     if unknown:
         raise InvalidRequest("policy", f"unknown {', '.join(unknown)} (choose from {', '.join(POLICIES)})")
     try:
-        semantics(slurm, soft_limit)
+        planning_rule(slurm, soft_limit)
     except ValueError as error:
         raise InvalidRequest("--slurm", str(error)) from None
     records = list(records)
@@ -56,13 +57,13 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
 
 
 def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
-                    resolution_s: float = SLURM_BF_RESOLUTION_S, slurm: str = SOFT_LIMIT_SINCE,
+                    resolution_s: float = SLURM_BF_RESOLUTION_S, slurm: str = DEFAULT_RELEASE,
                     soft_limit: bool | None = None, resubmit_killed: bool = False,
                     soft_max_ratio: float | None = None) -> dict[str, dict]:
     """:func:`evaluate_scheduling` on a workload whose predictions (``online_predictions``)
     are already made: one replay per policy (EASY++'s own predictions are made here)."""
     names = list(names)
-    soft = semantics(slurm, soft_limit) == "soft"
+    rule = planning_rule(slurm, soft_limit)
     last_two = last_two_predictions(workload.records) if LAST_TWO_POLICIES & set(names) else {}
     chosen = dict(POLICIES)
     if soft_max_ratio is not None:
@@ -70,13 +71,13 @@ def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
     scores = {}
     for name in names:
         fed = last_two if name in LAST_TWO_POLICIES else answers
-        jobs = [chosen[name](job, fed.get(id(record)), soft) for job, record in zip(workload.jobs, workload.records)]
+        jobs = [chosen[name](job, fed.get(id(record)), rule) for job, record in zip(workload.jobs, workload.records)]
         scores[name] = replay_jobs(workload, jobs, resolution_s, slurm, soft_limit, resubmit_killed)
     return scores
 
 
 def replay_jobs(workload: Workload, jobs: list, resolution_s: float = SLURM_BF_RESOLUTION_S,
-                slurm: str = SOFT_LIMIT_SINCE, soft_limit: bool | None = None,
+                slurm: str = DEFAULT_RELEASE, soft_limit: bool | None = None,
                 resubmit_killed: bool = False) -> dict:
     """The scores of one replay of ``workload`` whose jobs a policy has set (``jobs[i]`` is
     ``workload.jobs[i]`` with its limits)."""

@@ -1,4 +1,4 @@
-"""Which :mod:`~hpcpredict.daemon.walltime_policy` mode the daemon answers with.
+"""Which :mod:`~hpcpredict.daemon.policy.limits` mode the daemon answers with.
 
 ``[policy] mode``: ``bound`` and ``advise`` are taken as configured. ``soft`` (and ``auto``,
 which means soft where possible, else advise) reaches a job only while the controller's live
@@ -21,8 +21,8 @@ import threading
 import time
 from typing import Callable
 
-from .commands import run_command
-from .errors import HpcPredictError
+from ..commands import run_command
+from ..errors import HpcPredictError
 
 logger = logging.getLogger(__name__)
 
