@@ -134,7 +134,7 @@ build_root() {   # debootstrap into ROOT.new, install PKGS, then swap it in
   log "root ready: slurmctld $(chroot "$ROOT" dpkg-query -W -f='${Version}' slurmctld), $(du -sh "$ROOT" | cut -f1)"
 }
 build() {
-  if [ -z "$ROOT" ]; then   # Debian 13 host: the packages themselves (untested here)
+  if [ -z "$ROOT" ]; then   # a host of the suite: its own packages (untested here)
     local p missing=""
     for p in $PKGS; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"; done
     [ -z "$missing" ] || { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing || die "apt-get install failed"; }
