@@ -152,12 +152,22 @@ class PolicyConfig:
     # controller has the option, else advise.
     mode: str = "auto"
     # soft only: set the soft --time-min only when the job's limit is at most this many times the
-    # estimate (--time - time_min is how far a waiting job's reservation can slip); 0 = no guard.
+    # estimate (a width-blind guard of the reservation slip, off by default); 0 = no guard.
     soft_max_ratio: float = 0.0
+    # soft only: set the soft --time-min only when the slip it can cause a waiting job's reservation
+    # is at most this (seconds): the window the controller's planning rule opens (--time - time_min
+    # at the start on 23.11-25.05.3; half that, once past time_min, on 25.05.4+) times the job's
+    # share of the cluster's CPUs (daemon/policy/limits.py: reservation_slip_s); 0 = no guard.
+    soft_max_slip_s: float = 1800.0
     # soft only: the soft --time-min is the runtime the job outlives with this probability (the
-    # walltime model's bound at this risk, read beside the one at `risk`): above the point
-    # estimate, so a waiting job's reservation slips less when the estimate is short.
-    soft_risk: float = 0.3
+    # walltime model's bound at this risk, read beside the one at `risk`), per planning rule: on a
+    # controller that plans a running soft job at its hard end (23.11 - 25.05.3) the value only
+    # decides admission, so it stays above the point estimate; on one that plans it at its soft end,
+    # then halfway (25.05.4+, 25.11+) the value is the plan and an overrun costs half a window.
+    soft_risk_hard_end: float = 0.3
+    soft_risk_halfway: float = 0.5
+    # the key of earlier versions: one soft_risk for every rule when set (> 0); 0 = per rule, above.
+    soft_risk: float = 0.0
     # How the daemon reads the controller's live configuration (SchedulerParameters), and how
     # often (seconds; off the request path). A controller it cannot read gets no soft limit.
     controller_config_command: str = "scontrol show config"
@@ -168,6 +178,13 @@ class PolicyConfig:
     partitions: tuple[str, ...] = ()              # only jobs in these partitions; () = all
     accounts: tuple[str, ...] = ()                # only jobs of these accounts; () = all
     opt_out_users: tuple[str, ...] = ()           # these users' jobs are never changed
+
+    def soft_risk_for(self, rule: str) -> float:
+        """The soft --time-min's risk on a controller of planning ``rule`` (daemon/policy/controller.py):
+        ``soft_risk`` where a site set it, else the rule's own (hard end for any other rule)."""
+        if self.soft_risk > 0:
+            return self.soft_risk
+        return self.soft_risk_halfway if rule == "soft_then_halfway" else self.soft_risk_hard_end
 
 
 @dataclass(frozen=True)
@@ -363,8 +380,13 @@ def load_config(path: str | os.PathLike | None = None, environ: Mapping[str, str
 def _validate(config: Config) -> None:
     if not 0.0 < config.policy.risk < 1.0:
         raise ConfigError(f"[policy] risk must be in (0, 1), got {config.policy.risk}")
-    if not 0.0 < config.policy.soft_risk < 1.0:
-        raise ConfigError(f"[policy] soft_risk must be in (0, 1), got {config.policy.soft_risk}")
+    for key in ("soft_risk_hard_end", "soft_risk_halfway"):
+        if not 0.0 < getattr(config.policy, key) < 1.0:
+            raise ConfigError(f"[policy] {key} must be in (0, 1), got {getattr(config.policy, key)}")
+    if not 0.0 <= config.policy.soft_risk < 1.0:
+        raise ConfigError(f"[policy] soft_risk must be in (0, 1) (or 0: per rule), got {config.policy.soft_risk}")
+    if not 0.0 <= config.policy.soft_max_slip_s < float("inf"):
+        raise ConfigError(f"[policy] soft_max_slip_s must be a finite number >= 0, got {config.policy.soft_max_slip_s}")
     if config.policy.mode not in ("auto", "soft", "bound", "advise"):
         raise ConfigError(f"[policy] mode must be auto|soft|bound|advise, got {config.policy.mode!r}")
     if config.policy.soft_max_ratio < 0 or config.policy.controller_check_s <= 0:

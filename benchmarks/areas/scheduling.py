@@ -65,12 +65,12 @@ TRACE_FILES = {"kth": "KTH-SP2.swf", "hpc2n": "hpc2n-subset.swf"}
 CLUSTERS = {"22.05": ("22.05", False), "24.11": ("24.11", True), "24.11-no-soft": ("24.11", False),
             "25.05.3-no-soft": ("25.05.3", False), "26.05": ("26.05", True)}
 RELEASE_POLICIES = ("user", "hpcpredict", "oracle", "easy++", "hpcpredict-bound")
-SOFT_CLUSTER = "24.11"
+SOFT_RELEASES = ("24.11", "26.05")    # one release per planning rule: hard_end, soft_then_halfway
 SHAKE_S = 30.0
 KEPT = ("mean_bounded_slowdown", "mean_wait_s", "p99_wait_s", "max_wait_s", "wide_mean_wait_s", "wide_p99_wait_s",
         "wide_max_wait_s", "killed", "shortened", "backfilled")
 GOAL_SHARE, GOAL_WIDE_P99 = 0.6, 0.05
-DEFAULT_VARIANT = "answer@0.3 k=0"     # [policy] soft_risk and soft_max_ratio's defaults
+DEFAULT_SLIP_S = 1800.0                # [policy] soft_max_slip_s's default
 
 
 def _rounded(scores: dict) -> dict:
@@ -115,7 +115,7 @@ def _summary(per_copy: list[dict], users: list[dict], oracles: list[dict], easy:
     return out
 
 
-def _frontier(soft: dict, ours: list[str], easy: list[str]) -> dict:
+def _frontier(soft: dict, ours: list[str], easy: list[str], default: str) -> dict:
     """The comparison the goal implies: each family's lowest mean bsld under the tail goal, and
     the converse at the published EASY++'s tail; ours minus EASY++ in bsld, paired per copy
     (negative: ours better), and each side's share of means."""
@@ -135,7 +135,7 @@ def _frontier(soft: dict, ours: list[str], easy: list[str]) -> dict:
     easy_tail = best(easy, lambda s: s["tail_goal_met"])
     easy_wide = soft["easy++"]["wide_p99_vs_user"]["mean"]
     return {"best_under_tail_goal": paired(best(ours, lambda s: s["tail_goal_met"]), easy_tail),
-            "default_under_tail_goal": paired(DEFAULT_VARIANT if DEFAULT_VARIANT in soft else None, easy_tail),
+            "default_under_tail_goal": paired(default if default in soft else None, easy_tail),
             "at_easy++_tail": paired(best(ours, lambda s: s["killed"]["max"] == 0
                                           and s["wide_p99_vs_user"]["mean"] <= easy_wide), "easy++")}
 
@@ -159,98 +159,122 @@ def _combined(value_s: float, last_two, combiner: str) -> float:
     raise SystemExit(f"benchmarks run scheduling: unknown combiner {combiner!r} (one of {', '.join(COMBINERS)})")
 
 
+def _risk_of(value: str) -> float | None:
+    """The soft risk a value is answered at (``answer@R``), None for the others."""
+    return float(value.split("@")[1]) if value.startswith("answer@") else None
+
+
 def replay_trace(path: Path, shakes: int, ratios: list[float], values: list[str],
-                 easy_ratios: list[float] = (0.0,), easy_scales: list[float] = (1.0,)) -> dict:
+                 easy_ratios: list[float] = (0.0,), easy_scales: list[float] = (1.0,),
+                 releases: list[str] = SOFT_RELEASES, slips: list[float] = (DEFAULT_SLIP_S,)) -> dict:
     from hpcpredict.daemon.lab.history import read_trace
-    from hpcpredict.daemon.lab.scheduling import (POLICIES, SOFT_RISK, Workload, last_two_predictions,
-                                                  online_predictions, planning_rule, replay_jobs, replay_policies,
-                                                  sim_jobs, trace_machine_size)
+    from hpcpredict.daemon.lab.scheduling import (POLICIES, Workload, last_two_predictions, online_predictions,
+                                                  replay_facts, replay_jobs, replay_policies, sim_jobs,
+                                                  soft_risk_for, trace_machine_size)
 
     records = read_trace(path)
     procs = trace_machine_size(path)
     workload = sim_jobs(records, procs)
-    # The daemon's default answers: risk 0.03, the soft value at [policy] soft_risk (soft_s).
-    ours = online_predictions(records, 0.03, soft_risk=SOFT_RISK)
+    answered: dict[float, dict] = {}
+
+    def answers_at(risk: float) -> dict:
+        """The daemon's answers (risk 0.03) with the soft value at ``risk`` (soft_s), made once."""
+        if risk not in answered:
+            answered[risk] = online_predictions(records, 0.03, soft_risk=risk)
+        return answered[risk]
+
     out = {"trace": path.name, "procs": procs, "jobs": len(workload.jobs), "dropped": dict(workload.dropped),
-           "releases": {}, "soft": {}}
+           "releases": {}, "soft": {}, "best_meeting_goal": {}, "frontier": {}}
     for name, (slurm, soft) in CLUSTERS.items():
+        ours = answers_at(soft_risk_for(replay_facts(slurm, soft, procs)))     # the daemon's default for it
         out["releases"][name] = {policy: _rounded(s) for policy, s in replay_policies(
             workload, ours, RELEASE_POLICIES, slurm=slurm, soft_limit=soft).items()}
-
-    slurm, soft = CLUSTERS[SOFT_CLUSTER]
-    fed = {"point": (ours, "runtime_s"), "low": (ours, "low_s")}
-    for value in {value.partition("|")[0] for value in values} - set(fed):
-        if value.startswith("answer@"):
-            risk = float(value.split("@")[1])
-            fed[value] = (ours if risk == SOFT_RISK else online_predictions(records, 0.03, soft_risk=risk), "soft_s")
-        elif value.startswith("bound@"):
-            fed[value] = (online_predictions(records, float(value.split("@")[1])), "bound_s")
     last_two = last_two_predictions(records)
-    for value in values:
-        base, _, combiner = value.partition("|")
-        if combiner:
-            answers, field = fed[base]
-            fed[value] = ({key: dataclasses.replace(estimate, runtime_s=_combined(
-                getattr(estimate, field) or estimate.runtime_s, last_two.get(key), combiner), soft_s=0.0)
-                for key, estimate in answers.items()}, "runtime_s")
     copies = [Workload(_shaken(workload.jobs, seed), workload.records, workload.dropped, procs)
               for seed in range(shakes + 1)]
+    for slurm in releases:
+        facts = replay_facts(slurm, True, procs)      # the controller every policy is told
+        default_risk = soft_risk_for(facts)
+        named = [f"answer@{default_risk:g}" if value == "answer" else value for value in values]
+        ours = answers_at(default_risk)
+        fed = {"point": (ours, "runtime_s"), "low": (ours, "low_s")}
+        for value in {value.partition("|")[0] for value in named} - set(fed):
+            if value.startswith("answer@"):
+                fed[value] = (answers_at(float(value.split("@")[1])), "soft_s")
+            elif value.startswith("bound@"):
+                fed[value] = (online_predictions(records, float(value.split("@")[1])), "bound_s")
+        for value in named:
+            base, _, combiner = value.partition("|")
+            if combiner:
+                answers, field = fed[base]
+                fed[value] = ({key: dataclasses.replace(estimate, runtime_s=_combined(
+                    getattr(estimate, field) or estimate.runtime_s, last_two.get(key), combiner), soft_s=0.0)
+                    for key, estimate in answers.items()}, "runtime_s")
 
-    rule = planning_rule(slurm, soft)
+        def replay_all(policy, answers) -> list[dict]:
+            return [replay_jobs(copy, [policy(job, answers.get(id(record)), facts)
+                                       for job, record in zip(copy.jobs, copy.records)], slurm=slurm)
+                    for copy in copies]
 
-    def replay_all(policy, answers) -> list[dict]:
-        return [replay_jobs(copy, [policy(job, answers.get(id(record)), rule)
-                                   for job, record in zip(copy.jobs, copy.records)], slurm=slurm, soft_limit=soft)
-                for copy in copies]
-
-    users = replay_all(POLICIES["user"], {})
-    oracles = replay_all(POLICIES["oracle"], {})
-    out["soft"]["user"] = _summary(users, users, oracles)
-    out["soft"]["oracle"] = _summary(oracles, users, oracles)
-    easy = replay_all(POLICIES["easy++"], last_two)
-    out["soft"]["easy++"] = _summary(easy, users, oracles)
-    easy_named = ["easy++"]
-    for scale in easy_scales:
-        scaled = {key: dataclasses.replace(e, runtime_s=e.runtime_s * scale, bound_s=e.bound_s * scale)
-                  for key, e in last_two.items()}
-        for ratio in easy_ratios:
-            if scale == 1 and ratio == 0:
-                continue                       # the published EASY++, above
-            def easy_policy(job, estimate, rule, ratio=ratio):
-                return POLICIES["easy++"](job, estimate, rule, soft_max_ratio=ratio)
-            name = f"easy++ x{scale:g} k={ratio:g}"
-            out["soft"][name] = _summary(replay_all(easy_policy, scaled), users, oracles, easy)
-            easy_named.append(name)
-    out["soft"]["oracle-time-min"] = _summary(replay_all(POLICIES["oracle-time-min"], {}), users, oracles)
-    ours_named = []
-    for value in values:
-        answers, field = fed[value]
-        valued = {key: dataclasses.replace(estimate, runtime_s=getattr(estimate, field) or estimate.runtime_s,
-                                           soft_s=0.0) for key, estimate in answers.items()}
-        for ratio in ratios:
-            def policy(job, estimate, rule, ratio=ratio):
-                return POLICIES["hpcpredict"](job, estimate, rule, soft_max_ratio=ratio)
-            out["soft"][f"{value} k={ratio:g}"] = _summary(replay_all(policy, valued), users, oracles, easy)
-            ours_named.append(f"{value} k={ratio:g}")
-    met = [name for name in ours_named if out["soft"][name]["goal_met"]]
-    out["best_meeting_goal"] = max(met, key=lambda name: out["soft"][name]["share"]["mean"], default=None)
-    out["frontier"] = _frontier(out["soft"], ours_named, easy_named)
-    for summary in out["soft"].values():
-        del summary["_bsld_per_copy"]
+        soft_out: dict[str, dict] = {}
+        users = replay_all(POLICIES["user"], {})
+        oracles = replay_all(POLICIES["oracle"], {})
+        soft_out["user"] = _summary(users, users, oracles)
+        soft_out["oracle"] = _summary(oracles, users, oracles)
+        easy = replay_all(POLICIES["easy++"], last_two)
+        soft_out["easy++"] = _summary(easy, users, oracles)
+        easy_named = ["easy++"]
+        for scale in easy_scales:
+            scaled = {key: dataclasses.replace(e, runtime_s=e.runtime_s * scale, bound_s=e.bound_s * scale)
+                      for key, e in last_two.items()}
+            for ratio in easy_ratios:
+                if scale == 1 and ratio == 0:
+                    continue                       # the published EASY++, above
+                def easy_policy(job, estimate, facts, ratio=ratio):
+                    return POLICIES["easy++"](job, estimate, facts, soft_max_ratio=ratio)
+                name = f"easy++ x{scale:g} k={ratio:g}"
+                soft_out[name] = _summary(replay_all(easy_policy, scaled), users, oracles, easy)
+                easy_named.append(name)
+        ours_named = []
+        for value in named:
+            answers, field = fed[value]
+            valued = {key: dataclasses.replace(estimate, runtime_s=getattr(estimate, field) or estimate.runtime_s,
+                                               soft_s=0.0) for key, estimate in answers.items()}
+            for ratio in ratios:
+                for slip in slips:
+                    def policy(job, estimate, facts, ratio=ratio, slip=slip, risk=_risk_of(value)):
+                        return POLICIES["hpcpredict"](job, estimate, facts, soft_max_ratio=ratio,
+                                                      soft_max_slip_s=slip, soft_risk=risk)
+                    name = f"{value} k={ratio:g} S={slip:g}"
+                    soft_out[name] = _summary(replay_all(policy, valued), users, oracles, easy)
+                    ours_named.append(name)
+        met = [name for name in ours_named if soft_out[name]["goal_met"]]
+        out["best_meeting_goal"][slurm] = max(met, key=lambda name: soft_out[name]["share"]["mean"], default=None)
+        out["frontier"][slurm] = _frontier(soft_out, ours_named, easy_named,
+                                           f"answer@{default_risk:g} k=0 S={DEFAULT_SLIP_S:g}")
+        for summary in soft_out.values():
+            del summary["_bsld_per_copy"]
+        out["soft"][slurm] = soft_out
     return out
 
 
 def _headline(traces: dict) -> dict:
-    head = {}
+    head: dict = {}
     for key, trace in traces.items():
-        soft = trace["soft"]
-        head[key] = {name: {"share": s["share"]["mean"], "wide_p99_vs_user": s["wide_p99_vs_user"]["mean"],
-                            "bsld": s["mean_bounded_slowdown"]["mean"], "killed": s["killed"]["max"],
-                            "goal_met": s["goal_met"]}
-                     for name, s in soft.items()
-                     if name in ("easy++", "point k=0", DEFAULT_VARIANT, trace["best_meeting_goal"])}
-        head[key]["best_meeting_goal"] = trace["best_meeting_goal"]
-        head[key]["frontier"] = trace["frontier"]
+        for slurm, soft in trace["soft"].items():
+            default = trace["frontier"][slurm]["default_under_tail_goal"]
+            default_name = default["ours"] if default else None
+            chosen = {"easy++", "user", "oracle", default_name, trace["best_meeting_goal"][slurm]}
+            chosen |= {name for name in soft if name.endswith("k=0 S=1800") or name.endswith("k=0 S=0")}
+            head.setdefault(key, {})[slurm] = {
+                name: {"share": s["share"]["mean"], "share_trace": s["share"]["trace"],
+                       "wide_p99_vs_user": s["wide_p99_vs_user"]["mean"],
+                       "wide_p99_vs_user_trace": s["wide_p99_vs_user"]["trace"],
+                       "bsld": s["mean_bounded_slowdown"]["mean"], "bsld_trace": s["mean_bounded_slowdown"]["trace"],
+                       "killed": s["killed"]["max"], "goal_met": s["goal_met"]}
+                for name, s in soft.items() if name in chosen}
+            head[key][slurm]["best_meeting_goal"] = trace["best_meeting_goal"][slurm]
+            head[key][slurm]["frontier"] = trace["frontier"][slurm]
     return head
 
 
@@ -258,26 +282,34 @@ def run(args: list[str]) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks run scheduling")
     parser.add_argument("--traces", default="kth,hpc2n", help=f"from {', '.join(TRACE_FILES)}")
     parser.add_argument("--shakes", type=int, default=20, help="shaken copies of each trace (besides the trace)")
-    parser.add_argument("--ratios", default="0,4,16", help="soft_max_ratio values, comma-separated")
-    parser.add_argument("--values", default="point,bound@0.25,bound@0.3,bound@0.35,bound@0.5,answer@0.3,low",
-                        help="soft --time-min values: point, low, bound@RISK, answer@RISK, each optionally "
+    parser.add_argument("--releases", default=",".join(SOFT_RELEASES),
+                        help="the releases (with time_min_as_soft_limit) of the soft section: one per planning rule")
+    parser.add_argument("--ratios", default="0", help="soft_max_ratio values, comma-separated")
+    parser.add_argument("--slips", default="0,1800,3600,7200", help="soft_max_slip_s values, comma-separated")
+    parser.add_argument("--values", default="answer,answer@0.3,answer@0.5,point",
+                        help="soft --time-min values: answer (the estimate at the release's default soft_risk), "
+                             "point, low, bound@RISK, answer@RISK, each optionally "
                              f"|COMBINER with EASY++'s last-two mean ({', '.join(COMBINERS)})")
-    parser.add_argument("--easy-ratios", default="0,2,4,8",
+    parser.add_argument("--easy-ratios", default="0,4",
                         help="soft_max_ratio guards given EASY++ (0 = none, as published), comma-separated")
-    parser.add_argument("--easy-scales", default="1,1.5,2,3",
+    parser.add_argument("--easy-scales", default="1",
                         help="factors on EASY++'s last-two mean before it becomes the soft --time-min")
     options = parser.parse_args(args)
     ratios = [float(r) for r in options.ratios.split(",")]
     values = options.values.split(",")
     easy_ratios = [float(r) for r in options.easy_ratios.split(",")]
     easy_scales = [float(c) for c in options.easy_scales.split(",")]
-    traces = {key: replay_trace(TRACES / TRACE_FILES[key], options.shakes, ratios, values, easy_ratios, easy_scales)
+    releases = options.releases.split(",")
+    slips = [float(slip) for slip in options.slips.split(",")]
+    traces = {key: replay_trace(TRACES / TRACE_FILES[key], options.shakes, ratios, values, easy_ratios, easy_scales,
+                                releases, slips)
               for key in options.traces.split(",")}
     return {"method": "EASY backfilling (daemon/lab/scheduling/easy.py), bf_resolution 60 s; releases: Slurm 22.05 "
                       "(a backfill start runs under its time_min), 24.11 with time_min_as_soft_limit (started on "
                       "the time_min, planned at the hard end once running), 24.11 without it (every start runs "
-                      "under its time_min), 25.05.3 without it (lowered to the room before the reservation); "
-                      "soft: 24.11 with the option, each figure the mean over the trace and --shakes copies "
+                      "under its time_min), 25.05.3 without it (lowered to the room before the reservation), 26.05 "
+                      "with it (planned at the soft end, then halfway to the hard end at every pass); "
+                      "soft: each --releases release with the option, each figure the mean over the trace and --shakes copies "
                       f"with submit times shifted by U(-{SHAKE_S:g}, {SHAKE_S:g}) s; online predictions as in "
                       "evaluate walltime; wide = processor count >= the 95th percentile",
             "shakes": options.shakes, "headline": _headline(traces), "traces": traces}

@@ -32,8 +32,8 @@ import numpy as np
 from benchmarks.areas.scheduling import TRACE_FILES, TRACES
 from hpcpredict.daemon.lab.history import read_trace
 from hpcpredict.daemon.lab.scheduling import (GROUPINGS, METHODS, group_ids, hindsight_jobs, hpcpredict_bound,
-                                              killed_split, online_predictions, replay_jobs, replay_policies,
-                                              sim_jobs, simulate, trace_machine_size)
+                                              killed_split, online_predictions, replay_facts, replay_jobs,
+                                              replay_policies, sim_jobs, simulate, trace_machine_size)
 
 DESCRIPTION = ("walltime policy vs oracle when killed jobs are resubmitted, and a hindsight "
                "group-quantile bound as the ceiling of any bound (KTH-SP2, HPC2N)")
@@ -81,7 +81,7 @@ def replay_trace(path: Path, risks: list[float]) -> dict:
     user_outcomes = simulate(workload.jobs, procs, slurm=SLURM)
     for risk in risks:
         answers = online_predictions(records, risk)
-        jobs = [hpcpredict_bound(job, answers.get(id(record)), False)
+        jobs = [hpcpredict_bound(job, answers.get(id(record)), replay_facts(SLURM, False, procs))
                 for job, record in zip(workload.jobs, workload.records)]
         out["ours"][str(risk)] = {
             accounting: dict(_scores(replay_jobs(workload, jobs, slurm=SLURM, resubmit_killed=resubmit), user, room, risk),

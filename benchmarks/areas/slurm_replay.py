@@ -181,24 +181,25 @@ def simulate_window(history, window, compress: float, slurm: str, procs: int, po
     (24.11: time_min_as_soft_limit on) and the cluster's bf_resolution, the model's online
     answers after the same history (daemon/lab/scheduling); metrics as :func:`score` reports them."""
     from hpcpredict.daemon.config import PolicyConfig
-    from hpcpredict.daemon.lab.scheduling import (POLICIES as SIM_POLICIES, online_predictions, planning_rule,
+    from hpcpredict.daemon.lab.scheduling import (POLICIES as SIM_POLICIES, online_predictions, replay_facts,
                                                   sim_jobs, simulate)
 
     origin = min(r.submit_time for r in history + window)     # times stay >= 0 (unknown: -1)
     before = [compressed(r, origin, compress, JOB_NAME) for r in history]
     during = [compressed(r, origin, compress, JOB_NAME) for r in window]
     policy = PolicyConfig()      # the daemon's defaults, as the replay's daemons run
-    # soft_risk: a soft --time-min plans with the runtime at [policy] soft_risk, as the daemon answers
-    answers = online_predictions(before + during, risk=policy.risk, soft_risk=policy.soft_risk)
     workload = sim_jobs(during, procs)
     soft = slurm != "22.05"
-    rule = planning_rule(slurm, soft)      # what each policy is told: the release's planning rule
+    facts = replay_facts(slurm, soft, procs)      # the controller every policy is told
+    # soft_risk: a soft --time-min plans with the runtime at [policy] soft_risk for the release's rule,
+    # as the daemon answers
+    answers = online_predictions(before + during, risk=policy.risk, soft_risk=policy.soft_risk_for(facts.rule))
     results = {}
     for policy in policies:
         if policy not in SIMULATED:
             continue
         chosen = SIM_POLICIES[SIMULATED[policy]]
-        jobs = [chosen(job, answers.get(id(record)), rule) for job, record in zip(workload.jobs, workload.records)]
+        jobs = [chosen(job, answers.get(id(record)), facts) for job, record in zip(workload.jobs, workload.records)]
         outcomes = simulate(jobs, procs, BF_RESOLUTION_S[slurm], slurm, soft)
         waits = [(o.start_s - o.job.submit_s) * compress for o in outcomes]
         runs = [(o.end_s - o.start_s) * compress for o in outcomes]

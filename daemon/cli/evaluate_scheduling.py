@@ -22,8 +22,9 @@ the option does not exist (slurmctld ignores the word): a backfill start runs un
 every start runs under exactly its ``--time-min``; 25.05.3 and later: the limit is lowered
 only to the room before the next reservation). ``hpcpredict`` is the product's default policy
 for that cluster: the soft ``--time-min`` where the option is set (the estimate at
-``--soft-risk``, ``--soft-max-ratio`` as ``[policy] soft_risk`` and ``soft_max_ratio``),
-nothing changed (``advise``) where it is not.
+``--soft-risk``, default ``[policy] soft_risk_hard_end`` or ``soft_risk_halfway`` by the rule;
+``--soft-max-slip`` and ``--soft-max-ratio`` as ``[policy] soft_max_slip_s`` and
+``soft_max_ratio``), nothing changed (``advise``) where it is not.
 ``--resubmit-killed`` makes kills cost what they cost: a job a policy's limit killed is
 submitted again at its kill with the user's own request, and scored from its first submission
 to its final end (its lost run counted as waiting); each policy then also has ``resubmitted``.
@@ -64,7 +65,12 @@ def register(families) -> None:
                              "(0: no guard; default: [policy] soft_max_ratio's default)")
     parser.add_argument("--soft-risk", type=float, default=None, metavar="R",
                         help="hpcpredict's soft --time-min is the runtime a job outlives with probability R "
-                             "(default: [policy] soft_risk's default)")
+                             "(default: [policy] soft_risk_hard_end's or soft_risk_halfway's default, by the "
+                             "release's planning rule)")
+    parser.add_argument("--soft-max-slip", type=float, default=None, metavar="S",
+                        help="hpcpredict's soft --time-min only where the slip it can cause a waiting "
+                             "reservation (the window the rule opens x the job's share of the machine) is "
+                             "at most S seconds (0: no guard; default: [policy] soft_max_slip_s's default)")
     parser.add_argument("--resubmit-killed", action="store_true",
                         help="a job killed by a limit below its request is submitted again at its kill "
                              "with the user's request (no --time-min) and scored from its first "
@@ -100,9 +106,12 @@ def run(args) -> int:
         raise InvalidRequest("--soft-max-ratio", f"must be a finite number >= 0, got {args.soft_max_ratio}")
     if args.soft_risk is not None:
         _check_risk(args.soft_risk, "--soft-risk")
+    if args.soft_max_slip is not None and not (0 <= args.soft_max_slip < float("inf")):
+        raise InvalidRequest("--soft-max-slip", f"must be a finite number >= 0, got {args.soft_max_slip}")
     policies = list(POLICIES) if args.all_policies else list(DEFAULT_POLICIES)
     options = dict(slurm=args.slurm, soft_limit=False if args.no_soft_limit else None,
-                   resubmit_killed=args.resubmit_killed, soft_max_ratio=args.soft_max_ratio)
+                   resubmit_killed=args.resubmit_killed, soft_max_ratio=args.soft_max_ratio,
+                   soft_max_slip_s=args.soft_max_slip)
     if args.soft_risk is not None:
         options["soft_risk"] = args.soft_risk
     if len(jobs) > 5000 and sys.stderr.isatty() and not args.json:

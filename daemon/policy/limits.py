@@ -6,11 +6,9 @@ applies them. What a limit we set does depends on the controller:
 
 - ``soft``: Slurm >= 23.11 with ``SchedulerParameters=time_min_as_soft_limit``. Backfill may
   start a job on its ``--time-min`` and the job keeps its ``--time``: a soft ``time_min`` never
-  kills, so it is the runtime the job outlives with probability ``[policy] soft_risk`` (0.3: the
-  daemon passes it as ``runtime_s``; no floor). ``--time`` is never touched. Measured on 24.11.5,
-  every *other* job is planned against the soft job's hard end once it runs, so a waiting job's
-  reservation can slip by up to ``--time`` − ``time_min``: ``soft_max_ratio`` (k > 0) sets the
-  soft ``time_min`` only when the job's limit is at most k × the estimate.
+  kills, so it is the runtime the job outlives with probability ``[policy] soft_risk`` for the
+  controller's planning rule (the daemon passes it as ``runtime_s``; no floor). ``--time`` is
+  never touched. What it costs is the reservation of the job it could delay (below).
 - ``bound``: ``--time-min`` is a kill limit (22.05; 24.11 without the option, where backfill
   gives every job it starts exactly its ``--time-min``). The ``time_min`` we set is then a
   promise at the site's risk, never a point estimate: the bound the job outlives with
@@ -30,7 +28,37 @@ clamped to the partition's ``MaxTime``, the QOS's ``MaxWall`` and the site cap.
 
 ``soft``: ``time_min`` = ``runtime_s`` rounded up to a minute, only when below the job's limit
 (``requested_s``: its ``--time``, or the partition's ``DefaultTime`` the caller passes when none
-was given; with neither, ``max_time_s``; with none known, nothing).
+was given; with neither, ``max_time_s``; with none known, nothing), and only when the slip it
+can cause a waiting job's reservation is within ``soft_max_slip_s`` (:func:`reservation_slip_s`).
+
+Why a soft job costs a reservation, per planning rule (``rule``). Backfill starts a soft job J
+(width w of the machine's M CPUs, soft value t, hard limit T) in a hole before the head's
+reservation because it fits there *by t*. What happens to that reservation then is the rule's:
+
+- ``hard_end`` (23.11.0 - 25.05.3, measured on 24.11.5): from the next pass J is planned at its
+  hard end, whether or not it will overrun: the head's reservation, if it waits for J's CPUs,
+  moves from ``start + t`` to ``start + T`` at once, and backfill fills the window it opened
+  with jobs the head then waits for too (FINDINGS S3: 316 s late for a 38 s overrun). The
+  window is ``T - t``; the soft value only decides the admission.
+- ``soft_then_halfway`` (25.05.4+, 25.11, 26.x, measured on 26.05.5): J is planned at
+  ``start + t``; the reservation holds while J is within it. Only once J outlives t (with
+  probability ``soft_risk``, the soft value's risk) is it planned halfway from now to its hard
+  end: the window opened at that pass is ``(T - t) / 2``, and it shrinks by half of each second
+  that passes. So the expected window is ``soft_risk (T - t) / 2``. The soft value is the plan
+  here, so it may be closer to the median: an overrun costs its own length and half a window,
+  not the whole one.
+
+How much of that window reaches a waiting job: J holds w of M CPUs, and the work queued in
+front of a wide job drains at the machine's rate, so a window of W seconds on w CPUs is, spread
+over the machine, ``(w / M) W`` seconds of delay in front of the head (the fluid view of EASY:
+wide jobs wait for the machine, not for one job). :func:`reservation_slip_s` is that product
+(with the expected window); a soft ``time_min`` is set only where it is at most
+``soft_max_slip_s``, one budget for both rules. This bounds, per soft job
+and by construction, what it can do to the widest jobs' reservations (an unknown width or
+machine size counts as the whole machine: w / M = 1), instead of a quantile tuned to one trace.
+A narrow job with a generous ``--time`` keeps its soft limit; a wide one over-requesting by
+hours does not. ``soft_max_ratio`` (k > 0, off by default) is the older, width-blind guard:
+``--time`` at most k × the estimate.
 
 All values are seconds; every limit set is a whole number of minutes (Slurm's unit).
 
@@ -48,6 +76,11 @@ LimitChange(time_limit_s=None, time_min_s=180, reason='soft_time_min', mode='sof
 'limit_above_soft_max_ratio'
 >>> plan_limits(mode="soft", runtime_s=130, bound_s=1000).reason
 'job_limit_unknown'
+>>> plan_limits(mode="soft", runtime_s=130, bound_s=1000, requested_s=14400, soft_max_slip_s=1800).reason
+'reservation_slip_above_budget'
+>>> plan_limits(mode="soft", runtime_s=130, bound_s=1000, requested_s=14400, soft_max_slip_s=1800,
+...             procs=8, machine_procs=100).time_min_s
+180
 >>> plan_limits(mode="advise", runtime_s=130, bound_s=1000, requested_s=14400)
 LimitChange(time_limit_s=None, time_min_s=None, reason='advise_only', mode='advise')
 """
@@ -82,7 +115,8 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
                 user_time_min_s: float = 0, max_time_s: float | None = None, floor_s: float = DEFAULT_FLOOR_S,
                 site_cap_s: float = DEFAULT_SITE_CAP_S, fallback: bool = False,
                 soft_max_ratio: float = 0.0, bound_calibrated: bool = True, rule: str = "hard_end",
-                procs: int = 0, machine_procs: int = 0) -> LimitChange:
+                procs: int = 0, machine_procs: int = 0, soft_max_slip_s: float = 0.0,
+                soft_risk: float = 1.0) -> LimitChange:
     """The limits to set for a job estimated to run ``runtime_s``, ``bound_s`` at the site's risk.
 
     ``runtime_s`` is only read in ``soft`` mode: the runtime the soft ``time_min`` plans with
@@ -95,8 +129,10 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
     ``bound`` mode sets a kill limit only from such a bound.
     ``rule``: how the controller plans a running soft job (``hard_end``: 23.11 - 25.05.3;
     ``soft_then_halfway``: 25.05.4+; :class:`~.controller.ControllerFacts`); ``procs``: the
-    job's CPUs requested; ``machine_procs``: the cluster's CPUs (0 = unknown). Read in ``soft``
-    mode only.
+    job's CPUs requested; ``machine_procs``: the cluster's CPUs (0 = unknown);
+    ``soft_max_slip_s``: the most a soft job may be expected to slip a waiting reservation
+    (:func:`reservation_slip_s`; 0 = no guard); ``soft_risk``: the probability the job outlives
+    ``runtime_s`` (the soft value's risk; 1 = unknown, the worst case). Read in ``soft`` mode only.
     """
     if mode not in MODES:
         raise ValueError(f"unknown policy mode {mode!r}: one of {', '.join(MODES)}")
@@ -114,7 +150,8 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
     cap = site_cap_s if max_time_s is None or max_time_s <= 0 else min(site_cap_s, max_time_s)
     if mode == "soft":
         return _plan_soft(runtime_s, requested_s, max_time_s, cap, soft_max_ratio,
-                          rule=rule, procs=procs, machine_procs=machine_procs)
+                          rule=rule, procs=procs, machine_procs=machine_procs, soft_max_slip_s=soft_max_slip_s,
+                          soft_risk=soft_risk)
     if requested_s > 0:
         time_min = max(ceil_minute(bound_s), ceil_minute(floor_s))
         if time_min >= requested_s:
@@ -129,9 +166,29 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
     return LimitChange(limit, None, "time_limit")
 
 
+def reservation_slip_s(job_limit_s: float, time_min_s: float, rule: str, procs: int = 0,
+                       machine_procs: int = 0, soft_risk: float = 1.0) -> float:
+    """How far, spread over the machine, a running soft job is expected to push a waiting
+    reservation (module docstring): the window its planning rule opens (``hard_end``: ``--time``
+    − ``time_min``, at its start, overrun or not; ``soft_then_halfway``: half that, and only if it
+    outlives ``time_min``, with probability ``soft_risk``) times its share of the machine (1 when
+    either size is unknown).
+
+    >>> reservation_slip_s(14400, 1800, "hard_end", 8, 100), reservation_slip_s(14400, 1800, "soft_then_halfway")
+    (1008.0, 6300.0)
+    >>> reservation_slip_s(14400, 1800, "soft_then_halfway", 8, 100, soft_risk=0.5)
+    252.0
+    """
+    window = max(job_limit_s - time_min_s, 0.0)
+    if rule == "soft_then_halfway":
+        window *= min(max(soft_risk, 0.0), 1.0) / 2.0
+    share = min(procs / machine_procs, 1.0) if procs > 0 and machine_procs > 0 else 1.0
+    return share * window
+
+
 def _plan_soft(runtime_s: float, requested_s: float, max_time_s: float | None, cap: float,
                soft_max_ratio: float, *, rule: str = "hard_end", procs: int = 0,
-               machine_procs: int = 0) -> LimitChange:
+               machine_procs: int = 0, soft_max_slip_s: float = 0.0, soft_risk: float = 1.0) -> LimitChange:
     # No floor: a soft time_min cannot kill; runtime_s is the plan (the soft_risk quantile).
     known = [s for s in (requested_s, max_time_s) if s is not None and 0 < s]
     if not known:
@@ -141,8 +198,11 @@ def _plan_soft(runtime_s: float, requested_s: float, max_time_s: float | None, c
     if time_min >= job_limit:
         return LimitChange(None, None, "estimate_not_below_limit", "soft")
     if soft_max_ratio > 0 and job_limit > soft_max_ratio * runtime_s:
-        # --time − time_min is how far a waiting job's reservation can slip behind this one.
         return LimitChange(None, None, "limit_above_soft_max_ratio", "soft")
+    slip = reservation_slip_s(job_limit, time_min, rule, procs, machine_procs, soft_risk)
+    if soft_max_slip_s > 0 and slip > soft_max_slip_s:
+        # the window this job's rule opens in a waiting reservation, spread over the machine
+        return LimitChange(None, None, "reservation_slip_above_budget", "soft")
     return LimitChange(None, time_min, "soft_time_min", "soft")
 
 

@@ -288,7 +288,7 @@ def test_soft_limit_never_kills_and_can_delay_a_head(seed, mode, monkeypatch):
 @pytest.mark.parametrize("mode", KILL_MODES + SOFT_MODES)
 def test_oracle_never_kills(seed, mode):
     queue = random_queue(random.Random(seed), 300, 8)
-    oracle = [policies.oracle(j, None, False) for j in queue]
+    oracle = [policies.oracle(j, None, policies.replay_facts("22.05")) for j in queue]
     outcomes = simulate(oracle, procs=8, **mode)
     assert not any(o.killed for o in outcomes)
     assert all(o.end_s - o.start_s == o.job.work_s or o.job.work_s < 1 for o in outcomes)

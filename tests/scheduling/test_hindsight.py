@@ -86,7 +86,8 @@ def test_hindsight_jobs_get_what_our_policy_sets_on_the_bound():
     # the 0.9 quantile of 10..29 min is 27 min: time_min 1620 s on every one of ann's jobs
     assert {j.time_min_s for j in ann} == {1620.0} and all(j.limit_s == 7200 for j in ann)
     alone = [j for j in jobs if j.job_id == "b"][0]
-    oracle = policies.oracle_time_min([j for j in load.jobs if j.job_id == "b"][0], None, False)   # bound mode
+    oracle = policies.oracle_time_min([j for j in load.jobs if j.job_id == "b"][0], None,
+                                    policies.replay_facts("22.05"))   # bound mode
     assert alone == oracle                     # in-sample, a group of one is the oracle
     unchanged = [j for j in hindsight_jobs(load, "user-request-procs", 0.1, "leave-one-out") if j.job_id == "b"]
     assert unchanged == [j for j in load.jobs if j.job_id == "b"]
@@ -102,7 +103,7 @@ def test_killed_split_sums_to_the_change_on_the_hpc2n_subset():
     load = sim_jobs(records, procs)
     assert procs == 240 and len(load.jobs) > 3000
     answers = policies.online_predictions(records, 0.3)
-    jobs = [policies.hpcpredict_bound(job, answers.get(id(record)), None)
+    jobs = [policies.hpcpredict_bound(job, answers.get(id(record)), policies.replay_facts("22.05"))
             for job, record in zip(load.jobs, load.records)]
     user = simulate(load.jobs, procs, slurm="22.05")
     user_bsld = summarize(user, procs)["mean_bounded_slowdown"]

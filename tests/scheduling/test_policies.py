@@ -9,7 +9,14 @@ from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.lab.scheduling import policies
 from hpcpredict.daemon.lab.scheduling.workload import SimJob, sim_jobs, trace_machine_size
+from hpcpredict.daemon.config import PolicyConfig
 from hpcpredict.daemon.policy import plan_limits
+
+# The controllers replayed, 100 CPUs: 24.11 and 26.05 with time_min_as_soft_limit, 22.05 (a kill limit)
+CONTROLLERS = {"hard_end": policies.replay_facts("24.11", procs=100),
+               "soft_then_halfway": policies.replay_facts("26.05", procs=100),
+               "kill": policies.replay_facts("22.05", procs=100)}
+HARD_END, KILL = CONTROLLERS["hard_end"], CONTROLLERS["kill"]
 
 
 def prediction(bound, fallback=False, runtime=None, calibrated=True):
@@ -27,7 +34,7 @@ CASES = [(1000, 7200, False), (9000, 7200, False), (1000, 7200, True), (1000, 0,
 
 
 @pytest.mark.parametrize("bound, requested, fallback", CASES)
-@pytest.mark.parametrize("rule, mode", [("hard_end", "soft"), ("soft_then_halfway", "soft"), (None, "advise")])
+@pytest.mark.parametrize("rule, mode", [("hard_end", "soft"), ("soft_then_halfway", "soft"), ("kill", "advise")])
 @pytest.mark.parametrize("ratio", [0.0, 4.0])
 def test_hpcpredict_sets_what_plan_limits_decides_for_the_cluster(bound, requested, fallback, rule, mode, ratio):
     """The replay's default policy is the hook's: soft mode where --time-min is soft, advise
@@ -37,20 +44,21 @@ def test_hpcpredict_sets_what_plan_limits_decides_for_the_cluster(bound, request
     # a job without --time runs under the partition's limit: the daemon passes its MaxTime
     change = plan_limits(mode=mode, runtime_s=estimate.runtime_s, bound_s=bound, requested_s=requested,
                          max_time_s=None if requested else before.limit_s, fallback=fallback,
-                         soft_max_ratio=ratio)
-    after = policies.hpcpredict(before, estimate, rule, soft_max_ratio=ratio)
+                         soft_max_ratio=ratio, rule=rule, procs=before.procs, machine_procs=100,
+                         soft_max_slip_s=PolicyConfig().soft_max_slip_s)
+    after = policies.hpcpredict(before, estimate, CONTROLLERS[rule], soft_max_ratio=ratio)
     assert after.time_min_s == (change.time_min_s or 0.0)
     assert after.limit_s == (change.time_limit_s or before.limit_s)
     assert policies.shortened(before, after) == (change.time_min_s is not None or change.time_limit_s is not None)
-    if not rule:
+    if rule == "kill":
         assert after == before
 
 
 def test_soft_time_min_is_the_point_estimate_rounded_up_and_guarded_by_the_ratio():
-    assert policies.hpcpredict(job(7200), prediction(1000), "hard_end", soft_max_ratio=0).time_min_s == 540
-    assert policies.hpcpredict(job(7200), prediction(1000), "hard_end", soft_max_ratio=20).time_min_s == 540
-    assert policies.hpcpredict(job(7200), prediction(1000), "hard_end", soft_max_ratio=10).time_min_s == 0   # 7200 > 10 x 500
-    assert policies.hpcpredict(job(7200), None, "hard_end") == job(7200)
+    assert policies.hpcpredict(job(7200), prediction(1000), HARD_END, soft_max_ratio=0).time_min_s == 540
+    assert policies.hpcpredict(job(7200), prediction(1000), HARD_END, soft_max_ratio=20).time_min_s == 540
+    assert policies.hpcpredict(job(7200), prediction(1000), HARD_END, soft_max_ratio=10).time_min_s == 0   # 7200 > 10 x 500
+    assert policies.hpcpredict(job(7200), None, HARD_END) == job(7200)
 
 
 def test_soft_time_min_plans_with_the_estimate_at_soft_risk_when_the_answer_carries_it():
@@ -59,12 +67,12 @@ def test_soft_time_min_plans_with_the_estimate_at_soft_risk_when_the_answer_carr
     import dataclasses
 
     carried = dataclasses.replace(prediction(4000, runtime=1000.0), soft_s=1500.0)
-    assert policies.hpcpredict(job(7200), carried, "hard_end", soft_max_ratio=0).time_min_s == 1500
-    assert policies.hpcpredict(job(7200), carried, "hard_end", soft_max_ratio=5).time_min_s == 1500   # 7200 <= 5 x 1500
-    assert policies.hpcpredict(job(7200), carried, "hard_end", soft_max_ratio=4).time_min_s == 0      # 7200 > 4 x 1500
-    assert policies.hpcpredict_soft(job(7200), carried, "hard_end").time_min_s == 1500
-    assert policies.hpcpredict(job(7200), carried, None) == job(7200)                        # advise: nothing
-    assert policies.hpcpredict_bound(job(7200), carried, "hard_end").time_min_s == 4020             # bound: soft_s unused
+    assert policies.hpcpredict(job(7200), carried, HARD_END, soft_max_ratio=0).time_min_s == 1500
+    assert policies.hpcpredict(job(7200), carried, HARD_END, soft_max_ratio=5).time_min_s == 1500   # 7200 <= 5 x 1500
+    assert policies.hpcpredict(job(7200), carried, HARD_END, soft_max_ratio=4).time_min_s == 0      # 7200 > 4 x 1500
+    assert policies.hpcpredict_soft(job(7200), carried, HARD_END).time_min_s == 1500
+    assert policies.hpcpredict(job(7200), carried, KILL) == job(7200)                        # advise: nothing
+    assert policies.hpcpredict_bound(job(7200), carried, HARD_END).time_min_s == 4020             # bound: soft_s unused
 
 
 def test_online_predictions_carry_the_soft_value_of_the_same_model(kth_slice):
@@ -86,11 +94,11 @@ def dataclasses_equal_but_soft(a, b):
 
 
 def test_site_alternatives_and_oracles():
-    assert policies.hpcpredict_bound(job(7200), prediction(1000), "hard_end").time_min_s == 1020
-    assert policies.hpcpredict_soft(job(7200), prediction(1000), None).time_min_s == 540
-    assert policies.hpcpredict_time(job(7200), prediction(1000), "hard_end").limit_s == 1020
-    assert policies.hpcpredict_time(job(7200), prediction(9000), "hard_end").limit_s == 7200
-    assert policies.hpcpredict_time(job(7200), prediction(1000, fallback=True), "hard_end").limit_s == 7200
+    assert policies.hpcpredict_bound(job(7200), prediction(1000), HARD_END).time_min_s == 1020
+    assert policies.hpcpredict_soft(job(7200), prediction(1000), KILL).time_min_s == 540
+    assert policies.hpcpredict_time(job(7200), prediction(1000), HARD_END).limit_s == 1020
+    assert policies.hpcpredict_time(job(7200), prediction(9000), HARD_END).limit_s == 7200
+    assert policies.hpcpredict_time(job(7200), prediction(1000, fallback=True), HARD_END).limit_s == 7200
 
 
 def test_bound_mode_sets_no_kill_limit_from_a_bound_that_is_not_calibrated():
@@ -98,15 +106,15 @@ def test_bound_mode_sets_no_kill_limit_from_a_bound_that_is_not_calibrated():
     308 KTH-SP2 jobs it shortened at 3 % risk: bound mode sets nothing from it; soft mode,
     which cannot kill, still plans with the estimate."""
     rule = prediction(1000, calibrated=False)
-    assert policies.hpcpredict_bound(job(7200), rule, None) == job(7200)
-    assert policies.hpcpredict_time(job(7200), rule, None) == job(7200)
-    assert policies.hpcpredict_soft(job(7200), rule, "hard_end").time_min_s == 540
+    assert policies.hpcpredict_bound(job(7200), rule, KILL) == job(7200)
+    assert policies.hpcpredict_time(job(7200), rule, KILL) == job(7200)
+    assert policies.hpcpredict_soft(job(7200), rule, HARD_END).time_min_s == 540
     assert plan_limits(mode="bound", bound_s=1000, requested_s=7200, bound_calibrated=False).reason == \
         "bound_not_calibrated"
-    assert policies.oracle(job(7200, work=1234.0), None, "hard_end").limit_s == 1234.0
-    assert policies.oracle_time_min(job(7200, work=1234.0), None, None).time_min_s == 1260   # bound: floor 5 min
-    assert policies.oracle_time_min(job(7200, work=100.0), None, None).time_min_s == 300
-    assert policies.oracle_time_min(job(7200, work=100.0), None, "hard_end").time_min_s == 120      # soft: no floor
+    assert policies.oracle(job(7200, work=1234.0), None, HARD_END).limit_s == 1234.0
+    assert policies.oracle_time_min(job(7200, work=1234.0), None, KILL).time_min_s == 1260   # bound: floor 5 min
+    assert policies.oracle_time_min(job(7200, work=100.0), None, KILL).time_min_s == 300
+    assert policies.oracle_time_min(job(7200, work=100.0), None, HARD_END).time_min_s == 120      # soft: no floor
 
 
 def test_easy_plus_plus_is_the_mean_of_the_users_last_two_ended_runtimes():
@@ -123,11 +131,11 @@ def test_easy_plus_plus_is_the_mean_of_the_users_last_two_ended_runtimes():
     assert by_id["1"] is None and by_id["2"] is None and by_id["3"] is None and by_id["6"] is None
     assert by_id["4"].runtime_s == 300.0          # (100 + 500) / 2
     assert by_id["5"].runtime_s == 280.0          # the last two: 500 and 60
-    after = policies.easy_plus_plus(job(3600), by_id["5"], "hard_end")
+    after = policies.easy_plus_plus(job(3600), by_id["5"], HARD_END)
     assert (after.time_min_s, after.limit_s) == (300, 3600)     # a soft time_min, the request kept
-    guarded = policies.easy_plus_plus(job(3600), by_id["5"], "hard_end", soft_max_ratio=4)
+    guarded = policies.easy_plus_plus(job(3600), by_id["5"], HARD_END, soft_max_ratio=4)
     assert (guarded.time_min_s, guarded.limit_s) == (0, 3600)   # 3600 > 4 x 280: left as the user asked
-    assert policies.easy_plus_plus(job(3600), by_id["5"], "hard_end", soft_max_ratio=16).time_min_s == 300
+    assert policies.easy_plus_plus(job(3600), by_id["5"], HARD_END, soft_max_ratio=16).time_min_s == 300
 
 
 def test_online_predictions_only_see_jobs_ended_before_submission(kth_slice):
@@ -162,9 +170,11 @@ def test_online_predictions_fall_back_to_the_users_recent_runs_as_the_daemon_doe
     new, bob = answers[id(records[-2])], answers[id(records[-1])]
     assert not new.fallback and new.model_name == "recent-history"
     assert new.runtime_s == (700.0 + 800.0) / 2 and new.runtime_s <= new.soft_s <= 800.0
-    planned = policies.hpcpredict(job(360000.0, work=900.0), new, "hard_end")
+    planned = policies.hpcpredict(job(360000.0, work=900.0), new, HARD_END, soft_max_slip_s=0)
     assert planned.time_min_s == math.ceil(new.soft_s / 60) * 60 and planned.limit_s == 360000.0
-    assert bob.fallback and policies.hpcpredict(job(3600.0), bob, "hard_end") == job(3600.0)
+    # the default slip guard: a 100-hour --time on 4 of 100 CPUs could slip a reservation by ~4 h
+    assert policies.hpcpredict(job(360000.0, work=900.0), new, HARD_END) == job(360000.0, work=900.0)
+    assert bob.fallback and policies.hpcpredict(job(3600.0), bob, HARD_END) == job(3600.0)
 
 
 def test_machine_size_from_the_header_and_dropped_jobs(tmp_path, kth_slice):

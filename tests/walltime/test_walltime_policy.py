@@ -103,3 +103,34 @@ def test_the_line_says_what_each_mode_did():
     assert line(mode="soft", runtime_s=3590.0, bound_s=4000, requested_s=HOUR).endswith("kept your --time=01:00:00")
     assert line(mode="advise", runtime_s=50.0, bound_s=100).endswith(
         "suggested --time=00:02:00 (advice only: hpcpredict changes no limit here)")
+
+
+# The reservation-slip guard (limits.reservation_slip_s): a 4-hour --time, an estimate of 1 hour.
+SLIP = dict(mode="soft", runtime_s=3600, bound_s=5000, requested_s=4 * 3600, soft_max_slip_s=1800)
+
+
+@pytest.mark.parametrize("rule, procs, machine, set_", [
+    ("hard_end", 8, 100, True),            # 3 h window x 8 %: 864 s of slip
+    ("hard_end", 20, 100, False),          # x 20 %: 2160 s
+    ("soft_then_halfway", 20, 100, True),  # half the window once past its soft value: 1080 s
+    ("soft_then_halfway", 40, 100, False),  # 2160 s
+    ("hard_end", 8, 0, False),             # the cluster's size unknown: the whole machine
+    ("soft_then_halfway", 0, 100, False),  # the job's width unknown: the whole machine
+    ("hard_end", 400, 100, False),         # wider than the machine reads as all of it
+])
+def test_soft_time_min_only_where_the_reservation_slip_it_can_cause_is_within_budget(rule, procs, machine, set_):
+    """The window the planning rule opens in a waiting reservation (hard end: --time - time_min
+    at once; soft then halfway: half of it, once the job outlives its soft value), spread over
+    the machine by the job's share of its CPUs, must be at most soft_max_slip_s."""
+    change = plan_limits(**SLIP, rule=rule, procs=procs, machine_procs=machine)
+    assert (change.time_min_s == 3600) == set_
+    assert change.reason == ("soft_time_min" if set_ else "reservation_slip_above_budget")
+
+
+def test_the_slip_guard_is_off_at_zero_and_shrinks_with_the_over_request():
+    assert plan_limits(**{**SLIP, "soft_max_slip_s": 0}, rule="hard_end").time_min_s == 3600
+    # the whole machine, but --time only 30 min above the soft value: within 1800 s
+    assert plan_limits(**{**SLIP, "requested_s": 3600 + 1800}, rule="hard_end").time_min_s == 3600
+    assert limits.reservation_slip_s(14400, 3600, "hard_end", 25, 100) == 2700
+    assert limits.reservation_slip_s(14400, 3600, "soft_then_halfway", 25, 100) == 1350
+    assert limits.reservation_slip_s(3000, 3600, "hard_end") == 0

@@ -18,8 +18,9 @@ What the family offers, and what the benchmarks and ``hpcpredict evaluate schedu
   :func:`planning_rule`, :func:`parse_release` (what a release number means),
   :data:`SLURM_RELEASES` (one per behaviour), :data:`DEFAULT_RELEASE`, :data:`SOFT_LIMIT_SINCE`,
   :data:`HALFWAY_SINCE`, the planning rules :data:`HARD_END` and :data:`SOFT_THEN_HALFWAY`;
-* the policies: :data:`POLICIES`, :data:`DEFAULT_POLICIES`, :data:`SOFT_RISK`,
-  :func:`online_predictions`, :func:`last_two_predictions`, :func:`hpcpredict_bound`;
+* the policies: :data:`POLICIES`, :data:`DEFAULT_POLICIES`, :func:`soft_risk_for`,
+  :func:`online_predictions`, :func:`last_two_predictions`, :func:`hpcpredict_bound`,
+  :func:`replay_facts` (the controller a replayed release shows the policies);
 * the scores: :func:`killed_split`;
 * the hindsight reference: :data:`GROUPINGS`, :data:`METHODS`, :func:`group_ids`,
   :func:`hindsight_jobs`, :func:`batch_ids`.
@@ -27,16 +28,16 @@ What the family offers, and what the benchmarks and ``hpcpredict evaluate schedu
 from .easy import (DEFAULT_RELEASE, HALFWAY_SINCE, HARD_END, PLANNING_RULES, SLURM_RELEASES, SOFT_LIMIT_SINCE,
                    SOFT_THEN_HALFWAY, parse_release, planning_rule, semantics, simulate)
 from .hindsight import GROUPINGS, METHODS, batch_ids, group_ids, hindsight_jobs
-from .policies import (DEFAULT_POLICIES, POLICIES, SOFT_RISK, hpcpredict_bound, last_two_predictions,
-                       online_predictions)
+from .policies import (DEFAULT_POLICIES, POLICIES, hpcpredict_bound, last_two_predictions, online_predictions,
+                       replay_facts, soft_risk_for)
 from .replay import evaluate_scheduling, replay_jobs, replay_policies
 from .scores import killed_split
 from .workload import Workload, sim_jobs, trace_machine_size
 
 __all__ = [
     "DEFAULT_POLICIES", "DEFAULT_RELEASE", "GROUPINGS", "HALFWAY_SINCE", "HARD_END", "METHODS", "PLANNING_RULES",
-    "POLICIES", "SLURM_RELEASES", "SOFT_LIMIT_SINCE", "SOFT_RISK", "SOFT_THEN_HALFWAY", "Workload", "batch_ids",
+    "POLICIES", "SLURM_RELEASES", "SOFT_LIMIT_SINCE", "SOFT_THEN_HALFWAY", "Workload", "batch_ids",
     "evaluate_scheduling", "group_ids", "hindsight_jobs", "hpcpredict_bound", "killed_split", "last_two_predictions",
-    "online_predictions", "parse_release", "planning_rule", "replay_jobs", "replay_policies", "semantics",
-    "sim_jobs", "simulate", "trace_machine_size",
+    "online_predictions", "parse_release", "planning_rule", "replay_facts", "replay_jobs", "replay_policies", "semantics",
+    "sim_jobs", "simulate", "soft_risk_for", "trace_machine_size",
 ]

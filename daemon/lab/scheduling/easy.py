@@ -98,6 +98,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from ...policy import controller
 from .workload import SimJob
 
 SLURM_BF_RESOLUTION_S = 60    # Slurm's default bf_resolution
@@ -106,7 +107,7 @@ SLURM_RELEASES = ("22.05", "23.02", "23.11", "24.11", "25.05.3", "25.05.4", "25.
 DEFAULT_RELEASE = "24.11"
 SOFT_LIMIT_SINCE = "23.11"    # the release that added time_min_as_soft_limit
 HALFWAY_SINCE = "25.05.4"     # _soft_job_end (SchedMD ticket 23426), also in 25.11.0 and later
-# The planning rules of a running soft job (the daemon's policy speaks the same names):
+# The planning rules of a running soft job, named as the daemon's policy names them (daemon/policy):
 HARD_END = "hard_end"                    # 23.11.0 - 25.05.3: at its hard end
 SOFT_THEN_HALFWAY = "soft_then_halfway"  # 25.05.4+: at start + time_min, then halfway to the hard end
 PLANNING_RULES = (HARD_END, SOFT_THEN_HALFWAY)
@@ -116,27 +117,28 @@ _ANY_TIME_MIN = "any-time-min"             # 23.11 - 25.05.2 without the option:
 _RESERVATION = "reservation"               # 25.05.3+ without the option: the room before the reservation
 _RESET_FIXED_SINCE = (25, 5, 3)            # SchedMD ticket 23350
 _END, _SUBMIT, _PASS = 0, 1, 2  # at one instant, ends free processors before submissions look
-_RELEASE = re.compile(r"(\d{2})\.(\d{2})(?:\.(\d{1,3}))?")
+_RELEASE_NUMBER = re.compile(r"\d{2}\.\d{2}(?:\.\d{1,3})?")
 
 
 def parse_release(slurm: str) -> tuple[int, int, int]:
-    """``"24.11.5"`` -> (24, 11, 5); a missing patch level is 0 (``"25.05"`` is 25.05.0).
-    ValueError for anything else (a release number, not a name: ``"latest"``, ``"24"``)."""
-    match = _RELEASE.fullmatch(str(slurm).strip())
-    if not match or not 1 <= int(match.group(2)) <= 12:
+    """``"24.11.5"`` -> (24, 11, 5); a missing patch level is 0 (``"25.05"`` is 25.05.0), as the
+    daemon reads a controller's ``SLURM_VERSION`` (:func:`~hpcpredict.daemon.policy.controller.parse_release`).
+    ValueError for anything but a release number (``"latest"``, ``"24"``, ``"24.13"``)."""
+    release = controller.parse_release(slurm) if _RELEASE_NUMBER.fullmatch(str(slurm)) else None
+    if release is None or not 1 <= release[1] <= 12:
         raise ValueError(f"slurm must be a Slurm release number X.Y[.Z] (such as {', '.join(SLURM_RELEASES)}), "
                          f"got {slurm!r}")
-    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    return release
 
 
 def planning_rule(slurm: str, soft_limit: bool | None = None) -> str | None:
     """How release ``slurm`` plans a running soft job for every other job (:data:`HARD_END` or
-    :data:`SOFT_THEN_HALFWAY`); None where ``--time-min`` is a kill limit: the option is off
-    (``soft_limit`` False) or the release has none (before 23.11 the word is ignored)."""
-    release = parse_release(slurm)
-    if release < parse_release(SOFT_LIMIT_SINCE) or soft_limit is False:
-        return None
-    return SOFT_THEN_HALFWAY if release >= parse_release(HALFWAY_SINCE) else HARD_END
+    :data:`SOFT_THEN_HALFWAY`), the daemon's rule for that controller
+    (:func:`~hpcpredict.daemon.policy.controller.planning_rule`); None where ``--time-min`` is a
+    kill limit: the option is off (``soft_limit`` False) or the release has none (before 23.11
+    the word is ignored)."""
+    rule = controller.planning_rule(parse_release(slurm), soft_limit is not False)
+    return rule if rule in PLANNING_RULES else None
 
 
 def semantics(slurm: str, soft_limit: bool | None = None) -> str:
@@ -148,7 +150,7 @@ def semantics(slurm: str, soft_limit: bool | None = None) -> str:
     if rule is not None:
         return rule
     release = parse_release(slurm)
-    if release < parse_release(SOFT_LIMIT_SINCE):
+    if release < controller.SOFT_OPTION_SINCE:
         return _BACKFILL_TIME_MIN
     return _RESERVATION if release >= _RESET_FIXED_SINCE else _ANY_TIME_MIN
 

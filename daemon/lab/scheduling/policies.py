@@ -1,18 +1,21 @@
 """Walltime policies compared in a scheduling replay: what each sets on a job at submission.
 
-Every policy maps (job with the user's request, a prediction, the cluster's planning rule of a
-running soft job: ``"hard_end"`` or ``"soft_then_halfway"``, None where ``--time-min`` is a
-kill limit; :func:`~hpcpredict.daemon.lab.scheduling.easy.planning_rule`) to the job's limits:
+Every policy maps (job with the user's request, a prediction, the controller replayed: its
+:class:`~hpcpredict.daemon.policy.ControllerFacts`, :func:`replay_facts`, whose ``rule`` says
+how it plans a running soft job, ``hard_end`` or ``soft_then_halfway``, or ``kill`` where
+``--time-min`` is a kill limit) to the job's limits:
 
 - ``user``: the requests as given.
 - ``hpcpredict``: the product's default policy for the cluster, through
   :func:`~hpcpredict.daemon.policy.plan_limits` exactly as the hook applies it: with
-  ``time_min_as_soft_limit`` (Slurm 24.11 / 25.05 with the option) mode ``soft``, our estimate
-  at ``[policy] soft_risk`` (the runtime the job outlives with that probability, as the daemon
-  answers it at risk 0.03: :func:`online_predictions` with ``soft_risk``, through the daemon's
-  own sources, the user's recent runs where the walltime model knows nothing) as a soft
-  ``--time-min`` guarded by ``soft_max_ratio``; without it (22.05, or a later
-  release with the option off) mode ``advise``: no limit changes, so nothing is killed.
+  ``time_min_as_soft_limit`` (Slurm 23.11+ with the option) mode ``soft``, our estimate at
+  ``[policy] soft_risk`` for the release's planning rule (the runtime the job outlives with that
+  probability, as the daemon answers it at risk 0.03: :func:`online_predictions` with
+  ``soft_risk``, through the daemon's own sources, the user's recent runs where the walltime
+  model knows nothing) as a soft ``--time-min`` guarded by ``soft_max_slip_s`` (the slip the
+  rule lets it cause a waiting reservation, by the job's share of the machine); without it
+  (22.05, 23.02, or a later release with the option off) mode ``advise``: no limit changes, so
+  nothing is killed.
 - ``oracle``: each limit equal to the true runtime (the most any predictor could give).
 - ``easy++``: Tsafrir, Etsion and Feitelson's EASY++ (IEEE TPDS 18(6), 2007) as a Slurm site
   could run it: the average of the user's last two runtimes (jobs ended before the
@@ -54,14 +57,18 @@ from ...jobspec import JobSpec
 from ...recent_history import RecentHistoryModel
 from ...records import JobRecord
 from ...sources import first_estimate
-from ...policy import LimitChange, plan_limits
+from ...policy import ControllerFacts, JobAsk, LimitChange, Predicted, decide, plan_limits
 from .workload import SimJob
 
-Policy = Callable[[SimJob, "RuntimeEstimate | None", "str | None"], SimJob]
+Policy = Callable[[SimJob, "RuntimeEstimate | None", ControllerFacts], SimJob]
 # What the daemon passes plan_limits by default (engine.py): the configuration's defaults.
 _POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
-SOFT_MAX_RATIO = _POLICY.soft_max_ratio
-SOFT_RISK = _POLICY.soft_risk
+
+
+def soft_risk_for(controller: ControllerFacts) -> float:
+    """The risk of the soft ``--time-min`` the daemon answers with on ``controller`` by default
+    (``[policy] soft_risk_hard_end`` / ``soft_risk_halfway``, by its planning rule)."""
+    return _POLICY.soft_risk_for(controller.rule)
 
 
 def _apply(job: SimJob, change: LimitChange) -> SimJob:
@@ -80,53 +87,73 @@ def _plan(job: SimJob, prediction: RuntimeEstimate | None, mode: str, soft_max_r
                                    soft_max_ratio=soft_max_ratio, bound_calibrated=prediction.bound_calibrated))
 
 
-def user(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def user(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     return job
 
 
-def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None,
-               soft_max_ratio: float = SOFT_MAX_RATIO) -> SimJob:
-    """``[policy] mode = "auto"`` (the default): soft where the controller has the option,
-    otherwise advise; every other argument as the daemon passes it with the default configuration."""
+def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts,
+               soft_max_ratio: float | None = None, soft_max_slip_s: float | None = None,
+               soft_risk: float | None = None) -> SimJob:
+    """``[policy] mode = "auto"`` (the default), decided as the daemon decides it
+    (:func:`~hpcpredict.daemon.policy.decide`) on ``controller`` (:func:`replay_facts`) with the
+    default configuration; ``soft_max_ratio``, ``soft_max_slip_s``, ``soft_risk``: those keys
+    replaced (None: their defaults). ``prediction.soft_s`` must be the estimate at the soft risk
+    replayed (:func:`online_predictions` with ``soft_risk``: :func:`soft_risk_for` by default)."""
     if prediction is None:
         return job
-    return _apply(job, plan_limits(mode="soft" if rule else "advise", runtime_s=prediction.soft_value_s,
-                                   bound_s=prediction.bound_s, requested_s=job.request_s,
-                                   # a job without --time runs under the partition's limit
-                                   max_time_s=None if job.request_s > 0 else job.limit_s,
-                                   floor_s=_POLICY.min_time_limit_s, site_cap_s=_LIMITS.max_time_s,
-                                   fallback=prediction.fallback, soft_max_ratio=soft_max_ratio))
+    asked = JobAsk(time_limit_s=job.request_s, procs=job.procs,
+                   # a job without --time runs under the partition's limit
+                   max_time_s=0.0 if job.request_s > 0 else job.limit_s)
+    predicted = Predicted(runtime_s=prediction.runtime_s, soft_s=prediction.soft_value_s,
+                          suggested_s=max(prediction.bound_s, prediction.runtime_s),
+                          calibrated=prediction.bound_calibrated, fallback=prediction.fallback)
+    policy = _POLICY
+    if soft_max_ratio is not None:
+        policy = dataclasses.replace(policy, soft_max_ratio=soft_max_ratio)
+    if soft_max_slip_s is not None:
+        policy = dataclasses.replace(policy, soft_max_slip_s=soft_max_slip_s)
+    if soft_risk is not None:
+        policy = dataclasses.replace(policy, soft_risk=soft_risk)
+    return _apply(job, decide(asked, predicted, policy, controller, site_cap_s=_LIMITS.max_time_s,
+                              user_message=False).limits)
 
 
-def oracle(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def replay_facts(release: str, soft_option: bool | None = None, procs: int = 0) -> ControllerFacts:
+    """The controller a replay of ``release`` models (``soft_option``: whether its
+    SchedulerParameters has ``time_min_as_soft_limit``; None: it has), of ``procs`` CPUs: what
+    the daemon would read from its ``scontrol show config``."""
+    return ControllerFacts.for_release(release, soft_option is not False, total_cpus=procs)
+
+
+def oracle(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     return dataclasses.replace(job, limit_s=max(job.work_s, 1.0), time_min_s=0.0)
 
 
-def easy_plus_plus(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None,
+def easy_plus_plus(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts,
                    soft_max_ratio: float = 0.0) -> SimJob:
     """``prediction``: the user's last-two average (:func:`last_two_predictions`);
     ``soft_max_ratio``: the guard a site would add to keep the wait tail (0 = none, as published)."""
     return _plan(job, prediction, "soft", soft_max_ratio)
 
 
-def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def hpcpredict_soft(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     return _plan(job, prediction, "soft")
 
 
-def hpcpredict_bound(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def hpcpredict_bound(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     return _plan(job, prediction, "bound")
 
 
-def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def hpcpredict_time(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     if prediction is None:
         return job
     return _apply(job, plan_limits(bound_s=prediction.bound_s, requested_s=0, fallback=prediction.fallback,
                                    max_time_s=job.request_s or None, bound_calibrated=prediction.bound_calibrated))
 
 
-def oracle_time_min(job: SimJob, prediction: RuntimeEstimate | None, rule: str | None) -> SimJob:
+def oracle_time_min(job: SimJob, prediction: RuntimeEstimate | None, controller: ControllerFacts) -> SimJob:
     work = max(job.work_s, 1.0)
-    return _apply(job, plan_limits(mode="soft" if rule else "bound", runtime_s=work, bound_s=work,
+    return _apply(job, plan_limits(mode="soft" if controller.soft_ok else "bound", runtime_s=work, bound_s=work,
                                    requested_s=job.request_s))
 
 

@@ -16,8 +16,8 @@ from ...errors import InvalidRequest
 from ...records import JobRecord
 from .easy import DEFAULT_RELEASE, SLURM_BF_RESOLUTION_S, planning_rule, simulate
 from .scores import summarize
-from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, SOFT_RISK, hpcpredict,
-                       last_two_predictions, online_predictions, shortened)
+from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, hpcpredict,
+                       last_two_predictions, online_predictions, replay_facts, shortened, soft_risk_for)
 from .workload import Workload, sim_jobs
 
 
@@ -27,16 +27,17 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
                         soft_limit: bool | None = None,
                         progress: Callable[[int, int], None] | None = None,
                         resubmit_killed: bool = False, soft_max_ratio: float | None = None,
-                        soft_risk: float = SOFT_RISK) -> dict[str, dict]:
+                        soft_risk: float | None = None, soft_max_slip_s: float | None = None) -> dict[str, dict]:
     """Metrics per policy (``n``, ``mean_wait_s``, ``mean_bounded_slowdown``, ``utilization``,
     ``killed``, ``killed_node_hours``, ``backfilled``, ``lowered``, ``shortened``, ``procs``,
     ``dropped``, the wait tail of :mod:`.scores`; with ``resubmit_killed`` every killed job is
     submitted again with its user's request and scored from its first submission to its final
     end, and ``resubmitted`` is added). ``slurm``, ``soft_limit``: the release replayed
     (``"X.Y[.Z]"``) and whether ``time_min_as_soft_limit`` is set (:func:`.easy.simulate`); each
-    policy is told the release's planning rule of a soft job (None where ``--time-min`` kills); ``soft_max_ratio``:
-    the guard of ``hpcpredict``'s soft ``--time-min`` (None: the configuration's default);
-    ``soft_risk``: its value, the estimate at that risk (``[policy] soft_risk``)."""
+    policy is told the replayed controller (:func:`.policies.replay_facts`); ``soft_max_ratio``,
+    ``soft_max_slip_s``: the guards of ``hpcpredict``'s soft ``--time-min`` (None: the
+    configuration's defaults); ``soft_risk``: its value, the estimate at that risk (None: the
+    configuration's for the release's planning rule, :func:`.policies.soft_risk_for`)."""
     names = list(policies)
     unknown = [name for name in names if name not in POLICIES]
     if unknown:
@@ -45,6 +46,9 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
         planning_rule(slurm, soft_limit)
     except ValueError as error:
         raise InvalidRequest("--slurm", str(error)) from None
+    chosen_risk = soft_risk
+    if soft_risk is None:
+        soft_risk = soft_risk_for(replay_facts(slurm, soft_limit, procs))
     records = list(records)
     workload = sim_jobs(records, procs)
     if not workload.jobs:
@@ -53,25 +57,29 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
     answers = online_predictions(records, risk, progress=progress, soft_risk=soft_risk) \
         if PREDICTED_POLICIES & set(names) else {}
     return replay_policies(workload, answers, names, resolution_s, slurm, soft_limit, resubmit_killed,
-                           soft_max_ratio)
+                           soft_max_ratio, soft_max_slip_s, chosen_risk)
 
 
 def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
                     resolution_s: float = SLURM_BF_RESOLUTION_S, slurm: str = DEFAULT_RELEASE,
                     soft_limit: bool | None = None, resubmit_killed: bool = False,
-                    soft_max_ratio: float | None = None) -> dict[str, dict]:
+                    soft_max_ratio: float | None = None, soft_max_slip_s: float | None = None,
+                    soft_risk: float | None = None) -> dict[str, dict]:
     """:func:`evaluate_scheduling` on a workload whose predictions (``online_predictions``)
-    are already made: one replay per policy (EASY++'s own predictions are made here)."""
+    are already made: one replay per policy (EASY++'s own predictions are made here).
+    ``soft_risk``: the soft value's risk the answers were made at, where not the default."""
     names = list(names)
-    rule = planning_rule(slurm, soft_limit)
+    # every policy is told the controller of this release, as the daemon would read it
+    facts = replay_facts(slurm, soft_limit, workload.procs)
     last_two = last_two_predictions(workload.records) if LAST_TWO_POLICIES & set(names) else {}
     chosen = dict(POLICIES)
-    if soft_max_ratio is not None:
-        chosen["hpcpredict"] = partial(hpcpredict, soft_max_ratio=soft_max_ratio)
+    if soft_max_ratio is not None or soft_max_slip_s is not None or soft_risk is not None:
+        chosen["hpcpredict"] = partial(hpcpredict, soft_max_ratio=soft_max_ratio, soft_max_slip_s=soft_max_slip_s,
+                                       soft_risk=soft_risk)
     scores = {}
     for name in names:
         fed = last_two if name in LAST_TWO_POLICIES else answers
-        jobs = [chosen[name](job, fed.get(id(record)), rule) for job, record in zip(workload.jobs, workload.records)]
+        jobs = [chosen[name](job, fed.get(id(record)), facts) for job, record in zip(workload.jobs, workload.records)]
         scores[name] = replay_jobs(workload, jobs, resolution_s, slurm, soft_limit, resubmit_killed)
     return scores
 
