@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,7 @@ from hpcpredict.slurm_plugin import slurmjob
 from .harness import Daemon, poll
 from .test_cluster_hooks import prediction
 
+DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 PROBE = """#!/bin/bash
 #HPCPREDICT app=softprobe
 sleep "${1:-100}"
@@ -51,14 +53,15 @@ def root_cluster(request):
 def soft_daemon(root_cluster, request):
     """A daemon the hooks of the cluster call; ``request.param`` = how it decides: "live" (the
     default mode, auto, reading the cluster's own `scontrol show config`) or "forced" (soft mode
-    and a command that always claims the option: a daemon wrongly believing it is on)."""
+    reading a real configuration of the release with the option, captured earlier: a daemon
+    wrongly believing the option is on)."""
     cluster = root_cluster
     name = f"soft-{request.param}"
     server = Daemon(cluster.daemon.data_dir / name)
     if request.param == "live":
         mode, command = "auto", " ".join(cluster.command(["scontrol", "show", "config"]))
     else:
-        mode, command = "soft", "echo SchedulerParameters = time_min_as_soft_limit"
+        mode, command = "soft", f"cat {DATA / f'show_config_{cluster.release.version}.txt'}"
     server.env.update(HPCPREDICT_POLICY_MODE=mode, HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=command)
     cluster.cancel_all()
     server.start()
