@@ -28,7 +28,7 @@ from pathlib import Path
 
 from hpcpredict.slurm_plugin import slurmjob
 
-from .harness import CLUSTER, Daemon, poll, scontrol_fields, write_hooks_conf
+from .harness import CLUSTER, Daemon, poll, sbatch_result, scontrol_fields, write_hooks_conf, write_job_script
 
 SCRIPT = CLUSTER / "slurm-in-root.sh"
 # Short backfill cycles keep the scheduling tests to seconds (FINDINGS-style scenarios).
@@ -140,11 +140,7 @@ class RootCluster:
         """Submit as ``user`` from the jobs dir; returns (job id, stdout, stderr, seconds)."""
         started = time.monotonic()
         done = self.run("sbatch", *args, user=user, cwd=f"{self.inner_dir}/jobs", timeout=60)
-        took = time.monotonic() - started
-        assert done.returncode == 0, f"sbatch failed ({done.returncode}): {done.stderr}"
-        match = re.search(r"Submitted batch job (\d+)", done.stdout)
-        assert match, done.stdout
-        return match.group(1), done.stdout, done.stderr, took
+        return sbatch_result(done, time.monotonic() - started)
 
     def job(self, job_id: str) -> dict:
         """``scontrol show job``'s fields of a job a test submitted (see harness.scontrol_fields)."""
@@ -191,10 +187,7 @@ class RootCluster:
             self.set_scheduler_parameters(time_min_as_soft_limit=True)
 
     def write_script(self, name: str, text: str) -> str:
-        path = self.jobs / name
-        path.write_text(text)
-        path.chmod(0o755)
-        return name
+        return write_job_script(self.jobs, name, text)
 
     def set_hook_setting(self, key: str, value: str) -> None:
         """Change one hook setting, for every hook: the prolog/epilog scripts read it at their
