@@ -112,6 +112,13 @@ daemon_2411, cluster_2411 = _root_fixtures(harness_root.SLURM_2411)   # Slurm 24
 daemon_2605, cluster_2605 = _root_fixtures(harness_root.SLURM_2605)   # Slurm 26.05.5
 
 
+@pytest.fixture(params=sorted(harness_root.RELEASES))
+def root_cluster(request):
+    """Each release's cluster in turn (cluster_2411, cluster_2605): a test taking it runs on both
+    planning rules of a running soft job (its hard end; from 25.05.4 its soft end, then halfway)."""
+    return request.getfixturevalue(f"cluster_{harness_root.RELEASES[request.param].tag}")
+
+
 def _root_cluster(release: harness_root.Release, daemon: Daemon, tmp_path_factory):
     """A real Slurm cluster of ``release`` (4 nodes x 4 CPUs, whole-node jobs, no slurmdbd) with
     the project's hooks against ``daemon``; starts with SchedulerParameters=time_min_as_soft_limit,

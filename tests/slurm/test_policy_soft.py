@@ -7,7 +7,7 @@ daemon is down.
 
 Each test runs its own hpcpredictd, in a directory under the cluster daemon's (which the root
 sees at /run/hpcpredict), and points the hooks at it. The scenario is the one of
-test_slurm_2411.py: L (2 nodes, --time=2) runs, H (4 nodes) waits for it, X (2 nodes,
+test_slurm_in_root.py: L (2 nodes, --time=2) runs, H (4 nodes) waits for it, X (2 nodes,
 --time=10, no --time-min of its own) fits before H's reservation only with a 1-minute limit.
 """
 from __future__ import annotations
@@ -41,12 +41,6 @@ def seed_probe_history(daemon, runtimes=(40.0, 45.0, 50.0)) -> None:
                                             "start_time": now - 3600 + index * 100,
                                             "end_time": now - 3600 + index * 100 + int(runtime), "request": request})
         assert ack["stored"] is True
-
-
-@pytest.fixture(params=["24.11", "26.05"])
-def root_cluster(request):
-    """The release's cluster (cluster_2411, cluster_2605): every test here runs on both rules."""
-    return request.getfixturevalue(f"cluster_{request.param.replace('.', '')}")
 
 
 @pytest.fixture

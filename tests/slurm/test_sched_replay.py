@@ -130,10 +130,10 @@ def _idle_root(cluster) -> bool:
     return all(line.split()[1] == "idle" for line in states if line.strip())
 
 
-@pytest.fixture(params=["24.11", "26.05"])
-def quiet_root(request):
-    """The release's cluster with the hook off (it would set its own --time-min on the jobs)."""
-    with request.getfixturevalue(f"cluster_{request.param.replace('.', '')}").hook_off() as cluster:
+@pytest.fixture
+def quiet_root(root_cluster):
+    """Each release's cluster with the hook off (it would set its own --time-min on the jobs)."""
+    with root_cluster.hook_off() as cluster:
         yield cluster
 
 
