@@ -70,6 +70,7 @@ def test_table_names_every_policy(kth_slice):
     (["--soft-max-ratio", "-1"], "--soft-max-ratio: must be a finite number >= 0"),
     (["--soft-risk", "1"], "--soft-risk: must be between 0 and 1"),
     (["--slurm", "latest"], "--slurm: slurm must be a Slurm release number X.Y[.Z]"),
+    (["--soft-max-slip", "-5"], "--soft-max-slip: must be a finite number >= 0"),
     (["--slurm", "26"], "--slurm: slurm must be a Slurm release number X.Y[.Z]"),
 ])
 def test_bad_options_are_one_line_errors(kth_slice, args, message):
@@ -154,6 +155,17 @@ def test_26_05_replays_the_halfway_rule_with_the_same_interface(kth_slice, kth_j
     assert done.returncode == 0 and json.loads(done.stdout) == kth_json_26_05
     table = cli(str(kth_slice), "--slurm", "25.11")
     assert table.returncode == 0 and "soft then halfway" in table.stdout
+
+
+def test_the_soft_value_and_its_guard_follow_the_planning_rule(kth_slice, kth_json, kth_json_26_05):
+    """The default soft risk is the rule's ([policy] soft_risk_hard_end 0.3 on 24.11,
+    soft_risk_halfway 0.5 on 26.05): naming it changes nothing; the other rule's changes the
+    replay. Without the slip guard more soft limits are set."""
+    same = json.loads(cli(str(kth_slice), "--slurm", "26.05", "--soft-risk", "0.5", "--json").stdout)
+    other = json.loads(cli(str(kth_slice), "--slurm", "26.05", "--soft-risk", "0.3", "--json").stdout)
+    assert same["hpcpredict"] == kth_json_26_05["hpcpredict"] != other["hpcpredict"]
+    unguarded = json.loads(cli(str(kth_slice), "--soft-max-slip", "0", "--json").stdout)["hpcpredict"]
+    assert unguarded["shortened"] > kth_json["hpcpredict"]["shortened"] and unguarded["killed"] == 0
 
 
 def test_soft_max_ratio_sets_fewer_soft_limits(kth_slice, kth_json):

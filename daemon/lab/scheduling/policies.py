@@ -22,8 +22,9 @@ how it plans a running soft job, ``hard_end`` or ``soft_then_halfway``, or ``kil
   submission; none with fewer than two) as a soft ``--time-min``, the job killed only at its
   request. EASY++ also re-plans a running job that outlives its prediction (adding 1 min,
   5 min, 15 min, 30 min, 1 h, 2 h, 5 h... up to the request) and backfills shortest
-  predicted job first; Slurm can do neither: it plans a running soft job at its hard end
-  (which makes the correction moot) and backfills in priority order, so neither is modelled.
+  predicted job first; Slurm can do neither: a running job's TimeMin cannot be changed (it
+  plans the job by its release's rule instead: at its hard end, or on 25.05.4+ halfway to it
+  once past its soft end) and it backfills in priority order, so neither is modelled.
   Without the soft option its ``--time-min`` is a kill limit (EASY++ cannot be deployed there:
   the replay shows the kills).
 

@@ -18,7 +18,7 @@ from .easy import DEFAULT_RELEASE, SLURM_BF_RESOLUTION_S, planning_rule, simulat
 from .scores import summarize
 from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, hpcpredict,
                        last_two_predictions, online_predictions, replay_facts, shortened, soft_risk_for)
-from .workload import Workload, sim_jobs
+from .workload import SimJob, Workload, sim_jobs
 
 
 def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
@@ -72,7 +72,7 @@ def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
     # every policy is told the controller of this release, as the daemon would read it
     facts = replay_facts(slurm, soft_limit, workload.procs)
     last_two = last_two_predictions(workload.records) if LAST_TWO_POLICIES & set(names) else {}
-    chosen = dict(POLICIES)
+    chosen: dict[str, Callable[..., SimJob]] = dict(POLICIES)
     if soft_max_ratio is not None or soft_max_slip_s is not None or soft_risk is not None:
         chosen["hpcpredict"] = partial(hpcpredict, soft_max_ratio=soft_max_ratio, soft_max_slip_s=soft_max_slip_s,
                                        soft_risk=soft_risk)
