@@ -30,6 +30,9 @@ try:   # a hooks directory installed before features_file.py existed: no runtime
 except ImportError:
     features_file = None
 
+# SLURM_STEP_ID of the batch step: unset up to 24.11, SLURM_BATCH_SCRIPT printed signed (-5) on 26.05.5
+BATCH_STEP_IDS = ("", "-5", "4294967291")
+
 
 def export_features_file(settings: dict, job) -> None:
     if features_file is None or not hookclient.flag(settings["features_enabled"]):
@@ -45,7 +48,7 @@ def main() -> int:
     settings = hookclient.load_settings()
     job_id = os.environ.get("SLURM_JOB_ID", "")
     suggest = hookclient.flag(settings["task_prolog_enabled"])
-    if not job_id or os.environ.get("SLURM_STEP_ID") or not (suggest or hookclient.flag(settings["features_enabled"])):
+    if not job_id or os.environ.get("SLURM_STEP_ID", "") not in BATCH_STEP_IDS or not (suggest or hookclient.flag(settings["features_enabled"])):
         return 0
     features = hookclient.flag(settings["features_enabled"]) and features_file is not None
     try:

@@ -1,7 +1,8 @@
 """A window of the KTH-SP2 trace replayed on a real Slurm test cluster, time-compressed, with
 and without hpcpredict: wait, bounded slowdown and kills per policy, as the release really
-schedules and enforces them (``--slurm 22.05``: tests/slurm's cluster; ``--slurm 24.11``: the
-24.11.5 one of cluster-2411.sh, with SchedulerParameters=time_min_as_soft_limit).
+schedules and enforces them (``--slurm 22.05``: tests/slurm's cluster; ``--slurm 24.11`` and
+``--slurm 26.05``: the 24.11.5 and 26.05.5 ones of slurm-in-root.sh, with
+SchedulerParameters=time_min_as_soft_limit).
 
 The window (``--jobs`` consecutive jobs from ``--start``, by submission) is submitted through the
 real ``job_submit.lua`` to the cluster (real slurmctld with sched/backfill, ``--nodes`` emulated
@@ -27,10 +28,10 @@ seconds); bounded slowdown with tau = 10 trace seconds. ``killed``: jobs that en
 a limit below their request (a limit the policy set). ``simulator`` (``--simulator on``, the
 default; ``only``: no cluster, no root): the simulator's prediction for the same window, policies
 ``user`` and ``hpcpredict-soft`` (see :func:`simulate_window`). Holds the release's test-cluster lock
-(``/tmp/hpcpredict-slurm-test.lock``, ``/tmp/hpcpredict-slurm-2411-test.lock``) for the whole
+(``/tmp/hpcpredict-slurm-test.lock``, ``/tmp/hpcpredict-slurm-2411-test.lock``, ``-2605-``) for the whole
 run, as tests/slurm/conftest.py does.
 
-    sudo .venv/bin/python -m benchmarks run slurm_replay [--slurm 22.05|24.11] [--jobs 150] [--start 18940]
+    sudo .venv/bin/python -m benchmarks run slurm_replay [--slurm 22.05|24.11|26.05] [--jobs 150] [--start 18940]
         [--compress 60] [--drain 120] [--policies hpcpredict@0.03,hpcpredict@0.2,user] [--simulator on|off|only]
 """
 from __future__ import annotations
@@ -44,6 +45,7 @@ import re
 import subprocess
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 DESCRIPTION = "KTH-SP2 window replayed on the real Slurm test cluster, time-compressed, with/without hpcpredict"
@@ -156,7 +158,7 @@ def score(submitted: list[dict], jobcomp: dict[str, dict], cut: float, compress:
 
 # The simulator's policy for each replay policy it models (daemon/lab/scheduling/policies.py).
 SIMULATED = {"user": "user", "hpcpredict-soft": "hpcpredict-soft"}
-BF_RESOLUTION_S = {"22.05": 60.0, "24.11": 10.0}     # the test clusters' bf_resolution (replay seconds)
+BF_RESOLUTION_S = {"22.05": 60.0, "24.11": 10.0, "26.05": 10.0}     # the test clusters' bf_resolution (replay seconds)
 
 
 def compressed(record, origin: float, compress: float, name: str):
@@ -266,44 +268,46 @@ class Cluster2205:
         os.utime(self.h.SLURM_DIR / "etc" / "job_submit.lua", (stamp, stamp))
 
 
-class Cluster2411:
-    """The 24.11 test cluster of tests/slurm (cluster-2411.sh: a trixie root on Debian 12) with
-    SchedulerParameters=time_min_as_soft_limit, nodes shared by CPU (OverSubscribe=NO, as on
-    22.05). Clients run in the root; every daemon lives under one host directory that the root
-    sees at /run/hpcpredict, and reads the controller's live configuration through the root."""
+class ClusterInRoot:
+    """A test cluster of tests/slurm in a Debian root (slurm-in-root.sh: 24.11.5 in a trixie root,
+    26.05.5 in a forky one, on Debian 12) with SchedulerParameters=time_min_as_soft_limit, nodes
+    shared by CPU (OverSubscribe=NO, as on 22.05). Clients run in the root; every daemon lives
+    under one host directory that the root sees at /run/hpcpredict, and reads the controller's
+    live configuration through the root."""
 
-    release = "24.11"
     policies = ("hpcpredict-soft", "user")
 
-    def __init__(self, work: Path, nodes: int, cpus: int, users: list[str]):
-        from tests.slurm import harness, harness_2411
-        self.h, self.h24 = harness, harness_2411
-        self.lock = harness_2411.LOCK
+    def __init__(self, release: str, work: Path, nodes: int, cpus: int, users: list[str]):
+        from tests.slurm import harness, harness_root
+        self.h, self.hr = harness, harness_root
+        self.release = release
+        self.slurm = harness_root.RELEASES[release]
+        self.lock = self.slurm.lock
         self.daemons = work / "daemons"            # bind-mounted at the root's /run/hpcpredict
         self.daemons.mkdir()
         self.daemons.chmod(0o755)
-        inner = harness_2411.SLURM_DIR_2411
+        inner = self.slurm.slurm_dir
         self.conf = {"hook_socket": "/run/hpcpredict/none/hook.sock", "slurm_conf": f"{inner}/etc/slurm.conf",
                      "log_file": f"{inner}/log/hpcpredict-hooks.log", "outcome_wait_s": "0",   # no slurmdbd
                      **HOOK_SETTINGS}
         staging = work / "hooks"
         staging.mkdir()
         harness.write_hooks_conf(staging / "hpcpredict-hooks.conf", self.conf)
-        self.env = dict(harness_2411.script_env(None, staging / "hpcpredict-hooks.conf"),
+        self.env = dict(harness_root.script_env(self.slurm, None, staging / "hpcpredict-hooks.conf"),
                         DAEMON_DIR=str(self.daemons), NODES=str(nodes), CPUS=str(cpus), OVERSUBSCRIBE="NO",
                         TEST_USERS=" ".join(["alice", "bob", "carol", *users]))
-        self.cluster = harness_2411.Cluster2411(None, self.conf, self.env["SCHED_PARAMS"])
+        self.cluster = harness_root.RootCluster(self.slurm, None, self.conf, self.env["SCHED_PARAMS"])
         self.jobs = self.cluster.jobs
         self.jobcomp = self.cluster.dir / "log" / "jobcomp.txt"
 
     def start(self) -> None:
         self.stop()
-        started = self.h24.run_script("start", self.env, timeout=1200)
+        started = self.hr.run_script("start", self.env, timeout=1200)
         if started.returncode != 0:
             raise RuntimeError(started.stdout[-2000:] + started.stderr[-2000:])
 
     def stop(self) -> None:
-        self.h24.run_script("stop", self.env, timeout=120)
+        self.hr.run_script("stop", self.env, timeout=120)
 
     def run(self, *args: str, user: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
         return self.cluster.run(*args, user=user, cwd=f"{self.cluster.inner_dir}/jobs", timeout=timeout)
@@ -323,7 +327,7 @@ class Cluster2411:
             self.cluster.set_hook_setting(key, value)
 
 
-CLUSTERS = {"22.05": Cluster2205, "24.11": Cluster2411}
+CLUSTERS = {"22.05": Cluster2205, "24.11": partial(ClusterInRoot, "24.11"), "26.05": partial(ClusterInRoot, "26.05")}
 
 
 def parse_policy(policy: str) -> tuple[str | None, float | None]:
@@ -396,14 +400,15 @@ def run(args: list[str]) -> dict:
     parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--cpus", type=int, default=10, help="CPUs per emulated node")
     parser.add_argument("--policies", default=None,
-                        help=f"default: {','.join(POLICIES)} (22.05), {','.join(Cluster2411.policies)} (24.11)")
+                        help=f"default: {','.join(POLICIES)} (22.05), {','.join(ClusterInRoot.policies)} (24.11, 26.05)")
     parser.add_argument("--simulator", choices=("on", "off", "only"), default="on",
                         help="also (on) or only (only: no cluster) the simulator's prediction for the window")
     options = parser.parse_args(args)
     from hpcpredict.daemon.lab.history import read_trace
 
     kind = CLUSTERS[options.slurm]
-    policies = (options.policies or ",".join(kind.policies)).split(",")
+    default = POLICIES if options.slurm == "22.05" else ClusterInRoot.policies
+    policies = (options.policies or ",".join(default)).split(",")
     modes = {policy: parse_policy(policy) for policy in policies}
     history, window = select_window(read_trace(TRACE), options.start, options.jobs)
     procs = options.nodes * options.cpus
@@ -427,7 +432,7 @@ def run(args: list[str]) -> dict:
                      "hook": {"min_time_limit_s": 60, "budget_s": 2.0}, "policies": {}}
     try:
         cluster.start()
-        if options.slurm == "24.11":
+        if options.slurm != "22.05":
             results["scheduler_parameters"] = cluster.env["SCHED_PARAMS"]
         replay = Replay(cluster)
         (cluster.jobs / "sleeper.sh").write_text(SLEEPER)

@@ -1,4 +1,5 @@
-"""Fixtures of tests/slurm: a real hpcpredictd and real Slurm 22.05 and 24.11 clusters (harness.py, harness_2411.py)."""
+"""Fixtures of tests/slurm: a real hpcpredictd and real Slurm clusters of three releases: Debian 12's
+22.05.8 (harness.py), 24.11.5 and 26.05.5 in Debian roots (harness_root.py)."""
 from __future__ import annotations
 
 import fcntl
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from . import harness_2411
+from . import harness_root
 from .harness import APP_SCRIPT, CLUSTER, SLURM_DIR, Cluster, Daemon, cluster_env, write_hooks_conf
 
 
@@ -94,42 +95,60 @@ def _train_walltime_model(daemon):
     return model
 
 
-@pytest.fixture(scope="session")
-def daemon_2411(tmp_path_factory):
-    """The 24.11 cluster's own hpcpredictd (its job ids would collide with the 22.05 cluster's)."""
-    yield from _daemon(tmp_path_factory, "hpcpredictd-2411")
+def _root_fixtures(release: harness_root.Release):
+    """A release's session fixtures: ``daemon_TAG``, its own hpcpredictd (job ids of the
+    clusters would collide), and ``cluster_TAG``, its cluster (see _root_cluster)."""
+    @pytest.fixture(scope="session", name=f"daemon_{release.tag}")
+    def release_daemon(tmp_path_factory):
+        yield from _daemon(tmp_path_factory, f"hpcpredictd-{release.tag}")
+
+    @pytest.fixture(scope="session", name=f"cluster_{release.tag}")
+    def release_cluster(request, tmp_path_factory):
+        yield from _root_cluster(release, request.getfixturevalue(f"daemon_{release.tag}"), tmp_path_factory)
+    return release_daemon, release_cluster
 
 
-@pytest.fixture(scope="session")
-def cluster_2411(daemon_2411, tmp_path_factory):
-    """A real Slurm 24.11 cluster (4 nodes x 4 CPUs, whole-node jobs, no slurmdbd) with the
-    project's hooks against daemon_2411; starts with SchedulerParameters=time_min_as_soft_limit,
-    bf_interval=2,bf_resolution=10 (set_scheduler_parameters() restarts slurmctld with or
-    without the option). On Debian 12 the first run builds its trixie root (about a minute)."""
+daemon_2411, cluster_2411 = _root_fixtures(harness_root.SLURM_2411)   # Slurm 24.11.5
+daemon_2605, cluster_2605 = _root_fixtures(harness_root.SLURM_2605)   # Slurm 26.05.5
+
+
+@pytest.fixture(params=sorted(harness_root.RELEASES))
+def root_cluster(request):
+    """Each release's cluster in turn (cluster_2411, cluster_2605): a test taking it runs on both
+    planning rules of a running soft job (its hard end; from 25.05.4 its soft end, then halfway)."""
+    return request.getfixturevalue(f"cluster_{harness_root.RELEASES[request.param].tag}")
+
+
+def _root_cluster(release: harness_root.Release, daemon: Daemon, tmp_path_factory):
+    """A real Slurm cluster of ``release`` (4 nodes x 4 CPUs, whole-node jobs, no slurmdbd) with
+    the project's hooks against ``daemon``; starts with SchedulerParameters=time_min_as_soft_limit,
+    bf_interval=2,bf_resolution=10 (set_scheduler_parameters() restarts slurmctld with or without
+    the option). On Debian 12 the first run builds the release's Debian root (about a minute or
+    two: debootstrap and apt-get from the Debian mirror)."""
     if os.geteuid() != 0:
         pytest.fail("tests/slurm need root: they run slurmctld/slurmd and submit as other users")
-    if harness_2411.ROOT:
+    if release.root:
         assert shutil.which("debootstrap") or Path("/usr/sbin/debootstrap").exists(), \
             "debootstrap missing: install contrib/apt-packages.txt"
-    lock = open(harness_2411.LOCK, "w")
+    lock = open(release.lock, "w")
     fcntl.flock(lock, fcntl.LOCK_EX)
-    staging = tmp_path_factory.mktemp("hooks-2411")
-    inner = harness_2411.SLURM_DIR_2411
-    hooks_conf = {"hook_socket": harness_2411.hook_socket_for(daemon_2411),
+    staging = tmp_path_factory.mktemp(f"hooks-{release.tag}")
+    inner = release.slurm_dir
+    hooks_conf = {"hook_socket": harness_root.hook_socket_for(release, daemon),
                   "slurm_conf": f"{inner}/etc/slurm.conf", "log_file": f"{inner}/log/hpcpredict-hooks.log",
                   "outcome_wait_s": "0", "budget_s": "0.3"}     # outcome_wait_s 0: no slurmdbd
     write_hooks_conf(staging / "hpcpredict-hooks.conf", hooks_conf)
-    env = harness_2411.script_env(daemon_2411, staging / "hpcpredict-hooks.conf")
-    harness_2411.run_script("stop", env, timeout=120)
+    env = harness_root.script_env(release, daemon, staging / "hpcpredict-hooks.conf")
+    harness_root.run_script("stop", env, timeout=120)
     # building the root (debootstrap + apt-get from the Debian mirror) happens here, once
-    started = harness_2411.run_script("start", env, timeout=1200)
+    started = harness_root.run_script("start", env, timeout=1200)
     try:
-        assert started.returncode == 0, ("the Slurm 24.11 cluster did not start "
-                                         "(tests/slurm/cluster/cluster-2411.sh start):\n"
+        assert started.returncode == 0, (f"the Slurm {release.series} cluster did not start "
+                                         f"(SERIES={release.series} tests/slurm/cluster/slurm-in-root.sh start):\n"
                                          + started.stdout[-3000:] + started.stderr[-3000:])
-        running = harness_2411.Cluster2411(daemon_2411, hooks_conf, env["SCHED_PARAMS"])
+        running = harness_root.RootCluster(release, daemon, hooks_conf, env["SCHED_PARAMS"])
         running.write_script("hello.sh", APP_SCRIPT)
         yield running
     finally:
-        harness_2411.run_script("stop", env, timeout=120)
+        harness_root.run_script("stop", env, timeout=120)
         lock.close()

@@ -50,6 +50,22 @@ def poll(predicate, timeout: float, what: str, interval: float = 0.2):
         time.sleep(interval)
 
 
+def write_job_script(jobs: Path, name: str, text: str) -> str:
+    """An executable job script ``name`` in the jobs directory; returns its name."""
+    path = jobs / name
+    path.write_text(text)
+    path.chmod(0o755)
+    return name
+
+
+def sbatch_result(done: subprocess.CompletedProcess, took: float) -> tuple[str, str, str, float]:
+    """(job id, stdout, stderr, seconds) of a finished sbatch that must have succeeded."""
+    assert done.returncode == 0, f"sbatch failed ({done.returncode}): {done.stderr}"
+    match = re.search(r"Submitted batch job (\d+)", done.stdout)
+    assert match, done.stdout
+    return match.group(1), done.stdout, done.stderr, took
+
+
 class Daemon:
     """A real hpcpredictd process on Unix sockets under ``data_dir``."""
 
@@ -193,11 +209,7 @@ class Cluster:
         cmd = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={self.conf}", "sbatch", *args]
         started = time.monotonic()
         done = subprocess.run(cmd, cwd=self.jobs, capture_output=True, text=True, timeout=60)
-        took = time.monotonic() - started
-        assert done.returncode == 0, f"sbatch failed ({done.returncode}): {done.stderr}"
-        match = re.search(r"Submitted batch job (\d+)", done.stdout)
-        assert match, done.stdout
-        return match.group(1), done.stdout, done.stderr, took
+        return sbatch_result(done, time.monotonic() - started)
 
     def job(self, job_id: str) -> dict:
         """``scontrol show job``'s fields of a job a test submitted (never one with a hostile
@@ -219,10 +231,7 @@ class Cluster:
         poll(gone, timeout, f"job {job_id} to finish", 0.3)
 
     def write_script(self, name: str, text: str) -> str:
-        path = self.jobs / name
-        path.write_text(text)
-        path.chmod(0o755)
-        return name
+        return write_job_script(self.jobs, name, text)
 
     def set_hook_setting(self, key: str, value: str) -> None:
         """Change one hook setting; the prolog/epilog scripts read it at their next run."""

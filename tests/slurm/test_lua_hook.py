@@ -39,7 +39,7 @@ def installed(directory: Path, scheduler_parameters: str | None, release: str | 
     SchedulerParameters line); the hook reads that file when it is loaded, and the release from
     slurmctld's ``-V``. Outside slurmctld that is a stand-in printing ``slurm RELEASE`` (None:
     one that prints no release), named by the hook's ``slurmctld`` setting; the real
-    slurmctld's is read in tests/slurm/test_policy_release.py and test_policy_2411.py."""
+    slurmctld's is read in tests/slurm/test_policy_release.py and test_policy_soft.py."""
     directory.mkdir(parents=True, exist_ok=True)
     shutil.copy(PLUGIN / "job_submit.lua", directory / "job_submit.lua")
     conf = "ClusterName=test\nSchedulerType=sched/backfill\n"

@@ -24,7 +24,7 @@ import pytest
 
 from .harness import Daemon, poll
 from .test_cluster_hooks import prediction
-from .test_policy_2411 import PROBE, SHOW_CONFIG_2411, hook_line, seed_probe_history, submit
+from .test_policy_soft import DATA, PROBE, hook_line, seed_probe_history, submit
 
 WHY = "Slurm 22.05.8 has no time_min_as_soft_limit (it came with 23.11.0): --time-min would be a kill limit"
 
@@ -66,7 +66,7 @@ def test_the_hook_refuses_a_soft_time_min_on_2205_and_the_job_completes(word_on_
     cluster = word_on_2205
     # a daemon that believes the controller is a 24.11.5 with the option: it says soft
     wrong = own_daemon(daemon, "believes-2411", HPCPREDICT_POLICY_MODE="soft",
-                       HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=f"cat {SHOW_CONFIG_2411}")
+                       HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=f"cat {DATA / 'show_config_24.11.5.txt'}")
     try:
         cluster.set_hook_socket(wrong.hook_socket)            # the hook reloads: reads the release
         large, _ = submit(cluster, "L", "-N6", "--exclusive", "--time=3", "--wrap", "sleep 80")

@@ -1,4 +1,4 @@
-"""The scheduling replay (daemon/lab/scheduling/easy.py) predicts what real Slurm 22.05 and 24.11 backfill do.
+"""The scheduling replay (daemon/lab/scheduling/easy.py) predicts what real Slurm 22.05, 24.11 and 26.05 backfill do.
 
 Six whole-node jobs with known sleep runtimes, submitted together to the 8-node test cluster
 (sched/backfill, bf_interval=5): a 4-node job runs, an 8-node job waits for it (the head, its
@@ -88,24 +88,40 @@ def test_replay_predicts_slurm_backfill_order_lowered_limits_and_kills(cluster):
     assert [n for n in ids if kills[n][0]] == ["F"], detail
 
 
-# Slurm 24.11 (the cluster_2411 fixture: 4 whole nodes, bf_interval=2, bf_resolution=10), the
-# scenario of /work/shared/slurm-24.11/FINDINGS.md S3/S4 shortened: L runs, H (all 4 nodes) waits
-# for it, X fits before H's reservation only on its 1-min --time-min, and the probe Y (no
-# --time-min) arrives once X runs. name, nodes, --time (min), --time-min (min, 0 = none), sleep (s)
-JOBS_2411 = [
-    ("L", 2, 2, 0, 90),     # H's reservation at its planned end, 120 s
-    ("H", 4, 2, 0, 1),      # the head
-    ("X", 2, 10, 1, 100),   # backfilled on its time_min; outlives it
-    ("Y", 2, 5, 0, 60),     # fits in front of H only if H is planned at X's hard end
-]
-# With time_min_as_soft_limit X keeps its 10 min and from the next pass H is planned at X's hard
-# end, so Y starts in front of H when L ends, and H waits for Y. Without it X runs under its
-# 1-min time_min and is killed; H keeps its reservation at L's end and Y runs after H.
-EXPECTED_2411 = {True: (["L", "X", "Y", "H"], {"X": 600}, []),
-                 False: (["L", "X", "H", "Y"], {"X": 60}, ["X"])}
+# Slurm 24.11 and 26.05 (the cluster_2411 and cluster_2605 fixtures: 4 whole nodes, bf_interval=2,
+# bf_resolution=10), the scenario of FINDINGS.md S3/S4 (/work/shared/slurm-24.11/, -26.05/)
+# shortened: L runs, H (all 4 nodes) waits for it, X fits before H's reservation only on its
+# 1-min --time-min, and the probe Y (no --time-min) arrives once X runs.
+# name, nodes, --time (min), --time-min (min, 0 = none), sleep (s)
+def scenario(x_sleep: int) -> list[tuple[str, int, int, int, int]]:
+    return [
+        ("L", 2, 2, 0, 90),         # H's reservation at its planned end, 120 s
+        ("H", 4, 2, 0, 1),          # the head
+        ("X", 2, 10, 1, x_sleep),   # backfilled on its time_min; outlives it
+        ("Y", 2, 5, 0, 60),         # fits in front of H only if H is planned at X's hard end
+    ]
 
 
-def _idle_2411(cluster) -> bool:
+# With time_min_as_soft_limit X keeps its 10 min. 24.11 (the hard-end rule): from the next pass
+# H is planned at X's hard end, so Y starts in front of H when L ends, and H waits for Y. 26.05
+# (25.05.4+: X planned at its soft end, then halfway to its hard end at every pass): H is planned
+# at most (X's hard end - now) / 2 away, too soon for Y's 5 minutes, so Y stays behind H, and H
+# starts as X ends; X outlives L's planned end (130 s > 120 s), so H starts late by X's overrun
+# only. Without the option X runs under a 1-min limit (24.11: its time_min; 26.05: the whole
+# minutes left before H's reservation) and is killed; H keeps its reservation at L's end and Y
+# runs after H. release -> (X's sleep, {soft: (start order, limits, kills)})
+EXPECTED = {
+    "24.11": (100, {True: (["L", "X", "Y", "H"], {"X": 600}, []),
+                    False: (["L", "X", "H", "Y"], {"X": 60}, ["X"])}),
+    "26.05": (130, {True: (["L", "X", "H", "Y"], {"X": 600}, []),
+                    False: (["L", "X", "H", "Y"], {"X": 60}, ["X"])}),
+}
+# How far a real start may be from the replay's, after both are shifted to L's start: backfill
+# runs every 2 s (bf_interval) and jobs start on the next pass after an end.
+START_TOLERANCE_S = 8
+
+
+def _idle_root(cluster) -> bool:
     queue = cluster.run("squeue", "-h", "-o", "%A").stdout.split()
     if queue:
         cluster.run("scancel", *queue)
@@ -115,24 +131,25 @@ def _idle_2411(cluster) -> bool:
 
 
 @pytest.fixture
-def quiet_2411(cluster_2411):
-    """The 24.11 cluster with the hook off (it would set its own --time-min on the jobs)."""
-    cluster_2411.cancel_all()
-    cluster_2411.set_hook_setting("enabled", "false")
-    yield cluster_2411
-    cluster_2411.cancel_all()
-    cluster_2411.set_hook_setting("enabled", "true")
-    cluster_2411.set_scheduler_parameters(time_min_as_soft_limit=True)
+def quiet_root(root_cluster):
+    """Each release's cluster with the hook off (it would set its own --time-min on the jobs)."""
+    with root_cluster.hook_off() as cluster:
+        yield cluster
 
 
 @pytest.mark.parametrize("soft", [True, False], ids=["time_min_as_soft_limit", "without-option"])
-def test_replay_predicts_slurm_24_11_with_and_without_the_soft_option(quiet_2411, soft):
-    """The replay's ``slurm="24.11"`` (``soft_limit`` as the cluster) predicts the start order,
-    the limit every job runs under and the kills of a real 24.11; the soft job moving H's
-    reservation to its hard end is what lets Y in front of H. About 3 minutes per run."""
-    cluster = quiet_2411
+def test_replay_predicts_slurm_with_and_without_the_soft_option(quiet_root, soft):
+    """The replay's ``slurm=<release>`` (``soft_limit`` as the cluster) predicts the start order,
+    the limit every job runs under and the kills of a real 24.11 and 26.05; on 24.11 the soft job
+    moving H's reservation to its hard end is what lets Y in front of H, on 26.05 Y stays behind
+    H. With the option, every job's start is also the replay's within START_TOLERANCE_S (time-outs
+    are noticed up to 30 s late, so not without it). About 3 minutes per run."""
+    cluster = quiet_root
+    release = cluster.release.series
+    x_sleep, expected = EXPECTED[release]
+    jobs_spec = scenario(x_sleep)
     cluster.set_scheduler_parameters(time_min_as_soft_limit=soft)
-    poll(lambda: _idle_2411(cluster), 120, "an idle 24.11 cluster", 1.0)
+    poll(lambda: _idle_root(cluster), 120, f"an idle {release} cluster", 1.0)
     ids = {}
 
     def submit(name, nodes, limit, time_min, sleep):
@@ -140,34 +157,45 @@ def test_replay_predicts_slurm_24_11_with_and_without_the_soft_option(quiet_2411
         ids[name] = cluster.sbatch("alice", "-J", f"replay-{name}", "-N", str(nodes), "-t", str(limit), *extra,
                                    "-o", "/dev/null", "--wrap", f"sleep {sleep}")[0]
 
-    submit(*JOBS_2411[0])
+    submit(*jobs_spec[0])
     poll(lambda: cluster.state(ids["L"]) == "RUNNING", 30, "L to run")
-    submit(*JOBS_2411[1])
-    submit(*JOBS_2411[2])
+    submit(*jobs_spec[1])
+    submit(*jobs_spec[2])
     poll(lambda: cluster.state(ids["X"]) == "RUNNING", 30, "X to start")
-    submit(*JOBS_2411[3])
+    submit(*jobs_spec[3])
 
     def finished():
         states = {name: cluster.state(job_id) for name, job_id in ids.items()}
         return states if all(s in ("COMPLETED", "TIMEOUT", "FAILED", "CANCELLED") for s in states.values()) else None
 
-    states = poll(finished, 600, "the 24.11 replay jobs to finish", 2.0)
+    states = poll(finished, 600, f"the {release} replay jobs to finish", 2.0)
     slurm = {name: cluster.job(job_id) for name, job_id in ids.items()}
     assert set(states.values()) <= {"COMPLETED", "TIMEOUT"}, states
 
     jobs = [SimJob(seq, name, _epoch(slurm[name]["SubmitTime"]), nodes, float(sleep), limit * 60.0, limit * 60.0,
-                   time_min * 60.0) for seq, (name, nodes, limit, time_min, sleep) in enumerate(JOBS_2411)]
-    predicted = {o.job.job_id: o for o in simulate(jobs, procs=4, resolution_s=10, slurm="24.11", soft_limit=soft)}
+                   time_min * 60.0) for seq, (name, nodes, limit, time_min, sleep) in enumerate(jobs_spec)]
+    predicted = {o.job.job_id: o for o in simulate(jobs, procs=4, resolution_s=10, slurm=release, soft_limit=soft)}
 
     slurm_order = sorted(ids, key=lambda n: (_epoch(slurm[n]["StartTime"]), int(ids[n])))
     predicted_order = sorted(ids, key=lambda n: (predicted[n].start_s, predicted[n].job.seq))
     limits = {n: (slurm_duration_s(slurm[n]["TimeLimit"]), int(predicted[n].limit_s)) for n in ids}
     kills = {n: (states[n] == "TIMEOUT", predicted[n].killed) for n in ids}
-    detail = f"slurm {slurm_order} vs replay {predicted_order}; (slurm, replay) limits {limits}, kills {kills}"
+    origin = (_epoch(slurm["L"]["StartTime"]), predicted["L"].start_s)
+    starts = {n: (round(_epoch(slurm[n]["StartTime"]) - origin[0]), round(predicted[n].start_s - origin[1]))
+              for n in ids}
+    detail = (f"slurm {slurm_order} vs replay {predicted_order}; (slurm, replay) limits {limits}, kills {kills}, "
+              f"starts after L's {starts}")
 
-    order, limit_of, killed = EXPECTED_2411[soft]
+    order, limit_of, killed = expected[soft]
     assert slurm_order == predicted_order == order, detail
     assert all(real == replayed for real, replayed in limits.values()), detail
     assert all(limits[n] == (seconds, seconds) for n, seconds in limit_of.items()), detail
     assert all(real == replayed for real, replayed in kills.values()), detail
     assert [n for n in ids if kills[n][0]] == killed, detail
+    if soft:
+        assert all(abs(real - replayed) <= START_TOLERANCE_S for real, replayed in starts.values()), detail
+    if soft and release == "26.05":
+        # H waited only for X's overrun of L's planned end (FINDINGS: 38 s late, where 24.11 made
+        # it wait for Y too): it started as X ended
+        x_end = round(_epoch(slurm["X"]["EndTime"]) - origin[0])
+        assert 0 <= starts["H"][0] - x_end <= START_TOLERANCE_S, (x_end, detail)

@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
-# cluster-2411.sh - a single-host Slurm 24.11 test cluster (Debian 13 "trixie" packages), beside
+# slurm-in-root.sh - a single-host Slurm test cluster of one Debian release's Slurm packages, beside
 # the 22.05 one of start-cluster.sh: munged + slurmctld + one slurmd per emulated node on
 # 127.0.0.1, no systemd, no slurmdbd (jobcomp/filetxt records finished jobs).
 #
-# On a Debian 12 host everything (daemons, clients, jobs, hooks) runs in a debootstrapped trixie
-# root, built once into ROOT and rebuilt only when it is missing or its stamp is stale. On a
-# Debian 13 host (native 24.11 packages) there is no root: ROOT is empty and the packages are
-# installed on the host (that path is untested).
+# SERIES picks the Slurm release series and so the Debian suite that ships it:
+#   24.11 -> Debian 13 "trixie" (24.11.5),   26.05 -> Debian "forky", testing (26.05.5).
+# Unless the host runs that suite itself, everything (daemons, clients, jobs, hooks) runs in a
+# debootstrapped root of the suite, built once into ROOT and rebuilt only when it is missing or its
+# stamp is stale. On a host of the suite (24.11 on Debian 13) there is no root: ROOT is empty and
+# the packages are installed on the host (that path is untested).
 #
-#   cluster-2411.sh build          # the trixie root (~1.5 min, ~310 MB), if missing or stale
-#   cluster-2411.sh start          # build if needed, mount, write the config, start the daemons
-#   cluster-2411.sh restart-ctld   # restart slurmctld with SCHED_PARAMS (jobs and state kept)
-#   cluster-2411.sh sh 'CMD'       # run CMD in the root with SLURM_CONF set (sinfo; squeue ...)
-#   cluster-2411.sh stop           # cancel jobs, stop the daemons by pid file, unmount
+#   SERIES=26.05 slurm-in-root.sh build          # the root (~2 min, ~315 MB), if missing or stale
+#   SERIES=26.05 slurm-in-root.sh start          # build if needed, mount, write the config, start the daemons
+#   SERIES=26.05 slurm-in-root.sh restart-ctld   # restart slurmctld with SCHED_PARAMS (jobs and state kept)
+#   SERIES=26.05 slurm-in-root.sh sh 'CMD'       # run CMD in the root with SLURM_CONF set (sinfo; squeue ...)
+#   SERIES=26.05 slurm-in-root.sh stop           # cancel jobs, stop the daemons by pid file, unmount
 #
-# Settings (environment):
-#   ROOT              the trixie root            [/var/tmp/hpcpredict-slurm-24.11-root; "" on Debian 13]
-#   SLURM_DIR         runtime tree, as seen inside ROOT  [/srv/hpcpredict-slurm-2411]
+# Settings (environment; defaults per SERIES, 24.11 | 26.05):
+#   SERIES            the Slurm release series: 24.11 or 26.05                  [24.11]
+#   ROOT              the suite's root   [/var/tmp/hpcpredict-slurm-SERIES-root; "" on a host of the suite]
+#   SLURM_DIR         runtime tree, as seen inside ROOT  [/srv/hpcpredict-slurm-2411 | -2605]
 #   NODES, CPUS, MEM  nodes, CPUs and MB per node        [4, 4, 1000]
-#   CTLD_PORT, SLURMD_PORT_BASE                          [28817, 29001]
+#   CTLD_PORT, SLURMD_PORT_BASE                          [28817, 29001 | 19917, 19901]
 #   SCHED_PARAMS      SchedulerParameters   [time_min_as_soft_limit,bf_interval=2,bf_resolution=10]
 #   OVERSUBSCRIBE     the partition's OverSubscribe: EXCLUSIVE = whole-node jobs (the tests'
 #                     scenarios), NO = jobs share nodes by CPU (the trace replay)  [EXCLUSIVE]
@@ -29,6 +32,7 @@
 #                     so the hooks' default hook_socket /run/hpcpredict/hook.sock reaches it  [unset]
 #   HOOKS_CONF        hpcpredict-hooks.conf to install with the project's hooks
 #                     (contrib/slurm/install-hooks.sh; needs PYTHON = a python with hpcpredict)  [unset]
+#   MIRROR            the Debian mirror              [the host's own apt source, else deb.debian.org]
 # Runtime tree (inside ROOT): SLURM_DIR/{etc,run,log,state,spool/nNN,jobs (1777),munge,munge-run}
 # (munged insists that its socket and log directories belong to root, not to SlurmUser).
 # Provenance and differences from the 22.05 cluster: README.md.
@@ -36,23 +40,33 @@ set -euo pipefail
 umask 022   # the cluster's files are read by job users and SlurmUser, whatever umask the caller runs under
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../../.." && pwd)"
-DEBIAN_MAJOR="$(cut -d. -f1 /etc/debian_version 2>/dev/null || echo 0)"
-if [ "${DEBIAN_MAJOR:-0}" -ge 13 ] 2>/dev/null; then ROOT="${ROOT-}"; else ROOT="${ROOT-/var/tmp/hpcpredict-slurm-24.11-root}"; fi
+SERIES="${SERIES:-24.11}"
+TAG="${SERIES/./}"                     # 2411, 2605: names of the runtime tree, logs, cluster
+# SUITE: the Debian suite shipping the series; SCRIPT: debootstrap's script for it (Debian 12's
+# debootstrap has no forky script; sid's builds it); APT_OPTS: forky's Release file can be past its
+# Valid-Until on a clock ahead of the archive's last signing (testing is re-signed daily).
+case "$SERIES" in
+  24.11) SUITE=trixie; SCRIPT=trixie; APT_OPTS=""; PORTS="28817 29001" ;;
+  26.05) SUITE=forky;  SCRIPT=sid;    APT_OPTS="-o Acquire::Check-Valid-Until=false"; PORTS="19917 19901" ;;
+  *) echo "SERIES=$SERIES: 24.11 or 26.05" >&2; exit 2 ;;
+esac
+HOST_SUITE="$(. /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}")"
+if [ "$HOST_SUITE" = "$SUITE" ]; then ROOT="${ROOT-}"; else ROOT="${ROOT-/var/tmp/hpcpredict-slurm-$SERIES-root}"; fi
 ROOT="${ROOT%/}"
-D="${SLURM_DIR:-/srv/hpcpredict-slurm-2411}"
+D="${SLURM_DIR:-/srv/hpcpredict-slurm-$TAG}"
 NODES="${NODES:-4}"; CPUS="${CPUS:-4}"; MEM="${MEM:-1000}"
-CTLD_PORT="${CTLD_PORT:-28817}"; SLURMD_PORT_BASE="${SLURMD_PORT_BASE:-29001}"
+CTLD_PORT="${CTLD_PORT:-${PORTS% *}}"; SLURMD_PORT_BASE="${SLURMD_PORT_BASE:-${PORTS#* }}"
 SCHED_PARAMS="${SCHED_PARAMS:-time_min_as_soft_limit,bf_interval=2,bf_resolution=10}"
 OVERSUBSCRIBE="${OVERSUBSCRIBE:-EXCLUSIVE}"
 TEST_USERS="${TEST_USERS:-alice bob carol}"
 SLURM_USER="${SLURM_USER:-slurm}"
 PKGS="munge slurmctld slurmd slurm-client lua5.1 lua-socket lua-cjson python3 procps"
 # what the root was built from: a change here rebuilds it
-STAMP="trixie minbase; $PKGS; recipe 1"
+STAMP="$SUITE minbase; $PKGS; recipe 1"
 export SLURM_CONF="$D/etc/slurm.conf"
 
 T0=$(date +%s.%N)
-log() { printf '[cluster-2411 %6.1fs] %s\n' "$(awk -v a="$(date +%s.%N)" -v b="$T0" 'BEGIN {print a - b}')" "$*"; }
+log() { printf '[slurm-%s %6.1fs] %s\n' "$TAG" "$(awk -v a="$(date +%s.%N)" -v b="$T0" 'BEGIN {print a - b}')" "$*"; }
 die() { log "ERROR: $*"; [ -f "$ROOT$D/log/slurmctld.log" ] && tail -n 20 "$ROOT$D/log/slurmctld.log"; exit 1; }
 # run a command inside the root (or on a native host) with a clean environment
 in_root() {
@@ -100,17 +114,17 @@ build_root() {   # debootstrap into ROOT.new, install PKGS, then swap it in
   do_umount "$new"
   [ -z "$(mounts_under "$new")" ] || die "cannot unmount everything under $new"
   rm -rf --one-file-system "$new"
-  log "debootstrap trixie into $new from $mirror"
-  debootstrap --variant=minbase trixie "$new" "$mirror" > "${TMPDIR:-/tmp}/cluster-2411-debootstrap.log" 2>&1 \
-    || { tail -n 20 "${TMPDIR:-/tmp}/cluster-2411-debootstrap.log"; die "debootstrap failed (log: ${TMPDIR:-/tmp}/cluster-2411-debootstrap.log)"; }
+  log "debootstrap $SUITE into $new from $mirror"
+  debootstrap --variant=minbase "$SUITE" "$new" "$mirror" "/usr/share/debootstrap/scripts/$SCRIPT" > "${TMPDIR:-/tmp}/slurm-$TAG-debootstrap.log" 2>&1 \
+    || { tail -n 20 "${TMPDIR:-/tmp}/slurm-$TAG-debootstrap.log"; die "debootstrap failed (log: ${TMPDIR:-/tmp}/slurm-$TAG-debootstrap.log)"; }
   log "debootstrap done ($(du -sh "$new" | cut -f1))"
   # keep the packages' maintainer scripts from starting daemons
   printf '#!/bin/sh\nexit 101\n' > "$new/usr/sbin/policy-rc.d"; chmod 755 "$new/usr/sbin/policy-rc.d"
   mount -t proc proc "$new/proc"
   chroot "$new" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
-    bash -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PKGS && apt-get clean" \
-    > "${TMPDIR:-/tmp}/cluster-2411-apt.log" 2>&1 \
-    || { umount "$new/proc"; tail -n 20 "${TMPDIR:-/tmp}/cluster-2411-apt.log"; die "apt-get install in the root failed"; }
+    bash -c "apt-get $APT_OPTS update -qq && apt-get install -y -qq --no-install-recommends $PKGS && apt-get clean" \
+    > "${TMPDIR:-/tmp}/slurm-$TAG-apt.log" 2>&1 \
+    || { umount "$new/proc"; tail -n 20 "${TMPDIR:-/tmp}/slurm-$TAG-apt.log"; die "apt-get install in the root failed"; }
   umount "$new/proc"
   echo "$STAMP" > "$new/.hpcpredict-stamp"
   do_umount "$ROOT"
@@ -120,7 +134,7 @@ build_root() {   # debootstrap into ROOT.new, install PKGS, then swap it in
   log "root ready: slurmctld $(chroot "$ROOT" dpkg-query -W -f='${Version}' slurmctld), $(du -sh "$ROOT" | cut -f1)"
 }
 build() {
-  if [ -z "$ROOT" ]; then   # Debian 13 host: the packages themselves (untested here)
+  if [ -z "$ROOT" ]; then   # a host of the suite: its own packages (untested here)
     local p missing=""
     for p in $PKGS; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"; done
     [ -z "$missing" ] || { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing || die "apt-get install failed"; }
@@ -170,8 +184,8 @@ TaskProlog=$D/etc/hpcpredict/task_prolog.sh
 EpilogSlurmctld=$D/etc/hpcpredict/epilog_slurmctld.py"
   fi
   cat > "$ROOT$D/etc/slurm.conf" <<EOF
-# Slurm 24.11 single-host test cluster (written by tests/slurm/cluster/cluster-2411.sh)
-ClusterName=tc2411
+# Slurm $SERIES single-host test cluster (written by tests/slurm/cluster/slurm-in-root.sh)
+ClusterName=tc$TAG
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT_BASE

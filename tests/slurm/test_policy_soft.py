@@ -1,10 +1,13 @@
-"""The soft --time-min end to end on a real Slurm 24.11.5: set by job_submit.lua from the
-daemon's decision, planned with by backfill, never enforced; and refused by the hook itself when
-its slurm.conf lacks SchedulerParameters=time_min_as_soft_limit, whatever the daemon says.
+"""The soft --time-min end to end on a real Slurm 24.11.5 and 26.05.5 (the two planning rules of a
+running soft job: its hard end, and from 25.05.4 its soft end then halfway): set by
+job_submit.lua from the daemon's decision in its default ``auto`` mode, planned with by
+backfill, never enforced; refused by the hook itself when its slurm.conf lacks
+SchedulerParameters=time_min_as_soft_limit, whatever the daemon says; and fail-open when the
+daemon is down.
 
-Each test runs its own hpcpredictd in soft mode, in a directory under the cluster daemon's
-(which the 24.11 root sees at /run/hpcpredict), and points the hooks at it. The scenario is the
-one of test_slurm_2411.py: L (2 nodes, --time=2) runs, H (4 nodes) waits for it, X (2 nodes,
+Each test runs its own hpcpredictd, in a directory under the cluster daemon's (which the root
+sees at /run/hpcpredict), and points the hooks at it. The scenario is the one of
+test_slurm_in_root.py: L (2 nodes, --time=2) runs, H (4 nodes) waits for it, X (2 nodes,
 --time=10, no --time-min of its own) fits before H's reservation only with a 1-minute limit.
 """
 from __future__ import annotations
@@ -21,7 +24,7 @@ from hpcpredict.slurm_plugin import slurmjob
 from .harness import Daemon, poll
 from .test_cluster_hooks import prediction
 
-SHOW_CONFIG_2411 = Path(__file__).resolve().parents[1] / "data" / "slurm" / "show_config_24.11.5.txt"
+DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 PROBE = """#!/bin/bash
 #HPCPREDICT app=softprobe
 sleep "${1:-100}"
@@ -41,27 +44,29 @@ def seed_probe_history(daemon, runtimes=(40.0, 45.0, 50.0)) -> None:
 
 
 @pytest.fixture
-def soft_daemon(cluster_2411, daemon_2411, request):
-    """A soft-mode daemon the hooks of the 24.11 cluster call; ``request.param`` = how it reads
-    the controller's SchedulerParameters: "live" (the cluster's own `scontrol show config`) or
-    "forced" (a command that always claims the option: a daemon wrongly believing it is on)."""
+def soft_daemon(root_cluster, request):
+    """A daemon the hooks of the cluster call; ``request.param`` = how it decides: "live" (the
+    default mode, auto, reading the cluster's own `scontrol show config`) or "forced" (soft mode
+    reading a real configuration of the release with the option, captured earlier: a daemon
+    wrongly believing the option is on)."""
+    cluster = root_cluster
     name = f"soft-{request.param}"
-    server = Daemon(daemon_2411.data_dir / name)
+    server = Daemon(cluster.daemon.data_dir / name)
     if request.param == "live":
-        command = " ".join(cluster_2411.command(["scontrol", "show", "config"]))
+        mode, command = "auto", " ".join(cluster.command(["scontrol", "show", "config"]))
     else:
-        command = f"cat {SHOW_CONFIG_2411}"        # a real 24.11.5 configuration with the option
-    server.env.update(HPCPREDICT_POLICY_MODE="soft", HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=command)
-    cluster_2411.cancel_all()
+        mode, command = "soft", f"cat {DATA / f'show_config_{cluster.release.version}.txt'}"
+    server.env.update(HPCPREDICT_POLICY_MODE=mode, HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=command)
+    cluster.cancel_all()
     server.start()
-    (daemon_2411.data_dir / name).chmod(0o755)
+    (cluster.daemon.data_dir / name).chmod(0o755)
     seed_probe_history(server)
-    cluster_2411.set_hook_socket(f"/run/hpcpredict/{name}/hook.sock")
-    cluster_2411.write_script("softprobe.sh", PROBE)
+    cluster.set_hook_socket(f"/run/hpcpredict/{name}/hook.sock")
+    cluster.write_script("softprobe.sh", PROBE)
     yield server
-    cluster_2411.cancel_all()
-    cluster_2411.set_hook_socket("/run/hpcpredict/hook.sock")
-    cluster_2411.set_scheduler_parameters(time_min_as_soft_limit=True)
+    cluster.cancel_all()
+    cluster.set_hook_socket("/run/hpcpredict/hook.sock")
+    cluster.set_scheduler_parameters(time_min_as_soft_limit=True)
     server.stop()
 
 
@@ -75,14 +80,17 @@ def hook_line(stderr: str) -> str:
 
 
 @pytest.mark.parametrize("soft_daemon", ["live"], indirect=True)
-def test_a_soft_time_min_set_by_the_hook_is_planned_with_and_the_job_runs_past_it(cluster_2411, soft_daemon):
-    cluster = cluster_2411
+def test_a_soft_time_min_set_by_the_hook_is_planned_with_and_the_job_runs_past_it(root_cluster, soft_daemon):
+    cluster = root_cluster
     cluster.set_scheduler_parameters(time_min_as_soft_limit=True)
     soft_daemon.stop()   # re-read the controller now that the option is surely on
     soft_daemon.start()
-    large, _ = submit(cluster, "L", "-N2", "--time=2", "--wrap", "sleep 90")
+    # L and H give their own --time-min (= --time), so the hook leaves them alone: with alice's
+    # history it would give L a soft minute too, and 26.05 would plan H at L's soft end, too
+    # soon for X's minute (24.11 plans L at its hard end whatever its --time-min)
+    large, _ = submit(cluster, "L", "-N2", "--time=2", "--time-min=2", "--wrap", "sleep 90")
     poll(lambda: cluster.state(large) == "RUNNING", 30, "L to run")
-    high, _ = submit(cluster, "H", "-N4", "--time=2", "--wrap", "sleep 1")
+    high, _ = submit(cluster, "H", "-N4", "--time=2", "--time-min=2", "--wrap", "sleep 1")
     small, stderr = submit(cluster, "X", "-N2", "--time=10", "softprobe.sh", "100", output="softx-%j.out")
     line = hook_line(stderr)
     assert "set --time-min=00:01:00 as a soft limit: planned with 1 min, never stopped before your --time=00:10:00" \
@@ -107,8 +115,8 @@ def test_a_soft_time_min_set_by_the_hook_is_planned_with_and_the_job_runs_past_i
 
 
 @pytest.mark.parametrize("soft_daemon", ["forced"], indirect=True)
-def test_without_the_option_the_hook_refuses_a_soft_time_min_the_daemon_sends(cluster_2411, soft_daemon):
-    cluster = cluster_2411
+def test_without_the_option_the_hook_refuses_a_soft_time_min_the_daemon_sends(root_cluster, soft_daemon):
+    cluster = root_cluster
     cluster.set_scheduler_parameters(time_min_as_soft_limit=False)   # restarts slurmctld: the hook re-reads slurm.conf
     job_id, stderr = submit(cluster, "X", "-N2", "--time=10", "softprobe.sh", "100")
     line = hook_line(stderr)
@@ -122,8 +130,8 @@ def test_without_the_option_the_hook_refuses_a_soft_time_min_the_daemon_sends(cl
 
 
 @pytest.mark.parametrize("soft_daemon", ["live"], indirect=True)
-def test_without_the_option_a_soft_daemon_reading_the_controller_only_advises(cluster_2411, soft_daemon):
-    cluster = cluster_2411
+def test_without_the_option_the_daemon_reading_the_controller_only_advises(root_cluster, soft_daemon):
+    cluster = root_cluster
     cluster.set_scheduler_parameters(time_min_as_soft_limit=False)
     soft_daemon.stop()   # re-read the controller now that the option is off
     soft_daemon.start()
@@ -133,3 +141,24 @@ def test_without_the_option_a_soft_daemon_reading_the_controller_only_advises(cl
     row = prediction(soft_daemon, re.search(r"\[([0-9a-f]{32})\]$", line).group(1))
     assert (row.policy_mode, row.decided_time_min_s, row.decided_time_limit_s) == ("advise", None, None)
     assert cluster.job(job_id)["TimeMin"] == "N/A"
+
+
+@pytest.mark.parametrize("soft_daemon", ["live"], indirect=True)
+def test_with_the_daemon_stopped_the_job_is_accepted_unchanged(root_cluster, soft_daemon):
+    """Fail-open on the soft path: the daemon that would set a soft --time-min is down."""
+    cluster = root_cluster
+    cluster.set_scheduler_parameters(time_min_as_soft_limit=True)
+    def fail_open_lines():
+        return [line for line in cluster.ctld_log().splitlines()
+                if "fail-open" in line and "No such file or directory" in line]
+    before = len(fail_open_lines())
+    soft_daemon.stop()
+    try:
+        job_id, stderr = submit(cluster, "X", "-N2", "--time=10", "softprobe.sh", "1")
+    finally:
+        soft_daemon.start()
+    assert "hpcpredict:" not in stderr, stderr
+    job = cluster.job(job_id)
+    assert (job["TimeLimit"], job["TimeMin"]) == ("00:10:00", "N/A"), job
+    assert not re.search(r"hpcpredict=\w", job.get("AdminComment", "")), job
+    poll(lambda: len(fail_open_lines()) > before, 10, "the fail-open line in slurmctld.log")

@@ -1,15 +1,19 @@
-"""The Slurm 24.11 test cluster (``cluster/cluster-2411.sh``): the same API as harness.Cluster.
+"""A Slurm release of a Debian suite in a debootstrapped root (``cluster/slurm-in-root.sh``): the
+24.11 and 26.05 test clusters, with the API of harness.Cluster.
 
-On a Debian 12 host Slurm 24.11 (Debian 13 packages) runs in a trixie root built once into
-``ROOT`` (``/var/tmp/hpcpredict-slurm-24.11-root``); daemons, clients, job steps and the
-project's hooks (job_submit.lua with the root's Lua 5.1, the prolog/epilog scripts with its
-Python 3.13) all run in it. The host's real hpcpredictd is reached through its data directory,
-bind-mounted at the root's ``/run/hpcpredict`` (Unix sockets work across bind mounts); test
-users and SlurmUser have the host's uids in the root, since the daemon knows callers by their
-kernel uid. On a Debian 13 host there is no root: the host's own 24.11 runs (untested here).
+On a Debian 12 host each release runs in a root of the suite that ships it, built once into
+``Release.root`` (``/var/tmp/hpcpredict-slurm-SERIES-root``): 24.11.5 from Debian 13 (trixie),
+26.05.5 from forky (testing). Daemons, clients, job steps and the project's hooks
+(job_submit.lua with the root's Lua 5.1, the prolog/epilog scripts with its Python 3) all run in
+it. The host's real hpcpredictd is reached through its data directory, bind-mounted at the root's
+``/run/hpcpredict`` (Unix sockets work across bind mounts); test users and SlurmUser have the
+host's uids in the root, since the daemon knows callers by their kernel uid. On a host of the
+suite itself there is no root: the host's own packages run (untested here).
 
-Every Slurm command therefore goes through :meth:`Cluster2411.run` (never the host's 22.05
+Every Slurm command therefore goes through :meth:`RootCluster.run` (never the host's 22.05
 ``scontrol``); paths the tests read or write (``jobs``, logs) are host paths into the root.
+Ports, runtime tree and the suite of each series are the script's (one owner); a release here
+is its series, its root, its runtime tree and its lock.
 """
 from __future__ import annotations
 
@@ -18,32 +22,62 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from hpcpredict.slurm_plugin import slurmjob
 
-from .harness import CLUSTER, Daemon, poll, scontrol_fields, write_hooks_conf
+from .harness import CLUSTER, Daemon, poll, sbatch_result, scontrol_fields, write_hooks_conf, write_job_script
 
-SCRIPT = CLUSTER / "cluster-2411.sh"
-LOCK = "/tmp/hpcpredict-slurm-2411-test.lock"    # the 22.05 cluster's is another: other ports and dirs
-
-
-def debian_major() -> int:
-    try:
-        return int(Path("/etc/debian_version").read_text().split(".")[0])
-    except (OSError, ValueError):
-        return 0
-
-
-# "" = no root: Debian 13's own Slurm 24.11 on the host
-ROOT = "" if debian_major() >= 13 else os.environ.get("HPCPREDICT_TEST_SLURM_2411_ROOT",
-                                                       "/var/tmp/hpcpredict-slurm-24.11-root")
-SLURM_DIR_2411 = "/srv/hpcpredict-slurm-2411" if ROOT else "/tmp/hpcpredict-slurm-2411-test"   # inside ROOT
-PORTS_2411 = {"CTLD_PORT": "28817", "SLURMD_PORT_BASE": "29001"}
+SCRIPT = CLUSTER / "slurm-in-root.sh"
 # Short backfill cycles keep the scheduling tests to seconds (FINDINGS-style scenarios).
 BASE_SCHEDULER_PARAMETERS = "bf_interval=2,bf_resolution=10"
 SOFT_TIME_MIN = "time_min_as_soft_limit"
 PATH = "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def host_suite() -> str:
+    try:
+        text = Path("/etc/os-release").read_text()
+    except OSError:
+        return ""
+    match = re.search(r"^VERSION_CODENAME=\"?([a-z]*)", text, re.M)
+    return match.group(1) if match else ""
+
+
+@dataclass(frozen=True)
+class Release:
+    """One Slurm release series of the test suite and the Debian suite that ships it."""
+    series: str            # "24.11", "26.05": SERIES of slurm-in-root.sh
+    suite: str             # the Debian suite whose packages it runs
+    version: str           # the exact release the tests were written against (sinfo -V)
+
+    @property
+    def tag(self) -> str:
+        return self.series.replace(".", "")
+
+    @property
+    def root(self) -> str:
+        """The root on this host ("" = none: a host of the suite runs its own packages)."""
+        if host_suite() == self.suite:
+            return ""
+        return os.environ.get(f"HPCPREDICT_TEST_SLURM_{self.tag}_ROOT", f"/var/tmp/hpcpredict-slurm-{self.series}-root")
+
+    @property
+    def slurm_dir(self) -> str:
+        """The runtime tree, as seen inside the root."""
+        return f"/srv/hpcpredict-slurm-{self.tag}" if self.root else f"/tmp/hpcpredict-slurm-{self.tag}-test"
+
+    @property
+    def lock(self) -> str:
+        """One cluster of a release per machine (fixed directory and ports): a second run waits."""
+        return f"/tmp/hpcpredict-slurm-{self.tag}-test.lock"
+
+
+SLURM_2411 = Release("24.11", "trixie", "24.11.5")
+SLURM_2605 = Release("26.05", "forky", "26.05.5")
+RELEASES = {release.series: release for release in (SLURM_2411, SLURM_2605)}
 
 
 def scheduler_parameters(time_min_as_soft_limit: bool, extra: str = "") -> str:
@@ -51,11 +85,12 @@ def scheduler_parameters(time_min_as_soft_limit: bool, extra: str = "") -> str:
     return ",".join(options + ([extra] if extra else []))
 
 
-def script_env(daemon: Daemon | None = None, hooks_conf: Path | None = None, sched: str | None = None) -> dict:
-    env = dict(os.environ, ROOT=ROOT, SLURM_DIR=SLURM_DIR_2411, NODES="4", CPUS="4",
-               TEST_USERS="alice bob carol", SLURM_USER="slurm", PYTHON=sys.executable, **PORTS_2411)
+def script_env(release: Release, daemon: Daemon | None = None, hooks_conf: Path | None = None,
+               sched: str | None = None) -> dict:
+    env = dict(os.environ, SERIES=release.series, ROOT=release.root, SLURM_DIR=release.slurm_dir, NODES="4",
+               CPUS="4", TEST_USERS="alice bob carol", SLURM_USER="slurm", PYTHON=sys.executable)
     env["SCHED_PARAMS"] = sched or scheduler_parameters(True)
-    if daemon is not None and ROOT:
+    if daemon is not None and release.root:
         env["DAEMON_DIR"] = str(daemon.data_dir)
     if hooks_conf is not None:
         env["HOOKS_CONF"] = str(hooks_conf)
@@ -66,22 +101,23 @@ def run_script(command: str, env: dict, timeout: float) -> subprocess.CompletedP
     return subprocess.run(["bash", str(SCRIPT), command], env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def hook_socket_for(daemon: Daemon) -> str:
+def hook_socket_for(release: Release, daemon: Daemon) -> str:
     """The daemon's hook socket as the hooks see it: through the bind mount in the root."""
-    return "/run/hpcpredict/hook.sock" if ROOT else daemon.hook_socket
+    return "/run/hpcpredict/hook.sock" if release.root else daemon.hook_socket
 
 
-class Cluster2411:
-    """The running 24.11 cluster: submit as a user, read jobs back, reconfigure hooks and the
+class RootCluster:
+    """A running cluster of a release: submit as a user, read jobs back, reconfigure hooks and the
     scheduler. Same methods as harness.Cluster, plus run(), cancel_all() and
     set_scheduler_parameters()."""
 
-    def __init__(self, daemon: Daemon, hooks_conf: dict, sched: str):
-        self.root = ROOT
+    def __init__(self, release: Release, daemon: Daemon | None, hooks_conf: dict, sched: str):
+        self.release = release
+        self.root = release.root
         self.daemon = daemon
-        self.inner_dir = SLURM_DIR_2411                      # as Slurm sees it
-        self.dir = Path(ROOT + SLURM_DIR_2411)               # as the tests see it
-        self.conf = f"{SLURM_DIR_2411}/etc/slurm.conf"
+        self.inner_dir = release.slurm_dir                   # as Slurm sees it
+        self.dir = Path(self.root + self.inner_dir)          # as the tests see it
+        self.conf = f"{self.inner_dir}/etc/slurm.conf"
         self.jobs = self.dir / "jobs"
         self.hooks_conf = dict(hooks_conf)
         self.scheduler_parameters = sched
@@ -97,25 +133,21 @@ class Cluster2411:
 
     def run(self, *args: str, user: str | None = None, cwd: str | None = None,
             timeout: float = 30) -> subprocess.CompletedProcess:
-        """Run a Slurm client (or any program) of the 24.11 installation, e.g. run("squeue")."""
+        """Run a Slurm client (or any program) of the release's installation, e.g. run("squeue")."""
         return subprocess.run(self.command(list(args), user, cwd), capture_output=True, text=True, timeout=timeout)
 
     def sbatch(self, user: str, *args: str) -> tuple[str, str, str, float]:
         """Submit as ``user`` from the jobs dir; returns (job id, stdout, stderr, seconds)."""
         started = time.monotonic()
         done = self.run("sbatch", *args, user=user, cwd=f"{self.inner_dir}/jobs", timeout=60)
-        took = time.monotonic() - started
-        assert done.returncode == 0, f"sbatch failed ({done.returncode}): {done.stderr}"
-        match = re.search(r"Submitted batch job (\d+)", done.stdout)
-        assert match, done.stdout
-        return match.group(1), done.stdout, done.stderr, took
+        return sbatch_result(done, time.monotonic() - started)
 
     def job(self, job_id: str) -> dict:
         """``scontrol show job``'s fields of a job a test submitted (see harness.scontrol_fields)."""
         return scontrol_fields(self.run("scontrol", "show", "job", job_id, timeout=10).stdout)
 
     def read_job(self, job_id: str, *, work_dir: bool = False) -> slurmjob.Job:
-        """The job as the hooks read it, with the root's 24.11 clients."""
+        """The job as the hooks read it, with the root's clients."""
         def run(args, environment):
             done = subprocess.run(self.command([*(f"{k}={v}" for k, v in environment.items()), *args]),
                                   capture_output=True, timeout=30)
@@ -141,11 +173,21 @@ class Cluster2411:
         poll(lambda: not self.run("squeue", "-h", "-t", "PD,R,CG,CF", "-o", "%A").stdout.strip(), 60,
              "every job to end")
 
+    @contextmanager
+    def hook_off(self):
+        """The hook off (it would set its own --time-min on a scenario's jobs), on an empty queue;
+        afterwards every job cancelled, the hook and time_min_as_soft_limit on again."""
+        self.cancel_all()
+        self.set_hook_setting("enabled", "false")
+        try:
+            yield self
+        finally:
+            self.cancel_all()
+            self.set_hook_setting("enabled", "true")
+            self.set_scheduler_parameters(time_min_as_soft_limit=True)
+
     def write_script(self, name: str, text: str) -> str:
-        path = self.jobs / name
-        path.write_text(text)
-        path.chmod(0o755)
-        return name
+        return write_job_script(self.jobs, name, text)
 
     def set_hook_setting(self, key: str, value: str) -> None:
         """Change one hook setting, for every hook: the prolog/epilog scripts read it at their
@@ -170,7 +212,7 @@ class Cluster2411:
         wanted = scheduler_parameters(time_min_as_soft_limit, extra)
         if wanted == self.scheduler_parameters:
             return
-        done = run_script("restart-ctld", script_env(self.daemon, sched=wanted), timeout=120)
+        done = run_script("restart-ctld", script_env(self.release, self.daemon, sched=wanted), timeout=120)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         self.scheduler_parameters = wanted
         shown = self.run("scontrol", "show", "config").stdout

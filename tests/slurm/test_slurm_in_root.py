@@ -1,6 +1,6 @@
-"""Slurm 24.11 (tests/slurm/cluster/cluster-2411.sh): the project's hooks run unchanged, and the
-semantics of --time-min the project relies on, with and without
-SchedulerParameters=time_min_as_soft_limit.
+"""Slurm in a Debian root (tests/slurm/cluster/slurm-in-root.sh): the project's hooks run on
+24.11.5 and 26.05.5, and the semantics of --time-min the project relies on, with and without
+SchedulerParameters=time_min_as_soft_limit (24.11).
 
 The scheduling scenario is the one measured by hand on 24.11.5 (4 whole nodes, bf_interval=2):
 L (2 nodes, --time=2) runs; H (all 4 nodes) waits for it, so its reservation is at L's planned
@@ -21,36 +21,38 @@ from .harness import poll
 from .test_cluster_hooks import JOB_SCRIPT, prediction, seed_history, store
 
 
-def test_plain_job_runs_on_slurm_24_11(cluster_2411):
-    version = cluster_2411.run("sinfo", "-V").stdout
-    assert version.startswith("slurm-wlm 24.11") or version.startswith("slurm 24.11"), version
-    job_id, _, _, _ = cluster_2411.sbatch("bob", "-N", "2", "-t", "2", "-o", "plain-%j.out",
-                                          "--wrap", "srun id -un")
-    cluster_2411.wait_done(job_id)
-    job = cluster_2411.job(job_id)
+def test_plain_job_runs(root_cluster):
+    cluster = root_cluster
+    series = root_cluster.release.series
+    version = cluster.run("sinfo", "-V").stdout
+    assert version.startswith(f"slurm-wlm {series}") or version.startswith(f"slurm {series}"), version
+    job_id, _, _, _ = cluster.sbatch("bob", "-N", "2", "-t", "2", "-o", "plain-%j.out", "--wrap", "srun id -un")
+    cluster.wait_done(job_id)
+    job = cluster.job(job_id)
     assert job["JobState"] == "COMPLETED", job
     # the job ran as bob (same uid on host and in the root) on two nodes
-    output = (cluster_2411.jobs / f"plain-{job_id}.out").read_text()
+    output = (cluster.jobs / f"plain-{job_id}.out").read_text()
     assert [line for line in output.splitlines() if not line.startswith("[hpcpredict]")] == ["bob", "bob"]
 
 
-def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411):
+def test_hooks_run(root_cluster):
     """job_submit.lua (Lua 5.1 in the root) asks the host's daemon and sets the job's limits;
-    PrologSlurmctld and TaskProlog (Python 3.13, as SlurmUser and as alice) put the allocation
-    estimate into the job's output; EpilogSlurmctld stores the outcome."""
-    cluster_2411.cancel_all()
-    seed_history(daemon_2411, "alice", JOB_SCRIPT, [90.0, 100.0, 95.0])
-    cluster_2411.write_script("hello-mpi.sh", JOB_SCRIPT)
-    job_id, _, stderr, _ = cluster_2411.sbatch("alice", "-t", "10", "-o", "hello-%j.out", "hello-mpi.sh")
+    PrologSlurmctld and TaskProlog (the root's Python 3, as SlurmUser and as alice) put the
+    allocation estimate into the job's output; EpilogSlurmctld stores the outcome."""
+    cluster, daemon = root_cluster, root_cluster.daemon
+    cluster.cancel_all()
+    seed_history(daemon, "alice", JOB_SCRIPT, [90.0, 100.0, 95.0])
+    cluster.write_script("hello-mpi.sh", JOB_SCRIPT)
+    job_id, _, stderr, _ = cluster.sbatch("alice", "-t", "10", "-o", "hello-%j.out", "hello-mpi.sh")
 
     line = next(text for text in stderr.splitlines() if text.startswith("sbatch: hpcpredict:"))
     submit_id = re.search(r"\[([0-9a-f]{32})\]$", line).group(1)
-    row = prediction(daemon_2411, submit_id)
+    row = prediction(daemon, submit_id)
     assert row is not None and row.stage == "submit" and row.user == "alice" and not row.fallback
-    job = cluster_2411.job(job_id)
+    job = cluster.job(job_id)
     # what the hook said it set is what the job has; the user's --time is kept. (This daemon runs
     # bound mode, where a limit comes only from a calibrated bound: whether alice's three runs give
-    # one depends on what else she ran; the soft --time-min set on 24.11 is test_policy_2411's.)
+    # one depends on what else she ran; the soft --time-min is test_policy_soft.py's.)
     assert job["TimeLimit"] == "00:10:00"
     if "set no --time-min" in line:
         assert job["TimeMin"] == "N/A", (job["TimeMin"], line)
@@ -58,17 +60,17 @@ def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411):
         assert job["TimeMin"] != "N/A" and f"--time-min={job['TimeMin']}" in line, (job["TimeMin"], line)
     assert slurmjob.our_field(job["AdminComment"]).startswith(f"hpcpredict={submit_id}")
 
-    cluster_2411.wait_done(job_id)
-    output = (cluster_2411.jobs / f"hello-{job_id}.out").read_text()
+    cluster.wait_done(job_id)
+    output = (cluster.jobs / f"hello-{job_id}.out").read_text()
     first = output.splitlines()[0]
     assert first.startswith("[hpcpredict] predicted runtime"), output
-    refined = prediction(daemon_2411, re.search(r";alloc=([\w-]+)",
-                                                slurmjob.our_field(cluster_2411.job(job_id)["AdminComment"])).group(1))
+    refined = prediction(daemon, re.search(r";alloc=([\w-]+)",
+                                                slurmjob.our_field(cluster.job(job_id)["AdminComment"])).group(1))
     assert refined.stage == "allocation" and refined.job_id == job_id
     assert output.count("rank ") == 8
 
     def stored():
-        db = store(daemon_2411)
+        db = store(daemon)
         try:
             return next((r for r in db.iter_jobs() if r.job_id == job_id), None)
         finally:
@@ -77,7 +79,7 @@ def test_hooks_run_on_slurm_24_11(cluster_2411, daemon_2411):
     outcome = poll(stored, 60, f"the outcome of job {job_id}", 0.5)
     assert outcome.state == "COMPLETED" and outcome.user == "alice" and outcome.nodes == 4
     assert 1 <= outcome.runtime_s < 120
-    assert re.search(rf"epilog_slurmctld job {job_id}: outcome COMPLETED .*stored=True", cluster_2411.hooks_log())
+    assert re.search(rf"epilog_slurmctld job {job_id}: outcome COMPLETED .*stored=True", cluster.hooks_log())
 
 
 def submit_scenario(cluster, x_seconds: int) -> tuple[str, str, str]:
@@ -96,12 +98,8 @@ def submit_scenario(cluster, x_seconds: int) -> tuple[str, str, str]:
 
 @pytest.fixture
 def hook_off(cluster_2411):
-    cluster_2411.cancel_all()
-    cluster_2411.set_hook_setting("enabled", "false")
-    yield cluster_2411
-    cluster_2411.cancel_all()
-    cluster_2411.set_hook_setting("enabled", "true")
-    cluster_2411.set_scheduler_parameters(time_min_as_soft_limit=True)
+    with cluster_2411.hook_off() as cluster:
+        yield cluster
 
 
 def test_without_time_min_as_soft_limit_backfill_lowers_the_limit_to_time_min(hook_off):
