@@ -13,6 +13,18 @@ fallback does (the walltime model's cold start before the plain request).
 
 Every source only reads its model: no lock is taken on the prediction path.
 
+The answer is then composed with the user's recent runs comparable to the job
+(:func:`compose`, the one place that decides): the estimate of a history source is never
+above what those runs took (the walltime model reads the request as a feature and scales it
+by the share of their requests the user's runs used, so a larger number typed gave a larger
+estimate: 4.05 h for user 91 of KTH-SP2 asking 5 h, whose every recent run took 2.7 h), and
+its bound is never above the runs' own bound, so the suggested --time does not jump between
+"your request" (the walltime model cannot promise a shorter limit at the risk: its bound is
+the request) and the runs' 3:00:00 (where the walltime model cold-starts on a request 4 x any
+the user made and the recent-history model answers). A larger request thus never gets a
+smaller suggestion from the same runs; a bound from the runs is not calibrated (the walltime
+policy sets no kill limit from it), only advice.
+
 ``soft_risk`` (None = not asked): the engine asks it only when it will set a soft
 ``--time-min``; the source then fills ``soft_s``, the runtime the job outlives with that
 probability, from the same pass where it has a quantile (the walltime and recent-history
@@ -20,7 +32,7 @@ models), and leaves it 0 (the engine then plans with the point estimate) where i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from .errors import HpcPredictError
@@ -28,7 +40,8 @@ from .estimates import RuntimeEstimate
 from .jobspec import JobSpec
 from .model_set import ModelSet
 from .records import JobRecord
-from .recent_history import RecentHistoryModel
+from .timefmt import human
+from .recent_history import RecentHistoryModel, RunsBasis
 
 
 def from_inputs(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord,
@@ -93,11 +106,69 @@ SOURCES: tuple[Source, ...] = (
 
 
 def first_estimate(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord, risk: float,
-                   soft_risk: float | None = None) -> tuple[RuntimeEstimate, list[str], str]:
-    """The first source's estimate that is not a fallback, else the first fallback; why the
-    sources that could have answered did not; the model kind that answered ("" = a rule).
-    The engine answers with it, and the scheduling replay (``lab/scheduling/policies.py``)
-    makes its online predictions with it."""
+                   soft_risk: float | None = None) -> tuple[RuntimeEstimate, list[str], str, RunsBasis]:
+    """The first source's estimate that is not a fallback, else the first fallback, composed
+    with the user's comparable runs (:func:`compose`); why the sources that could have answered
+    did not; the model kind that answered ("" = a rule); those runs. The engine answers with
+    it, and the scheduling replay (``lab/scheduling/policies.py``) makes its online
+    predictions with it."""
+    estimate, notes, kind = _first_source(models, recent, spec, job, risk, soft_risk)
+    if estimate.fallback:
+        return estimate, notes, kind, RunsBasis()
+    basis = recent.basis(job.user, job.application, float(job.requested_time_s or 0.0), job.procs)
+    # The inputs model follows the job's inputs, not the user's history: only history sources are held to it.
+    if kind == "runtime":
+        return estimate, notes, kind, basis
+    return compose(estimate, basis, float(job.requested_time_s or 0.0), risk), notes, kind, basis
+
+
+def compose(estimate: RuntimeEstimate, basis: RunsBasis, request_s: float, risk: float) -> RuntimeEstimate:
+    """A history source's estimate held to the user's comparable runs (``basis``).
+
+    - the estimate is at most the longest of the last runs (``needed_s``; the runs' bound when
+      one was killed at its limit, its length unknown): a request far above them is no
+      evidence the job runs longer, whatever share of it the runs used;
+    - the bound (what the suggested --time is made of) is the smaller of the source's (at most
+      the request) and the runs' own (:meth:`RunsBasis.bound_s`, a function of the runs only);
+      it is calibrated only when the source's is the smaller.
+
+    >>> from hpcpredict.daemon.recent_history import RunsBasis
+    >>> runs = RunsBasis(runtimes=(9745.0,) * 5, requests=(12000.0,) * 5, scope="your last {n} runs of this job")
+    >>> model = RuntimeEstimate(runtime_s=14580.0, low_s=9000.0, high_s=18000.0, coverage=0.8, bound_s=18000.0,
+    ...                         explanation=("estimate: 81% of your request",), model_name="hpcpredict",
+    ...                         bound_calibrated=True)
+    >>> held = compose(model, runs, 18000.0, 0.03)
+    >>> held.runtime_s, round(held.bound_s), held.bound_basis, held.bound_calibrated
+    (9745.0, 10720, 'runs', False)
+    """
+    if not basis.runtimes:
+        return estimate
+    ceiling = basis.bound_s(risk) if basis.killed else basis.needed_s
+    if request_s > 0:
+        ceiling = min(ceiling, request_s)          # a job cannot run longer than its limit
+    runs_bound = basis.bound_s(risk)
+    point = min(estimate.runtime_s, ceiling)
+    held = point < estimate.runtime_s
+    # The recent-history model's own bound reads all the user's runs of the application: the
+    # runs like this job (same size, about this request) decide, as they do under the walltime model.
+    from_runs = runs_bound < estimate.bound_s or estimate.model_name == RecentHistoryModel.name
+    if request_s > 0:
+        runs_bound = min(runs_bound, request_s)
+    bound = max(runs_bound if from_runs else estimate.bound_s, point)
+    explanation = estimate.explanation
+    if held:
+        explanation = tuple(line for line in explanation if not line.startswith("estimate:")) + (
+            f"estimate: {basis.named()} took up to {human(basis.needed_s)}; your request is no evidence "
+            f"this one runs longer (the model's {human(estimate.runtime_s)} scales the request)",)
+    return replace(estimate, runtime_s=point, bound_s=bound, high_s=max(estimate.high_s, point),
+                   low_s=min(estimate.low_s, point) if estimate.low_s > 0 else estimate.low_s,
+                   soft_s=max(min(estimate.soft_s, ceiling), point) if estimate.soft_s else 0.0,
+                   bound_calibrated=estimate.bound_calibrated and not from_runs,
+                   bound_basis="runs" if from_runs else "model", held_to_runs=held, explanation=explanation)
+
+
+def _first_source(models: ModelSet, recent: RecentHistoryModel, spec: JobSpec, job: JobRecord, risk: float,
+                  soft_risk: float | None = None) -> tuple[RuntimeEstimate, list[str], str]:
     first_fallback: tuple[RuntimeEstimate, str] | None = None
     notes: list[str] = []
     for source in SOURCES:

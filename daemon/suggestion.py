@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .recent_history import RECENT_RUNS
 from .timefmt import human, slurm_time
 from .walltime_policy import ceil_minute
 
-RECENT_RUNS = 5        # "what the job needed": the longest of its last this many runs
 
 
 def runs_limit(runtimes: Sequence[float]) -> float:
@@ -53,10 +53,43 @@ def request_warning(requested_s: float, runtimes: Sequence[float], scope: str) -
     recent = list(runtimes[-RECENT_RUNS:])
     if requested_s <= 0 or not recent:
         return None
+    # Slurm keeps limits in whole minutes: `-t 0:00:30` runs with 00:01:00, which holds a 47 s run.
+    limit_s = ceil_minute(requested_s)
     longest = max(recent)
-    if longest <= requested_s:
+    if longest <= limit_s:
         return None
-    longer = sum(runtime > requested_s for runtime in recent)
+    longer = sum(runtime > limit_s for runtime in recent)
     verdict = "will likely kill it" if 2 * longer > len(recent) else "may kill it"
     return (f"{scope} took up to {human(longest)}: --time={slurm_time(requested_s)} {verdict} "
             f"({longer} of {len(recent)} ran longer)")
+
+
+def suggestion_basis(time_limit_s: int, *, requested_s: float, runs: Sequence[float], scope: str, bound_s: float,
+                     bound_basis: str, floor_s: float, risk: float) -> str | None:
+    """The one line saying what the suggested --time (``time_limit_s``, from
+    :func:`suggested_time_limit`) was made of, so a suggestion that changes with the request
+    says why (None without recent runs: the model's bound speaks for itself).
+    ``bound_basis``: ``RuntimeEstimate.bound_basis`` ("runs", "model").
+
+    >>> runs = [9745.0] * 5
+    >>> print(suggestion_basis(10800, requested_s=18000, runs=runs, scope="your last 5 runs of this job",
+    ...                        bound_s=10720, bound_basis="runs", floor_s=300, risk=0.03))
+    suggested --time: from your recent runs like this one at 3% risk (your last 5 runs of this job took up to 2.7 h), not from your request
+    >>> print(suggestion_basis(300, requested_s=60, runs=[45.0] * 5, scope="your last 5 jobs", bound_s=60,
+    ...                        bound_basis="model", floor_s=300, risk=0.03))
+    suggested --time: the site's shortest limit (5.0 min); your last 5 jobs took up to 45 s
+    """
+    if not runs:
+        return None
+    needed = runs_limit(runs)
+    took = f"{scope} took up to {human(needed)}"
+    floor = ceil_minute(floor_s)
+    if time_limit_s == floor and floor > ceil_minute(round(max(bound_s, needed), 3)):
+        return f"suggested --time: the site's shortest limit ({human(floor)}); {took}"
+    if time_limit_s == ceil_minute(round(needed, 3)) and needed >= bound_s:
+        return f"suggested --time: what {scope} needed ({human(needed)})"
+    if requested_s > 0 and time_limit_s == ceil_minute(requested_s):
+        return f"suggested --time: your request; {took}, and a shorter limit would not hold them at {risk:.0%} risk"
+    if bound_basis == "runs":
+        return f"suggested --time: from your recent runs like this one at {risk:.0%} risk ({took}), not from your request"
+    return f"suggested --time: the walltime model's runtime bound at {risk:.0%} risk ({took})"

@@ -119,3 +119,106 @@ def test_suggestion_examples():
 
     failures, tried = doctest.testmod(suggestion)
     assert tried >= 3 and failures == 0
+
+
+SWEEP_HOURS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 13, 14, 16, 24, 36, 48)
+
+
+def latest_job(engine, user: str):
+    [latest] = engine.store.user_history(user, math.inf, 1)
+    return latest
+
+
+def sweep(engine, latest, hours=SWEEP_HOURS):
+    """(request, answer, basis) for the user's latest job asking for each of ``hours``."""
+    rows = []
+    for h in hours:
+        request = int(h * HOUR)
+        spec = JobSpec(user=latest.user, application=latest.application, cluster=latest.cluster,
+                       ntasks=latest.procs, time_limit_s=request)
+        basis = engine.recent.basis(latest.user, latest.application, request, latest.procs)
+        rows.append((request, engine.estimate(spec), basis))
+    return rows
+
+
+def test_user91_sweep_one_suggestion_from_the_runs(kth):
+    """Finding 1: 7 h ... 13 h kept the request (the walltime model could not promise shorter),
+    14 h ... 48 h suggested 03:00:00 (it cold-started and the recent runs answered); at 5 h / 6 h
+    the estimate was 4.05 h / 4.9 h. Now one composition: every request that holds the runs
+    gets the runs' 03:00:00 and their 2.7 h, whichever model answered."""
+    _, engine, latest = kth
+    rows = sweep(engine, latest)
+    for request, answer, basis in rows:
+        text = "\n".join(answer.explanation)
+        if request < basis.needed_s:                                   # 1 h, 2 h: what the runs needed
+            assert answer.time_limit_s == math.ceil(basis.needed_s / 60) * 60 == 2 * HOUR + 43 * 60, text
+            assert "will likely kill it" in text
+        else:
+            assert slurm_time(answer.time_limit_s) == "03:00:00", (request, text)
+            assert 2.6 * HOUR < answer.runtime_s <= basis.needed_s, (request, answer.runtime_s, text)
+            assert "suggested --time: from your recent runs like this one" in text or request == 3 * HOUR, text
+    suggestions = [answer.time_limit_s for _, answer, _ in rows]
+    assert suggestions == sorted(suggestions)
+    # the answering model changes at 14 h (walltime -> recent history); the answer does not
+    assert {answer.model_name.split(" ")[0] for _, answer, _ in rows} == {"hpcpredict", "recent-history"}
+
+
+def test_short_runs_sweep_neither_estimate_nor_suggestion_grows_with_the_request(kth):
+    """KTH-SP2 user 126 runs a job of 7-9 s asking for 1 h (the finding's user ran 43-47 s): the
+    estimate grew with the request (7 / 16 / 32 / 64 s at 1 / 2 / 4 / 8 h) and the suggestion
+    kept each request up to 8 h, then dropped to 00:05:00 at 24 h."""
+    _, engine, latest = kth
+    latest = latest_job(engine, "126")
+    rows = sweep(engine, latest, (0.5, 1, 2, 4, 8, 12, 16, 24, 36, 48))
+    for request, answer, basis in rows:
+        assert max(basis.recent) <= 10
+        assert answer.runtime_s <= basis.needed_s, (request, answer.runtime_s)
+        assert slurm_time(answer.time_limit_s) == "00:05:00", (request, answer.explanation)
+        basis_lines = [line for line in answer.explanation if line.startswith("suggested --time")]
+        assert basis_lines and basis_lines[0].startswith("suggested --time: the site's shortest limit"), basis_lines
+
+
+def test_a_request_rounded_up_to_a_minute_holds_runs_under_a_minute_and_says_one_thing():
+    """`-t 0:00:30` runs with 00:01:00 (Slurm keeps minutes): runs of 43-47 s fit it; `-t 1`
+    with a 5 min site floor is told the floor, not also 'your request'."""
+    from hpcpredict.daemon.suggestion import request_warning, suggested_time_limit, suggestion_basis
+
+    runs = [43.0, 45.0, 47.0, 44.0, 46.0]
+    assert request_warning(30, runs, "your last 5 jobs") is None
+    assert "will likely kill it (5 of 5 ran longer)" in request_warning(30, [61.0] * 5, "your last 5 jobs")
+    limit = suggested_time_limit(60.0, runs, floor_s=300)
+    assert limit == 300
+    line = suggestion_basis(limit, requested_s=60, runs=runs, scope="your last 5 jobs", bound_s=60.0,
+                            bound_basis="model", floor_s=300, risk=0.03)
+    assert line == "suggested --time: the site's shortest limit (5.0 min); your last 5 jobs took up to 47 s"
+
+
+def test_every_user_suggestion_monotone_and_estimate_within_the_runs(kth):
+    """The property over every KTH-SP2 user with >= 5 runs, their latest job asking for 1 min ...
+    48 h: a larger request never gets a smaller suggestion while the comparable runs (the basis
+    the output names) stay the same, and the estimate never exceeds what those runs took (the
+    runs' bound when one was killed at its limit): the request alone does not make it grow."""
+    _, engine, _ = kth
+    counts: dict[str, int] = {}
+    for record in engine.store.iter_jobs():
+        if record.runtime_s > 0:
+            counts[record.user] = counts.get(record.user, 0) + 1
+    users = sorted(user for user, n in counts.items() if n >= 5)
+    assert len(users) > 150
+    hours = (1 / 60, 0.25, 0.5, 1, 2, 3, 4, 6, 8, 12, 14, 16, 24, 36, 48)
+    checked = 0
+    for user in users:
+        latest = latest_job(engine, user)
+        previous = None
+        for request, answer, basis in sweep(engine, latest, hours):
+            if answer.fallback or not basis.runtimes:
+                continue
+            ceiling = basis.bound_s(answer.risk) if basis.killed else basis.needed_s
+            assert answer.runtime_s <= ceiling + 1e-6, (user, request, answer.runtime_s, ceiling)
+            key = (basis.scope, basis.runtimes)
+            if previous is not None and previous[0] == key:
+                assert answer.time_limit_s >= previous[1], (user, request, previous[1], answer.time_limit_s,
+                                                            answer.explanation)
+            previous = (key, answer.time_limit_s)
+            checked += 1
+    assert checked > 2000
