@@ -145,7 +145,7 @@ class PolicyConfig:
     min_time_limit_s: int = 300                   # never suggest a limit below this
     default_runtime_s: int = 3600                 # cold start with no history and no request
     history_window: int = 20                      # recent runs kept per (user, application)
-    # What the daemon does to a job's limits (walltime_policy.plan_limits): "soft" = the estimate
+    # What the daemon does to a job's limits (daemon/policy: plan_limits): "soft" = the estimate
     # at `soft_risk` as --time-min, only where slurmctld runs with time_min_as_soft_limit (it then never
     # kills); "bound" = the runtime bound at `risk` as a kill-limit --time-min / --time (opt-in: a
     # site that accepts that risk); "advise" = no limit changes; "auto" = soft where the
@@ -164,7 +164,7 @@ class PolicyConfig:
     controller_check_s: float = 300.0
     advice_policy: str = "least-node-hours"       # node-count advice: least-node-hours | meets-request
     advice_tolerance: float = 0.10
-    # Where limits may change (daemon/policy_scope.py); elsewhere jobs are only predicted and told.
+    # Where limits may change (daemon/policy/scope.py); elsewhere jobs are only predicted and told.
     partitions: tuple[str, ...] = ()              # only jobs in these partitions; () = all
     accounts: tuple[str, ...] = ()                # only jobs of these accounts; () = all
     opt_out_users: tuple[str, ...] = ()           # these users' jobs are never changed

@@ -28,14 +28,13 @@ from .records import JobRecord
 from .recent_history import RecentHistoryModel
 from .model_kinds import SITE_KEY, get_model_kind
 from .model_set import ModelSet
-from .policy_scope import limits_withheld
 from .registry import Artifact, ModelRegistry
 from .scaling.advice import node_advice
 from .sources import first_estimate
 from .suggestion import request_warning, suggested_time_limit, suggestion_basis
 from .timefmt import human
-from .policy_mode import PolicyMode
-from .walltime_policy import LimitChange, ceil_minute, plan_limits, user_line
+from .policy import (JobAsk, LimitChange, PolicyMode, Predicted, ceil_minute, decide, decide_at_allocation,
+                     mode_for)
 from ..topology.hostlist import expand as expand_nodes
 from ..topology.placement import Placement
 
@@ -183,9 +182,9 @@ class PredictionEngine:
         job = spec.record()
         # Limits are set at submission only: later answers (allocation, runtime features) refine.
         deciding = decide_limits and not at_allocation
-        withheld = limits_withheld(policy, user=spec.user, account=spec.account,
-                                   partition=spec.partition) if deciding else None
-        mode = "advise" if withheld or not deciding else self.policy_mode.current()[0]
+        facts = self.policy_mode.facts()          # a value: one read for the whole decision
+        asked = self._asked(spec, job.requested_procs)
+        mode = mode_for(asked, policy, facts)[0] if deciding else "advise"
         # Only a soft --time-min reads the soft_risk quantile: asked of the same pass, only then.
         soft_risk = policy.soft_risk if mode == "soft" else None
         answer, notes, kind, basis = first_estimate(models, self.recent, spec, job, risk, soft_risk)
@@ -226,12 +225,15 @@ class PredictionEngine:
         time_limit = suggested_time_limit(bound, runs, floor_s=policy.min_time_limit_s)
         # The limits start from the suggestion (the bound, never below what recent runs needed), so
         # the sbatch line, `hpcpredict predict` and the job-output line name the same --time.
-        limits, message = LimitChange(None, None, "not_at_submission", "advise"), ""
+        predicted = Predicted(runtime_s=point, soft_s=soft, suggested_s=time_limit, low_s=low, high_s=high,
+                              coverage=coverage, risk=risk, calibrated=calibrated, fallback=fallback)
         if deciding:
-            limits, message = self._limits(spec, mode, point, soft, low, high, coverage, time_limit, risk, fallback,
-                                           calibrated)
-            if withheld:
-                explanation.append(f"limits left as submitted: {withheld}")
+            decision = decide(asked, predicted, policy, facts, site_cap_s=self.config.limits.max_time_s)
+            if decision.limits.mode == "advise" and policy.mode != "advise":
+                explanation.append(f"limits left as submitted: {decision.why}")
+        else:
+            decision = decide_at_allocation(asked, predicted, policy, facts)
+        limits, message = decision.limits, decision.user_message
         scope = basis.named() if runs else ""
         warning = request_warning(requested, runs, scope)
         if warning:
@@ -251,26 +253,13 @@ class PredictionEngine:
                       explanation=tuple(explanation), comm_time_s=comm_time, feature_class=feature_class,
                       comm_model=comm_model, node_advice=advice, limits=limits, user_message=message)
 
-    def _limits(self, spec: JobSpec, mode: str, point: float, soft: float, low: float, high: float,
-                coverage: float, bound: float, risk: float, fallback: bool,
-                bound_calibrated: bool) -> tuple[LimitChange, str]:
-        """The limits the submission hook applies, decided here once (walltime_policy), and the
-        line telling the user what they do. ``mode``: the policy mode resolved against the
-        controller, ``advise`` for a job outside the site's ``[policy]`` scope (policy_scope);
-        ``soft``: the runtime the job outlives with probability ``[policy] soft_risk``."""
-        policy = self.config.policy
-        given = math.inf if spec.time_limit_unlimited else spec.time_limit_s
-        # soft: the job's limit is its --time, else the partition's DefaultTime (else MaxTime)
-        requested = given or (spec.default_time_s if mode == "soft" else 0)
-        limits = plan_limits(mode=mode, runtime_s=soft, bound_s=bound, requested_s=requested,
-                             user_time_min_s=spec.time_min_s, max_time_s=spec.max_time_s or None,
-                             floor_s=policy.min_time_limit_s, site_cap_s=self.config.limits.max_time_s,
-                             fallback=fallback, soft_max_ratio=policy.soft_max_ratio,
-                             bound_calibrated=bound_calibrated)
-        message = user_line(limits, runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
-                            risk=risk, requested_s=given, job_limit_s=spec.default_time_s or spec.max_time_s,
-                            fallback=fallback, floor_s=policy.min_time_limit_s)
-        return limits, message
+    @staticmethod
+    def _asked(spec: JobSpec, procs: int) -> JobAsk:
+        """What the job asked for, as the decision (daemon/policy) reads it."""
+        return JobAsk(time_limit_s=math.inf if spec.time_limit_unlimited else spec.time_limit_s,
+                      time_min_s=spec.time_min_s, default_time_s=spec.default_time_s,
+                      max_time_s=spec.max_time_s, procs=procs, user=spec.user, account=spec.account,
+                      partition=spec.partition)
 
     def _comm(self, spec: JobSpec, models: ModelSet, at_allocation: bool):
         if not models.comm:

@@ -501,7 +501,13 @@ class PredictionService:
         except StoreError as error:
             self.faults.set("store", "read status", str(error))
             counts, accuracy = {"jobs": 0, "outcomes": 0, "predictions": 0}, {}
+        controller = self.engine.policy_mode
+        facts = controller.facts()
+        mode, why = controller.current()
         return pb.Status(version=__version__, uptime_s=time.time() - self.started, models=self._model_infos(),
                          jobs=counts["jobs"], outcomes=counts["outcomes"], predictions=counts["predictions"],
                          faults=self.faults.lines(), recent_accuracy=accuracy,
-                         store=getattr(self.store, "path", ""), requests=self._requests, fallbacks=self._fallbacks)
+                         store=getattr(self.store, "path", ""), requests=self._requests, fallbacks=self._fallbacks,
+                         policy_mode=mode, policy_reason=why, slurm_release=facts.release_text,
+                         planning_rule=facts.rule, total_cpus=min(facts.total_cpus, 2**32 - 1),
+                         total_nodes=min(facts.total_nodes, 2**32 - 1))

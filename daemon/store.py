@@ -150,7 +150,7 @@ MIGRATIONS: tuple[str, ...] = (
     DROP INDEX predictions_job;
     CREATE INDEX predictions_job ON predictions (job_id, cluster);
     """,
-    # 4: the limits the daemon decided for the submission hook (walltime_policy), so that
+    # 4: the limits the daemon decided for the submission hook (daemon/policy), so that
     # `hpcpredict explain` reads what was applied instead of recomputing it
     """
     ALTER TABLE predictions ADD COLUMN applied_time_limit_s INTEGER;

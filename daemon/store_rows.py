@@ -50,7 +50,7 @@ class PredictionRow:
     applied_time_limit_s: int | None = None  # the --time the daemon told the hook to set (None: kept)
     applied_time_min_s: int | None = None    # the --time-min it told the hook to set (None: kept)
     policy_mode: str = ""                    # soft | bound | advise ("" = before modes, or not a submission)
-    policy_reason: str = ""                  # walltime_policy's reason
+    policy_reason: str = ""                  # daemon/policy's reason (LimitChange.reason)
 
 
 def prediction_values(row: PredictionRow) -> tuple:

@@ -26,7 +26,7 @@ from typing import Sequence
 
 from .recent_history import RECENT_RUNS
 from .timefmt import human, slurm_time
-from .walltime_policy import ceil_minute
+from .policy.limits import ceil_minute
 
 
 

@@ -89,6 +89,7 @@ def explanation_lines(result: Explanation) -> list[str]:
     """The explanation as a person reads it."""
     from datetime import datetime, timezone
 
+    from ..policy import limits_meaning
     from ..timefmt import human, slurm_time
 
     def when(stamp: float) -> str:
@@ -119,11 +120,14 @@ def explanation_lines(result: Explanation) -> list[str]:
         if shown:
             lines.append(f"  inputs: {shown}")
         mode = f" [{entry['policy_mode']} mode]" if entry["policy_mode"] else ""
+        # what the decided limit does, in the decision's own words (daemon/policy)
+        meaning = limits_meaning(entry["policy_mode"], time_limit_s=entry["set_time_limit_s"],
+                                 time_min_s=entry["set_time_min_s"])
+        meaning = f" ({meaning})" if meaning else ""
         if entry["set_time_limit_s"]:
-            lines.append(f"  set: --time {slurm_time(entry['set_time_limit_s'])}{mode}")
+            lines.append(f"  set: --time {slurm_time(entry['set_time_limit_s'])}{meaning}{mode}")
         elif entry["set_time_min_s"]:
-            soft = " (soft: planned with it, never stopped before --time)" if entry["policy_mode"] == "soft" else ""
-            lines.append(f"  set: --time-min {slurm_time(entry['set_time_min_s'])}{soft}{mode}")
+            lines.append(f"  set: --time-min {slurm_time(entry['set_time_min_s'])}{meaning}{mode}")
         elif entry["policy"]:
             lines.append(f"  set: nothing ({entry['policy'].replace('_', ' ')}){mode}")
         elif entry["stage"] == "submit":

@@ -22,6 +22,11 @@ def _status(args) -> int:
     print(f"hpcpredictd {status.version}, up {human(status.uptime_s)}, store {status.store}")
     print(f"jobs in history: {status.jobs}  outcomes reported: {status.outcomes}  predictions: {status.predictions}")
     print(f"requests: {status.requests}  answered by fallback: {status.fallbacks}")
+    if status.policy_mode:   # daemon/policy: the mode resolved against the controller, and why
+        size = f", {status.total_cpus} CPUs on {status.total_nodes} nodes" if status.total_cpus else ""
+        print(shown(f"policy mode {status.policy_mode}: {status.policy_reason}"))
+        print(shown(f"controller: Slurm {status.slurm_release or 'unknown'}, planning rule "
+                    f"{status.planning_rule or 'unknown'}{size}"))
     recent = status.recent_accuracy
     if recent:   # store_lookups.recent_accuracy: the same accuracy as the metrics and `report`
         print(f"accuracy of the last {int(recent['n'])} outcomes a model predicted: {recent['accuracy']:.3f} "

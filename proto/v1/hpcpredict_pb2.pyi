@@ -328,7 +328,7 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("version", "uptime_s", "models", "jobs", "outcomes", "predictions", "faults", "recent_accuracy", "store", "requests", "fallbacks")
+    __slots__ = ("version", "uptime_s", "models", "jobs", "outcomes", "predictions", "faults", "recent_accuracy", "store", "requests", "fallbacks", "policy_mode", "policy_reason", "slurm_release", "planning_rule", "total_cpus", "total_nodes")
     class RecentAccuracyEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -347,6 +347,12 @@ class Status(_message.Message):
     STORE_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     FALLBACKS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_MODE_FIELD_NUMBER: _ClassVar[int]
+    POLICY_REASON_FIELD_NUMBER: _ClassVar[int]
+    SLURM_RELEASE_FIELD_NUMBER: _ClassVar[int]
+    PLANNING_RULE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_CPUS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_NODES_FIELD_NUMBER: _ClassVar[int]
     version: str
     uptime_s: float
     models: _containers.RepeatedCompositeFieldContainer[ModelInfo]
@@ -358,4 +364,10 @@ class Status(_message.Message):
     store: str
     requests: int
     fallbacks: int
-    def __init__(self, version: _Optional[str] = ..., uptime_s: _Optional[float] = ..., models: _Optional[_Iterable[_Union[ModelInfo, _Mapping]]] = ..., jobs: _Optional[int] = ..., outcomes: _Optional[int] = ..., predictions: _Optional[int] = ..., faults: _Optional[_Iterable[str]] = ..., recent_accuracy: _Optional[_Mapping[str, float]] = ..., store: _Optional[str] = ..., requests: _Optional[int] = ..., fallbacks: _Optional[int] = ...) -> None: ...
+    policy_mode: str
+    policy_reason: str
+    slurm_release: str
+    planning_rule: str
+    total_cpus: int
+    total_nodes: int
+    def __init__(self, version: _Optional[str] = ..., uptime_s: _Optional[float] = ..., models: _Optional[_Iterable[_Union[ModelInfo, _Mapping]]] = ..., jobs: _Optional[int] = ..., outcomes: _Optional[int] = ..., predictions: _Optional[int] = ..., faults: _Optional[_Iterable[str]] = ..., recent_accuracy: _Optional[_Mapping[str, float]] = ..., store: _Optional[str] = ..., requests: _Optional[int] = ..., fallbacks: _Optional[int] = ..., policy_mode: _Optional[str] = ..., policy_reason: _Optional[str] = ..., slurm_release: _Optional[str] = ..., planning_rule: _Optional[str] = ..., total_cpus: _Optional[int] = ..., total_nodes: _Optional[int] = ...) -> None: ...

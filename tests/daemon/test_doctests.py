@@ -4,7 +4,8 @@ import importlib
 
 import pytest
 
-MODULES = ["faults", "journal", "config", "plugins", "munge"]
+MODULES = ["faults", "journal", "config", "plugins", "munge", "policy.controller", "policy.decision", "policy.limits",
+           "policy.scope"]
 
 
 @pytest.mark.parametrize("name", MODULES)

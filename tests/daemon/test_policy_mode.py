@@ -1,6 +1,6 @@
 """[policy] mode: soft only while the controller's live configuration has
-time_min_as_soft_limit, advise whenever that cannot be told; the decision travels in the answer
-and is stored with the prediction."""
+time_min_as_soft_limit on a release that has the option (23.11.0+), advise whenever that cannot
+be told; the decision travels in the answer and is stored with the prediction."""
 from __future__ import annotations
 
 import pytest
@@ -8,18 +8,15 @@ import pytest
 from hpcpredict.daemon.config import ConfigError, load_config
 from hpcpredict.daemon.errors import CommandError
 from hpcpredict.daemon.lab.refresh import train_and_publish
-from hpcpredict.daemon.policy_mode import PolicyMode
+from hpcpredict.daemon.policy.controller import PolicyMode
 from hpcpredict.daemon.registry import ModelRegistry
 from hpcpredict.daemon.lab.runtime import RuntimeModel, parse_runs_csv
 from hpcpredict.daemon.lab.runtime import save_application_model
 from hpcpredict.daemon.server import Daemon
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+from tests.daemon.slurm_configs import DATA, show_config
 
-SHOW_CONFIG = """Configuration data as of 2026-11-27T05:53:40
-AccountingStorageBackupHost = (null)
-SchedulerParameters     = {}
-SchedulerTimeSlice      = 30 sec
-"""
+SHOW_CONFIG = show_config().replace("time_min_as_soft_limit,bf_interval=2,bf_resolution=10", "{}")
 
 
 def policy(**values):
@@ -55,7 +52,9 @@ def test_soft_only_while_the_controller_has_the_option(mode, parameters, expecte
     resolved = PolicyMode(policy(mode=mode, controller_config_command="scontrol -M c show config"), run=run)
     assert resolved.current()[0] == "advise"            # not read yet: advise
     resolved.refresh()
-    assert resolved.current()[0] == expected and calls == [["scontrol", "-M", "c", "show", "config"]]
+    # the size beside it, with the same options (-M c)
+    assert resolved.current()[0] == expected and calls == [["scontrol", "-M", "c", "show", "config"],
+                                                           ["scontrol", "-M", "c", "-o", "show", "nodes"]]
 
 
 @pytest.mark.parametrize("failure", [CommandError(["scontrol"], 1, stderr="slurm_load_ctl_conf error: Unable to contact"),
@@ -77,6 +76,7 @@ def test_a_check_that_stopped_refreshing_falls_back_to_advise(monkeypatch):
     resolved.refresh()
     resolved._checked -= 31                              # three intervals without a refresh
     assert resolved.current() == ("advise", "controller configuration not re-read for too long")
+    assert resolved.facts().rule == "unknown"
 
 
 @pytest.mark.parametrize("key, value", [("mode", "hard"), ("soft_max_ratio", "-1"), ("controller_check_s", "0"),
@@ -120,7 +120,7 @@ def _with_walltime_model(daemon, runs, time_limit_s=4 * 3600):
 def test_soft_answer_carries_the_point_estimate_the_line_and_is_stored(world_dir):
     # a real command prints the controller's line (as `scontrol show config` would)
     daemon = _service(world_dir, mode="soft",
-                      controller_config_command="echo SchedulerParameters = bf_interval=2,time_min_as_soft_limit")
+                      controller_config_command=f"cat {DATA / 'show_config_24.11.5.txt'}")
     try:
         daemon.engine.policy_mode.refresh()
         service = daemon.service
@@ -153,7 +153,7 @@ def test_the_soft_time_min_is_the_estimate_at_soft_risk(world_dir):
     decided = {}
     for soft_risk in (0.3, 0.9):
         daemon = _service(world_dir / f"soft{soft_risk}", mode="soft", soft_risk=soft_risk,
-                          controller_config_command="echo SchedulerParameters = time_min_as_soft_limit")
+                          controller_config_command=f"cat {DATA / 'show_config_24.11.5.txt'}")
         try:
             daemon.engine.policy_mode.refresh()
             request = _with_history(daemon.service, runs=(3600.0, 3000.0, 1200.0, 1500.0))
@@ -263,6 +263,71 @@ def test_bound_answer_and_allocation_answers_decide_nothing(world_dir):
 def test_docstring_examples():
     import doctest
 
-    from hpcpredict.daemon import policy_mode
+    from hpcpredict.daemon.policy import controller as policy_mode
     failures, tried = doctest.testmod(policy_mode)
     assert tried > 0 and failures == 0
+
+
+@pytest.mark.parametrize("release, rule", [
+    ("23.11.0", "hard_end"), ("24.11.5", "hard_end"), ("25.05.3", "hard_end"),
+    ("25.05.4", "soft_then_halfway"), ("25.11.0", "soft_then_halfway"), ("26.05.5", "soft_then_halfway"),
+    ("22.05.8", "kill"), ("23.02.7", "kill")])
+def test_the_release_read_decides_the_planning_rule(release, rule):
+    from hpcpredict.daemon.policy import ControllerFacts, parse_release, planning_rule
+
+    assert planning_rule(parse_release(release), True) == rule
+    assert planning_rule(parse_release(release), False) == "kill"        # without the option: a kill limit
+    facts = ControllerFacts.from_show_config(show_config(release))       # a real capture, the word in it
+    assert (facts.release_text, facts.soft_option, facts.rule) == (release, True, rule)
+    assert facts.soft_ok == (rule != "kill")
+
+
+@pytest.mark.parametrize("text, release", [
+    ("slurm-wlm 22.05.8", (22, 5, 8)), ("slurm 24.11.5", (24, 11, 5)), ("25.11", (25, 11, 0)),
+    ("23.11.0-0rc1", (23, 11, 0)), ("(null)", None), ("", None), ("2.6", None), ("1.22.05.8", None)])
+def test_release_parsing(text, release):
+    from hpcpredict.daemon.policy import parse_release
+
+    assert parse_release(text) == release
+
+
+@pytest.mark.parametrize("release", ["22.05.8", "23.02.7"])
+def test_the_word_on_a_release_without_the_option_gets_advice_and_says_why(release):
+    """The production failure of #38: 22.05 accepts time_min_as_soft_limit silently, and a
+    --time-min there is a kill limit whatever `scontrol show config` prints."""
+    run, _ = answering(show_config(release))
+    resolved = PolicyMode(policy(mode="soft"), run=run)
+    resolved.refresh()
+    assert resolved.facts().soft_option and resolved.facts().rule == "kill"
+    assert resolved.current() == ("advise", f"Slurm {release} has no time_min_as_soft_limit (it came with 23.11.0): "
+                                            "--time-min would be a kill limit")
+
+
+def test_a_controller_whose_release_cannot_be_read_gets_advice():
+    text = "\n".join(line for line in show_config().splitlines() if not line.startswith("SLURM_VERSION"))
+    run, _ = answering(text)
+    resolved = PolicyMode(policy(mode="auto"), run=run)
+    resolved.refresh()
+    mode, why = resolved.current()
+    assert (mode, resolved.facts().rule) == ("advise", "unknown") and "release is unknown" in why
+
+
+def test_the_cluster_size_is_read_beside_the_configuration():
+    nodes = "".join(f"NodeName=n{i:02d} Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUEfctv=4 CPUTot={4 + i} "
+                    f"Partitions=debug\n" for i in range(3))
+    calls = []
+
+    def run(command, timeout):
+        calls.append(command)
+        return nodes * 2 if command[-1] == "nodes" else show_config()     # a node listed twice counts once
+    resolved = PolicyMode(policy(mode="auto"), run=run)
+    resolved.refresh()
+    assert (resolved.facts().total_cpus, resolved.facts().total_nodes) == (15, 3)
+
+    def failing(command, timeout):
+        if command[-1] == "nodes":
+            raise CommandError(command, 1, stderr="Unable to contact slurm controller")
+        return show_config()
+    resolved._run = failing                 # the size is optional: the rule is still read
+    resolved.refresh()
+    assert resolved.current()[0] == "soft" and resolved.facts().total_cpus == 0

@@ -9,7 +9,7 @@ from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.lab.scheduling import policies
 from hpcpredict.daemon.lab.scheduling.workload import SimJob, sim_jobs, trace_machine_size
-from hpcpredict.daemon.walltime_policy import plan_limits
+from hpcpredict.daemon.policy import plan_limits
 
 
 def prediction(bound, fallback=False, runtime=None, calibrated=True):

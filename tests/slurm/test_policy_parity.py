@@ -1,5 +1,5 @@
 """job_submit.lua against the Python it must agree with, on one table of cases each: its guards
-accept every limit ``plan_limits`` (hpcpredict.daemon.walltime_policy, where the daemon decides)
+accept every limit ``plan_limits`` (hpcpredict.daemon.policy, where the daemon decides)
 can decide, in every mode, and nothing else gets through; ``human``/``slurm_time``
 (hpcpredict.daemon.timefmt; the prolog's copy in slurmjob too) and the AdminComment field
 (slurmjob.with_our_field). One real Lua 5.1 process runs all cases of a table.
@@ -12,7 +12,7 @@ import random
 import subprocess
 
 from hpcpredict.daemon import timefmt
-from hpcpredict.daemon.walltime_policy import MODES, plan_limits
+from hpcpredict.daemon.policy import MODES, plan_limits
 from hpcpredict.slurm_plugin import slurmjob
 
 from .test_lua_hook import PRELUDE, installed, prelude

@@ -4,14 +4,14 @@ import math
 
 import pytest
 
-from hpcpredict.daemon import walltime_policy
-from hpcpredict.daemon.walltime_policy import MODES, LimitChange, plan_limits
+from hpcpredict.daemon.policy import limits
+from hpcpredict.daemon.policy import MODES, LimitChange, plan_limits
 
 HOUR = 3600
 
 
 def test_docstring_examples():
-    failures, tried = doctest.testmod(walltime_policy)
+    failures, tried = doctest.testmod(limits)
     assert tried > 0 and failures == 0
 
 
@@ -89,7 +89,7 @@ def test_unknown_mode_is_an_error_and_every_mode_is_reported():
 # ------------------------------------------------------------------------------------ the user's line
 
 def test_the_line_says_what_each_mode_did():
-    from hpcpredict.daemon.walltime_policy import user_line
+    from hpcpredict.daemon.policy import user_line
 
     def line(**kwargs):
         change = plan_limits(**kwargs)

@@ -4,8 +4,8 @@ Every policy maps (job with the user's request, a prediction, whether the cluste
 ``--time-min`` as soft) to the job's limits:
 
 - ``user``: the requests as given.
-- ``hpcpredict``: the product's default policy for the cluster, through
-  :func:`~hpcpredict.daemon.walltime_policy.plan_limits` exactly as the hook applies it: with
+- ``hpcpredict``: the product's default policy for the cluster, through the daemon's own
+  decision (:func:`~hpcpredict.daemon.policy.decide`) on the replayed release's controller: with
   ``time_min_as_soft_limit`` (Slurm 24.11 / 25.05 with the option) mode ``soft``, our estimate
   at ``[policy] soft_risk`` (the runtime the job outlives with that probability, as the daemon
   answers it at risk 0.03: :func:`online_predictions` with ``soft_risk``, through the daemon's
@@ -53,10 +53,11 @@ from ...jobspec import JobSpec
 from ...recent_history import RecentHistoryModel
 from ...records import JobRecord
 from ...sources import first_estimate
-from ...walltime_policy import LimitChange, plan_limits
+from ...policy import ControllerFacts, JobAsk, LimitChange, Predicted, decide, plan_limits
 from .workload import SimJob
 
-Policy = Callable[[SimJob, "RuntimeEstimate | None", bool], SimJob]
+# (job, its prediction, the controller: a bool "has the soft option", or its ControllerFacts)
+Policy = Callable[[SimJob, "RuntimeEstimate | None", "bool | ControllerFacts"], SimJob]
 # What the daemon passes plan_limits by default (engine.py): the configuration's defaults.
 _POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
 SOFT_MAX_RATIO = _POLICY.soft_max_ratio
@@ -83,18 +84,34 @@ def user(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:
     return job
 
 
-def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, soft: bool,
+def hpcpredict(job: SimJob, prediction: RuntimeEstimate | None, soft: bool | ControllerFacts,
                soft_max_ratio: float = SOFT_MAX_RATIO) -> SimJob:
-    """``[policy] mode = "auto"`` (the default): soft where the controller has the option,
-    otherwise advise; every other argument as the daemon passes it with the default configuration."""
+    """``[policy] mode = "auto"`` (the default), decided as the daemon decides it
+    (:func:`~hpcpredict.daemon.policy.decide`) on a controller of the replayed release:
+    ``soft`` is its :class:`~hpcpredict.daemon.policy.ControllerFacts` (:func:`replay_facts`;
+    a bool: a controller of :data:`SOFT_LIMIT_RELEASE` with the option, or one without it)."""
     if prediction is None:
         return job
-    return _apply(job, plan_limits(mode="soft" if soft else "advise", runtime_s=prediction.soft_value_s,
-                                   bound_s=prediction.bound_s, requested_s=job.request_s,
-                                   # a job without --time runs under the partition's limit
-                                   max_time_s=None if job.request_s > 0 else job.limit_s,
-                                   floor_s=_POLICY.min_time_limit_s, site_cap_s=_LIMITS.max_time_s,
-                                   fallback=prediction.fallback, soft_max_ratio=soft_max_ratio))
+    facts = soft if isinstance(soft, ControllerFacts) else replay_facts(SOFT_LIMIT_RELEASE, soft)
+    asked = JobAsk(time_limit_s=job.request_s, procs=job.procs,
+                   # a job without --time runs under the partition's limit
+                   max_time_s=0.0 if job.request_s > 0 else job.limit_s)
+    predicted = Predicted(runtime_s=prediction.runtime_s, soft_s=prediction.soft_value_s,
+                          suggested_s=max(prediction.bound_s, prediction.runtime_s),
+                          calibrated=prediction.bound_calibrated, fallback=prediction.fallback)
+    policy = _POLICY if soft_max_ratio == _POLICY.soft_max_ratio else \
+        dataclasses.replace(_POLICY, soft_max_ratio=soft_max_ratio)
+    return _apply(job, decide(asked, predicted, policy, facts, site_cap_s=_LIMITS.max_time_s,
+                              user_message=False).limits)
+
+
+SOFT_LIMIT_RELEASE = "24.11"    # the release a bare ``soft=True`` stands for (hard-end planning)
+
+
+def replay_facts(release: str, soft_option: bool, procs: int = 0) -> ControllerFacts:
+    """The controller a replay of ``release`` models, with or without the option, of ``procs``
+    CPUs: what the daemon would read from its ``scontrol show config``."""
+    return ControllerFacts.for_release(release, soft_option, total_cpus=procs)
 
 
 def oracle(job: SimJob, prediction: RuntimeEstimate | None, soft: bool) -> SimJob:

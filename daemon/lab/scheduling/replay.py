@@ -17,7 +17,7 @@ from ...records import JobRecord
 from .easy import SLURM_BF_RESOLUTION_S, SOFT_LIMIT_SINCE, semantics, simulate
 from .scores import summarize
 from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, SOFT_RISK, hpcpredict,
-                       last_two_predictions, online_predictions, shortened)
+                       last_two_predictions, online_predictions, replay_facts, shortened)
 from .workload import Workload, sim_jobs
 
 
@@ -63,6 +63,8 @@ def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
     are already made: one replay per policy (EASY++'s own predictions are made here)."""
     names = list(names)
     soft = semantics(slurm, soft_limit) == "soft"
+    # hpcpredict decides as the daemon does, on the facts it would read from this release's controller
+    facts = replay_facts(slurm, soft, workload.procs)
     last_two = last_two_predictions(workload.records) if LAST_TWO_POLICIES & set(names) else {}
     chosen = dict(POLICIES)
     if soft_max_ratio is not None:
@@ -70,7 +72,9 @@ def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
     scores = {}
     for name in names:
         fed = last_two if name in LAST_TWO_POLICIES else answers
-        jobs = [chosen[name](job, fed.get(id(record)), soft) for job, record in zip(workload.jobs, workload.records)]
+        controller = facts if name == "hpcpredict" else soft
+        jobs = [chosen[name](job, fed.get(id(record)), controller)
+                for job, record in zip(workload.jobs, workload.records)]
         scores[name] = replay_jobs(workload, jobs, resolution_s, slurm, soft_limit, resubmit_killed)
     return scores
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ...records import JobRecord
-from ...walltime_policy import DEFAULT_SITE_CAP_S
+from ...policy import DEFAULT_SITE_CAP_S
 
 # A job without --time gets the partition's MaxTime; Slurm plans an INFINITE one as a year.
 NO_REQUEST_LIMIT_S = float(DEFAULT_SITE_CAP_S)

@@ -81,7 +81,8 @@ def _sane(seconds: float, site_cap_s: float) -> bool:
 def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, requested_s: float = 0,
                 user_time_min_s: float = 0, max_time_s: float | None = None, floor_s: float = DEFAULT_FLOOR_S,
                 site_cap_s: float = DEFAULT_SITE_CAP_S, fallback: bool = False,
-                soft_max_ratio: float = 0.0, bound_calibrated: bool = True) -> LimitChange:
+                soft_max_ratio: float = 0.0, bound_calibrated: bool = True, rule: str = "hard_end",
+                procs: int = 0, machine_procs: int = 0) -> LimitChange:
     """The limits to set for a job estimated to run ``runtime_s``, ``bound_s`` at the site's risk.
 
     ``runtime_s`` is only read in ``soft`` mode: the runtime the soft ``time_min`` plans with
@@ -92,6 +93,10 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
     ``MaxTime`` and the QOS's ``MaxWall`` (None = unlimited). ``soft_max_ratio``: 0 = no guard.
     ``bound_calibrated``: whether ``bound_s`` holds at the risk (``RuntimeEstimate.bound_calibrated``):
     ``bound`` mode sets a kill limit only from such a bound.
+    ``rule``: how the controller plans a running soft job (``hard_end``: 23.11 - 25.05.3;
+    ``soft_then_halfway``: 25.05.4+; :class:`~.controller.ControllerFacts`); ``procs``: the
+    job's CPUs requested; ``machine_procs``: the cluster's CPUs (0 = unknown). Read in ``soft``
+    mode only.
     """
     if mode not in MODES:
         raise ValueError(f"unknown policy mode {mode!r}: one of {', '.join(MODES)}")
@@ -108,7 +113,8 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
         return LimitChange(None, None, "bound_not_calibrated", mode)
     cap = site_cap_s if max_time_s is None or max_time_s <= 0 else min(site_cap_s, max_time_s)
     if mode == "soft":
-        return _plan_soft(runtime_s, requested_s, max_time_s, cap, soft_max_ratio)
+        return _plan_soft(runtime_s, requested_s, max_time_s, cap, soft_max_ratio,
+                          rule=rule, procs=procs, machine_procs=machine_procs)
     if requested_s > 0:
         time_min = max(ceil_minute(bound_s), ceil_minute(floor_s))
         if time_min >= requested_s:
@@ -124,7 +130,8 @@ def plan_limits(*, mode: str = "bound", runtime_s: float = 0.0, bound_s: float, 
 
 
 def _plan_soft(runtime_s: float, requested_s: float, max_time_s: float | None, cap: float,
-               soft_max_ratio: float) -> LimitChange:
+               soft_max_ratio: float, *, rule: str = "hard_end", procs: int = 0,
+               machine_procs: int = 0) -> LimitChange:
     # No floor: a soft time_min cannot kill; runtime_s is the plan (the soft_risk quantile).
     known = [s for s in (requested_s, max_time_s) if s is not None and 0 < s]
     if not known:
@@ -154,7 +161,7 @@ def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high
     >>> user_line(advise, runtime_s=2500, bound_s=4000, requested_s=14400)
     'predicted runtime 41.7 min; kept your --time=04:00:00, suggested --time=01:07:00 (advice only: hpcpredict changes no limit here)'
     """
-    from .timefmt import human, slurm_time
+    from ..timefmt import human, slurm_time
 
     said = f"predicted runtime {human(runtime_s)}"
     if math.isfinite(high_s) and high_s > low_s > 0:
