@@ -19,7 +19,7 @@ import sys
 from . import (comm, evaluate, explain, ingest, predict, refresh, reload, report, scaling, serve, status,
                suggest_runs, topology, train)
 from .common import shown
-from .. import __version__
+from ..buildinfo import VersionAction
 from ..errors import HpcPredictError
 
 # Command modules, in the order `--help` lists them. Adding a command = adding a module here.
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
                              " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(subparsers)
