@@ -100,6 +100,8 @@ class Daemon:
         self.store = open_store(config, lazy=True, journal=True)
         self.registry = ModelRegistry(config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None)
         self.engine = PredictionEngine(config, self.store, self.registry)
+        if config.ignored:   # a typo or a newer release's key: served without it, and said where it shows
+            self.engine.faults.set("config", "read", "; ".join(config.ignored))
         if self.store.journal_error:   # served without it: slower, not wrong
             self.engine.faults.set("store", "open prediction journal", self.store.journal_error)
         self.metrics = Metrics()
