@@ -90,6 +90,15 @@ class PredictionEngine:
         for entry, previous in self.models.loaded.items():
             if entry not in loaded and (missing or entry in self.registry.entries()):
                 loaded[entry] = previous  # the new version was refused: keep serving the last good one
+        for kind, key in self.registry.entries():
+            if (kind, key) not in loaded:
+                # Refused with nothing served before (a start after a downgrade: a newer release's
+                # format): the newest kept version this release reads, else the bundled one.
+                older = self.registry.load_older(kind, key)
+                if older is not None:
+                    loaded[(kind, key)] = older
+                    errors.append(f"{kind}/{key}: serving version {older[0].version} instead "
+                                  f"{'(bundled)' if self.registry.bundled and self.registry.bundled in older[0].path.parents else '(kept)'}")
         slots: dict[str, Any] = {"comm": {}, "scaling": {}}
         for (kind, key), (artifact, model) in loaded.items():
             get_model_kind(kind).place(slots, key, model)
