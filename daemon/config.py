@@ -152,7 +152,7 @@ class PolicyConfig:
     # at `soft_risk` as --time-min, only where slurmctld runs with time_min_as_soft_limit (it then never
     # kills); "bound" = the runtime bound at `risk` as a kill-limit --time-min / --time (opt-in: a
     # site that accepts that risk); "advise" = no limit changes; "auto" = soft where the
-    # controller has the option, else advise.
+    # controller is Slurm >= 23.11.0 with the option (daemon/policy/controller.py), else advise.
     mode: str = "auto"
     # soft only: set the soft --time-min only when the job's limit is at most this many times the
     # estimate (--time - time_min is how far a waiting job's reservation can slip); 0 = no guard.
@@ -161,8 +161,9 @@ class PolicyConfig:
     # walltime model's bound at this risk, read beside the one at `risk`): above the point
     # estimate, so a waiting job's reservation slips less when the estimate is short.
     soft_risk: float = 0.3
-    # How the daemon reads the controller's live configuration (SchedulerParameters), and how
-    # often (seconds; off the request path). A controller it cannot read gets no soft limit.
+    # How the daemon reads the controller's live configuration (SLURM_VERSION, SchedulerParameters;
+    # a `scontrol ... show config` also gives `scontrol ... -o show nodes` for the cluster's size),
+    # and how often (seconds; off the request path). A controller it cannot read gets no soft limit.
     controller_config_command: str = "scontrol show config"
     controller_check_s: float = 300.0
     advice_policy: str = "least-node-hours"       # node-count advice: least-node-hours | meets-request

@@ -11,9 +11,13 @@
 --   * in `bound` mode (--time-min is a kill limit: backfill may lower --time to it and enforces
 --     it) never below the site floor;
 --   * in `soft` mode only when this slurm.conf's SchedulerParameters contain
---     time_min_as_soft_limit (read when the script is loaded): without it a --time-min set to
---     the point estimate would kill about every other backfilled job, so the hook refuses and
---     says why in the controller log, whatever the daemon says;
+--     time_min_as_soft_limit AND the controller's release has the option (23.11.0+: 22.05 and
+--     23.02 accept the word silently and keep --time-min a kill limit), both read when the
+--     script is loaded (the release from the running slurmctld's own `-V`, which reads no
+--     slurm.conf: the `slurm` table of the job_submit/lua plugin names no release, on 22.05.8 as
+--     on 24.11.5, and `scontrol --version` needs a configuration): otherwise a --time-min
+--     set to an estimate would kill about every other backfilled job, so the hook refuses and
+--     says why in the controller log (at load and per job), whatever the daemon says;
 --   * an estimate that is not sane (not finite, <= 0, above the site cap) changes nothing, and
 --     the controller log says why;
 --   * one line to the user (slurm.log_user -> sbatch's stderr, the daemon's text); our tagged
@@ -42,6 +46,7 @@ local CONFIG = {
   breaker_cooldown_s = 30,      -- how long the open breaker skips the daemon
   env_vars = "OMP_NUM_THREADS,HPCPREDICT_APP,HPCPREDICT_INPUTS",  -- job env sent along
   slurm_conf = "",              -- the slurm.conf whose SchedulerParameters decide soft mode ("" = the one next to this file)
+  slurmctld = "",               -- the slurmctld whose -V names the controller's release ("" = the one running this hook)
   enabled = true,
 }
 
@@ -91,9 +96,54 @@ local function soft_limit_option(path)
   end
   return false, path .. " has no SchedulerParameters=time_min_as_soft_limit: --time-min would be a kill limit"
 end
-local SOFT_OK, SOFT_WHY = soft_limit_option(CONFIG.slurm_conf ~= "" and CONFIG.slurm_conf or this_dir() .. "slurm.conf")
-if not SOFT_OK and slurm ~= nil and slurm.log_info ~= nil then
-  slurm.log_info("hpcpredict: soft --time-min refused: %s", SOFT_WHY)
+
+-- The release in `slurmctld -V` output ("slurm-wlm 22.05.8", "slurm 24.11.5"):
+-- {major, minor, micro}, or nil.
+local function parse_release(text)
+  text = tostring(text or "")
+  local major, minor, micro = text:match("(%d%d)%.(%d%d?)%.(%d+)")
+  if major == nil then major, minor = text:match("(%d%d)%.(%d%d?)") end
+  if major == nil then return nil end
+  return { tonumber(major), tonumber(minor), tonumber(micro or "0") }
+end
+
+-- Whether the release has time_min_as_soft_limit (23.11.0+). Returns ok, why-not.
+local function soft_release(release)
+  if release == nil then
+    return false, "the controller's release is unknown (slurmctld -V named none): --time-min may be a kill limit"
+  end
+  if release[1] < 23 or (release[1] == 23 and release[2] < 11) then
+    return false, string.format("Slurm %d.%02d.%d has no time_min_as_soft_limit (it came with 23.11.0): "
+                                .. "--time-min would be a kill limit", release[1], release[2], release[3])
+  end
+  return true, ""
+end
+
+-- The controller's release, read once when the script is loaded (never per job: the hook runs
+-- under slurmctld's job write lock). The shell popen starts is slurmctld's child: its parent's
+-- /proc/PID/exe is the very binary running (even if a newer one replaced it on disk).
+local function read_release()
+  local binary = '"/proc/$PPID/exe"'
+  if CONFIG.slurmctld ~= "" then binary = "'" .. CONFIG.slurmctld:gsub("'", "'\\''") .. "'" end
+  local ok, pipe = pcall(io.popen, binary .. " -V 2>/dev/null")
+  if not ok or pipe == nil then return nil end
+  local text = pipe:read("*a")
+  pipe:close()
+  return parse_release(text)
+end
+
+local RELEASE = read_release()
+local SOFT_OK, SOFT_WHY = soft_release(RELEASE)
+if SOFT_OK then
+  SOFT_OK, SOFT_WHY = soft_limit_option(CONFIG.slurm_conf ~= "" and CONFIG.slurm_conf or this_dir() .. "slurm.conf")
+end
+if slurm ~= nil and slurm.log_info ~= nil then
+  if SOFT_OK then
+    slurm.log_info("hpcpredict: Slurm %d.%02d.%d with time_min_as_soft_limit: a soft --time-min may be set",
+                   RELEASE[1], RELEASE[2], RELEASE[3])
+  else
+    slurm.log_info("hpcpredict: soft --time-min refused: %s", SOFT_WHY)
+  end
 end
 
 -- ------------------------------------------------------------------ libraries
@@ -526,7 +576,8 @@ end
 
 -- For tests (lua5.1 outside slurmctld): expose the pure parts.
 HPCPREDICT = { cjson = cjson, base64 = base64, utf8_clean = utf8_clean, plan = plan, refused = refused,
-               soft_limit_option = soft_limit_option, soft_ok = SOFT_OK, partition_default_s = partition_default_s,
+               soft_limit_option = soft_limit_option, soft_ok = SOFT_OK, soft_why = SOFT_WHY, release = RELEASE,
+               parse_release = parse_release, soft_release = soft_release, partition_default_s = partition_default_s,
                human = human, slurm_time = slurm_time, with_our_field = with_our_field,
                partition_max_s = partition_max_s, qos_max_s = qos_max_s, build_request = build_request,
                call = call, config = CONFIG, breaker = breaker }

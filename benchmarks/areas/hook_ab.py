@@ -7,8 +7,8 @@ Two ``hpcpredictd`` processes, phases interleaved (benchmarks/load/interleaved.p
 runs this tree, ``baseline`` the package as it was at ``REV`` (``git archive``, put first on
 PYTHONPATH). Latency counts from each request's due time, as in the ``hook`` area. ``--env``
 sets the same configuration on both daemons, e.g. soft mode with a controller that has the option:
-``--env HPCPREDICT_POLICY_MODE=soft "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=echo
-SchedulerParameters=time_min_as_soft_limit"``. ``--transport grpc`` compares the gRPC path the
+``--env HPCPREDICT_POLICY_MODE=soft "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=cat
+tests/data/slurm/show_config_24.11.5.txt"`` (a real 24.11.5 configuration: the release counts too). ``--transport grpc`` compares the gRPC path the
 same way (the ``grpc`` area measures one tree only).
 """
 from __future__ import annotations

@@ -34,15 +34,22 @@ H = HPCPREDICT
 PRELUDE = prelude(PLUGIN / "job_submit.lua")
 
 
-def installed(directory: Path, scheduler_parameters: str | None) -> Path:
+def installed(directory: Path, scheduler_parameters: str | None, release: str | None = "24.11.5") -> Path:
     """job_submit.lua installed as a site installs it: next to a slurm.conf (with or without a
-    SchedulerParameters line); the hook reads that file when it is loaded."""
+    SchedulerParameters line); the hook reads that file when it is loaded, and the release from
+    slurmctld's ``-V``. Outside slurmctld that is a stand-in printing ``slurm RELEASE`` (None:
+    one that prints no release), named by the hook's ``slurmctld`` setting; the real
+    slurmctld's is read in tests/slurm/test_policy_release.py and test_policy_2411.py."""
     directory.mkdir(parents=True, exist_ok=True)
     shutil.copy(PLUGIN / "job_submit.lua", directory / "job_submit.lua")
     conf = "ClusterName=test\nSchedulerType=sched/backfill\n"
     if scheduler_parameters is not None:
         conf += f"SchedulerParameters={scheduler_parameters}\n"
     (directory / "slurm.conf").write_text(conf)
+    slurmctld = directory / "slurmctld-version"
+    slurmctld.write_text("#!/bin/sh\n" + (f"echo 'slurm {release}'\n" if release else "echo 'slurmctld: usage'\n"))
+    slurmctld.chmod(0o755)
+    (directory / "hpcpredict-hooks.conf").write_text(f"slurmctld = {slurmctld}\n")
     return directory / "job_submit.lua"
 
 
@@ -338,3 +345,40 @@ def test_soft_time_min_only_where_the_slurm_conf_next_to_the_hook_has_the_option
         assert "limit=45 min=nil" in out, out + done.stderr.decode()
         assert b"has no SchedulerParameters=time_min_as_soft_limit: --time-min would be a kill limit" in done.stderr
         assert b"no limit changed (soft --time-min refused" in done.stderr
+
+
+@pytest.mark.parametrize("release, soft", [("22.05.8", False), ("23.02.7", False), (None, False),
+                                           ("23.11.0", True), ("25.05.3", True), ("26.05.5", True)])
+def test_soft_time_min_only_on_a_release_with_the_option(tmp_path, release, soft):
+    """The hook's own check of the release (#38): 22.05 and 23.02 accept time_min_as_soft_limit
+    in slurm.conf silently and keep --time-min a kill limit. With the word in its slurm.conf and
+    a daemon that says soft, the hook sets the soft --time-min only from 23.11.0 on; below, or
+    where it cannot tell the release, it refuses and says why, at load and for the job."""
+    plugin = installed(tmp_path / "etc", "bf_interval=2,time_min_as_soft_limit", release)
+    reply = estimate_reply(policy_mode="soft", apply_time_min_s=660, policy_reason="soft_time_min",
+                           user_message="predicted runtime 10.0 min; set --time-min=00:11:00 as a soft limit: "
+                                        "planned with 11 min, never stopped before your --time=00:45:00")
+    fake = FakeHookServer(str(tmp_path / "soft.sock"), "reply", reply)
+    try:
+        done = submit(fake.path, "alice", "45", plugin=plugin)
+    finally:
+        fake.close()
+    out, log = done.stdout.decode(), done.stderr.decode()
+    if soft:
+        assert "limit=45 min=11 comment={hpcpredict=p1;time_min=soft}" in out, out + log
+        assert f"INFO hpcpredict: Slurm {release} with time_min_as_soft_limit: a soft --time-min may be set" in log
+        return
+    why = (f"Slurm {release} has no time_min_as_soft_limit (it came with 23.11.0): --time-min would be a kill limit"
+           if release else "the controller's release is unknown (slurmctld -V named none): --time-min may be a kill limit")
+    assert "limit=45 min=nil" in out, out + log
+    assert f"INFO hpcpredict: soft --time-min refused: {why}" in log                  # once, at load
+    assert f"no limit changed (soft --time-min refused: {why})" in log                # for the job
+
+
+def test_release_parsing_in_the_hook():
+    cases = {"slurm-wlm 22.05.8\n": "22.5.8", "slurm 24.11.5": "24.11.5", "slurm 25.11": "25.11.0",
+             "Lua 5.1.5  Copyright (C) 1994-2012": "nil", "": "nil"}
+    body = "".join("local r = H.parse_release(%r); io.write(r and table.concat(r, '.') or 'nil', '|')\n" % text
+                   for text in cases)
+    done = lua(body)
+    assert done.stdout.decode().split("|")[:-1] == list(cases.values()), done.stderr

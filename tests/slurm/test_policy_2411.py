@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from hpcpredict.slurm_plugin import slurmjob
 from .harness import Daemon, poll
 from .test_cluster_hooks import prediction
 
+SHOW_CONFIG_2411 = Path(__file__).resolve().parents[1] / "data" / "slurm" / "show_config_24.11.5.txt"
 PROBE = """#!/bin/bash
 #HPCPREDICT app=softprobe
 sleep "${1:-100}"
@@ -48,7 +50,7 @@ def soft_daemon(cluster_2411, daemon_2411, request):
     if request.param == "live":
         command = " ".join(cluster_2411.command(["scontrol", "show", "config"]))
     else:
-        command = "echo SchedulerParameters = time_min_as_soft_limit"
+        command = f"cat {SHOW_CONFIG_2411}"        # a real 24.11.5 configuration with the option
     server.env.update(HPCPREDICT_POLICY_MODE="soft", HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=command)
     cluster_2411.cancel_all()
     server.start()

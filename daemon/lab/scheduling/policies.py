@@ -56,8 +56,8 @@ from ...sources import first_estimate
 from ...policy import ControllerFacts, JobAsk, LimitChange, Predicted, decide, plan_limits
 from .workload import SimJob
 
-# (job, its prediction, the controller: a bool "has the soft option", or its ControllerFacts)
-Policy = Callable[[SimJob, "RuntimeEstimate | None", "bool | ControllerFacts"], SimJob]
+# (job, its prediction, whether the replayed controller has the soft option; hpcpredict also takes its ControllerFacts)
+Policy = Callable[[SimJob, "RuntimeEstimate | None", bool], SimJob]
 # What the daemon passes plan_limits by default (engine.py): the configuration's defaults.
 _POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
 SOFT_MAX_RATIO = _POLICY.soft_max_ratio

@@ -16,9 +16,9 @@ from ...errors import InvalidRequest
 from ...records import JobRecord
 from .easy import SLURM_BF_RESOLUTION_S, SOFT_LIMIT_SINCE, semantics, simulate
 from .scores import summarize
-from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, SOFT_RISK, hpcpredict,
-                       last_two_predictions, online_predictions, replay_facts, shortened)
-from .workload import Workload, sim_jobs
+from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, SOFT_MAX_RATIO, SOFT_RISK,
+                       hpcpredict, last_two_predictions, online_predictions, replay_facts, shortened)
+from .workload import SimJob, Workload, sim_jobs
 
 
 def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
@@ -66,9 +66,9 @@ def replay_policies(workload: Workload, answers: dict, names: Iterable[str],
     # hpcpredict decides as the daemon does, on the facts it would read from this release's controller
     facts = replay_facts(slurm, soft, workload.procs)
     last_two = last_two_predictions(workload.records) if LAST_TWO_POLICIES & set(names) else {}
-    chosen = dict(POLICIES)
-    if soft_max_ratio is not None:
-        chosen["hpcpredict"] = partial(hpcpredict, soft_max_ratio=soft_max_ratio)
+    chosen: dict[str, Callable[..., SimJob]] = dict(POLICIES)
+    chosen["hpcpredict"] = partial(hpcpredict, soft_max_ratio=SOFT_MAX_RATIO if soft_max_ratio is None
+                                   else soft_max_ratio)
     scores = {}
     for name in names:
         fed = last_two if name in LAST_TWO_POLICIES else answers
