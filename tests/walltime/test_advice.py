@@ -222,3 +222,15 @@ def test_every_user_suggestion_monotone_and_estimate_within_the_runs(kth):
             previous = (key, answer.time_limit_s)
             checked += 1
     assert checked > 2000
+
+
+def test_report_since_takes_relative_dates_as_admin_md_writes_them(kth):
+    """ADMIN.md's `report --since now-7days` was refused (`expected a date YYYY-MM-DD`)."""
+    data_dir, _, _ = kth
+    week = cli(data_dir, "report", "--since", "now-7days")        # KTH-SP2 ended in 1997: nothing that recent
+    assert week.returncode != 0 and "no ended job matches" in week.stderr and "expected" not in week.stderr, week.stderr
+    everything = json.loads(cli(data_dir, "report", "--json", "--user", "91").stdout)["rows"]
+    since_1990s = json.loads(cli(data_dir, "report", "--json", "--user", "91", "--since", "now-1600weeks").stdout)
+    assert since_1990s["rows"] == everything
+    bad = cli(data_dir, "report", "--since", "yesterday")
+    assert bad.returncode != 0 and "now-7days" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
