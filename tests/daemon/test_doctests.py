@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["faults", "journal", "config", "plugins", "munge", "policy.controller", "policy.decision", "policy.limits",
+MODULES = ["faults", "journal", "config", "plugins", "munge", "sources", "suggestion", "cli.report", "policy.controller", "policy.decision", "policy.limits",
            "policy.scope"]
 
 
