@@ -208,7 +208,16 @@ def refresh(config, query: AccountingQuery, *, cluster_model: bool = False, sock
         pruned = store.prune_predictions(keep_days=config.store.keep_predictions_days,
                                          keep_rows=config.store.keep_predictions)
         progress("training the walltime model")
-        model, trained_on = train_walltime(store, config, trained_cluster)
+        try:
+            model, trained_on = train_walltime(store, config, trained_cluster)
+        except HpcPredictError as error:
+            if records:
+                raise
+            # An empty cluster: say what accounting returned, not "ingest a trace" (nothing is wrong).
+            raise HpcPredictError(f"{source} returned 0 finished jobs and the store has no job history"
+                                  f"{f' of cluster {trained_cluster}' if trained_cluster else ''} yet: nothing to "
+                                  f"train on; run refresh again once jobs have ended (or `hpcpredict ingest "
+                                  f"TRACE` to start from a trace)") from error
     finally:
         store.close()
     artifact = publish_walltime(config, model, trained_on, trained_cluster)

@@ -59,3 +59,20 @@ def test_refresh_stores_the_dump_then_trains_at_the_policy_risk(config):
     assert (report.finished_jobs, report.added, report.serving) == (3, 3, None)
     assert report.as_dict()["trained_on"] == report.trained_on > 1000
     assert state_of(load_model(report.artifact.model_path)) == replayed_at(config, RISK)
+
+
+def test_refresh_of_an_empty_cluster_says_accounting_returned_no_jobs(tmp_path):
+    """A fresh cluster whose sacct lists no finished job: the refresh says so, instead of telling
+    the admin to `hpcpredict ingest` (#40). The dump is the real 22.05 one with its jobs taken out."""
+    from hpcpredict.daemon.errors import HpcPredictError
+
+    empty = tmp_path / "sacct-empty.json"
+    dump = json.loads(DUMP.read_text())
+    dump["jobs"] = []
+    empty.write_text(json.dumps(dump))
+    path = tmp_path / "hpcpredict.toml"
+    path.write_text(f'data_dir = "{tmp_path}"\n')
+    with pytest.raises(HpcPredictError) as refused:
+        refresh(load_config(path), AccountingQuery(sacct_json=str(empty)))
+    assert f"{empty} returned 0 finished jobs" in str(refused.value)
+    assert "run `hpcpredict ingest TRACE` first" not in str(refused.value)
