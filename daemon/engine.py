@@ -251,7 +251,7 @@ class PredictionEngine:
             explanation.append(f"the job may outlive your request of {human(requested)}: "
                                f"{100 * (1 - risk):.0f} % of such jobs end within {human(bound)}")
         basis_line = suggestion_basis(time_limit, requested_s=requested, runs=runs, scope=scope,
-                                      bound_s=bound, bound_basis=answer.bound_basis, floor_s=policy.min_time_limit_s,
+                                      bound_s=bound, calibrated=calibrated, floor_s=policy.min_time_limit_s,
                                       risk=risk)
         if basis_line:
             explanation.append(basis_line)

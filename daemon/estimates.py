@@ -36,12 +36,6 @@ class RuntimeEstimate:
     # user's last runs) is not: replayed on KTH-SP2 it killed 79 of 308 jobs it shortened at
     # 3 % risk, so a kill limit (bound mode) is never set from it.
     bound_calibrated: bool = False
-    # Where bound_s comes from once composed with the user's comparable runs
-    # (hpcpredict.daemon.sources.compose): "model" (the source's own bound), "runs" (the runs'
-    # bound, lower than a source bound that only repeats the request), "" (not composed).
-    bound_basis: str = ""
-    # The estimate was held to what the comparable runs took (the source scaled the request).
-    held_to_runs: bool = False
 
     @property
     def soft_value_s(self) -> float:
