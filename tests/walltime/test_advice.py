@@ -247,3 +247,24 @@ def test_report_since_takes_relative_dates_as_admin_md_writes_them(kth):
     assert since_1990s["rows"] == everything
     bad = cli(data_dir, "report", "--since", "yesterday")
     assert bad.returncode != 0 and "now-7days" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+def test_one_short_run_under_a_large_request_does_not_flip_the_next_answer(kth):
+    """Finding 2: a job asking 36 h was told 00:07:00 (the walltime model cold-started, the
+    recent runs' bound answered); after one 6 s run under 36 h the same request was told
+    1-12:00:00 (the walltime model now knew the request and kept it). Both answers now come
+    from the same rule: no calibrated bound below 36 h, so the request, both times.
+    Runs last in this module: it adds a run to user 126's history."""
+    from hpcpredict.daemon.records import JobRecord
+
+    _, engine, _ = kth
+    latest = latest_job(engine, "126")
+    [(_, before, _)] = sweep(engine, latest, (36,))
+    ended = JobRecord(job_id="kth-extra-126", user="126", submit_time=latest.end_time + 60, start_time=latest.end_time + 60,
+                      end_time=latest.end_time + 66, runtime_s=6.0, requested_time_s=36 * HOUR, requested_procs=latest.procs,
+                      application=latest.application, cluster=latest.cluster, state="COMPLETED")
+    engine.observe(ended)
+    [(_, after, basis)] = sweep(engine, latest, (36,))
+    assert basis.runtimes[-1] == 6.0                      # the new run is part of what the answer reads
+    assert before.time_limit_s == after.time_limit_s == 36 * HOUR, (before.explanation, after.explanation)
+    assert after.runtime_s <= 9.0 and before.runtime_s <= 9.0
