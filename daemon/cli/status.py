@@ -27,8 +27,10 @@ def _status(args) -> int:
     if status.policy_mode:   # daemon/policy: the mode resolved against the controller, and why
         size = f", {status.total_cpus} CPUs on {status.total_nodes} nodes" if status.total_cpus else ""
         print(shown(f"policy mode {status.policy_mode}: {status.policy_reason}"))
-        print(shown(f"controller: Slurm {status.slurm_release or 'unknown'}, planning rule "
-                    f"{status.planning_rule or 'unknown'}{size}"))
+        if status.policy_mode != "bound" and not status.policy_reason.startswith("[policy] mode"):
+            # soft/auto: what was read of the controller (bound and advise do not read it)
+            print(shown(f"controller: Slurm {status.slurm_release or 'unknown'}, planning rule "
+                        f"{status.planning_rule or 'unknown'}{size}"))
     recent = status.recent_accuracy
     if recent:   # store_lookups.recent_accuracy: the same accuracy as the metrics and `report`
         print(f"accuracy of the last {int(recent['n'])} outcomes a model predicted: {recent['accuracy']:.3f} "

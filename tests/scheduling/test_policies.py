@@ -181,3 +181,23 @@ def test_machine_size_from_the_header_and_dropped_jobs(tmp_path, kth_slice):
     bare = tmp_path / "bare.swf"
     bare.write_text("1 0 1 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1 -1\n")
     assert trace_machine_size(bare) is None
+
+
+@pytest.mark.parametrize("release, soft_option, time_min", [
+    ("22.05.8", True, 0.0), ("23.02.7", True, 0.0), ("24.11.5", False, 0.0), ("24.11.5", True, 540.0),
+    ("26.05.5", True, 540.0)])
+def test_hpcpredict_decides_as_the_daemon_on_the_replayed_releases_controller(release, soft_option, time_min):
+    """The replay's hpcpredict goes through the daemon's own decision (daemon/policy.decide)
+    with the facts the daemon would read from that controller: the word on a release without
+    the option gets advice, as in the daemon."""
+    from hpcpredict.daemon.config import PolicyConfig
+    from hpcpredict.daemon.policy import ControllerFacts, JobAsk, Predicted, decide
+
+    facts = ControllerFacts.for_release(release, soft_option, total_cpus=128)
+    estimate = prediction(1000)
+    after = policies.hpcpredict(job(7200), estimate, facts, soft_max_ratio=0)
+    assert after.time_min_s == time_min
+    daemon = decide(JobAsk(time_limit_s=7200, procs=4), Predicted(runtime_s=500, soft_s=500, suggested_s=1000,
+                                                                  calibrated=True), PolicyConfig(), facts)
+    assert (daemon.limits.time_min_s or 0.0) == time_min
+    assert policies.replay_facts(release, soft_option, 128) == facts
