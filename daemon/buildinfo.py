@@ -53,7 +53,7 @@ def build() -> dict[str, str]:
     commit = git_commit(here)
     if commit:
         return {"version": __version__, "commit": commit, "source": "checkout"}
-    return {"version": __version__, "commit": f"{UNKNOWN} (no {BUILD_FILE} and not a git checkout)", "source": "none"}
+    return {"version": __version__, "commit": f"{UNKNOWN} (no {BUILD_FILE}, and git names no commit here)", "source": "none"}
 
 
 def version_line(prog: str) -> str:

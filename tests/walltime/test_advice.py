@@ -243,7 +243,7 @@ def test_report_since_takes_relative_dates_as_admin_md_writes_them(kth):
     week = cli(data_dir, "report", "--since", "now-7days")        # KTH-SP2 ended in 1997: nothing that recent
     assert week.returncode != 0 and "no ended job matches" in week.stderr and "expected" not in week.stderr, week.stderr
     everything = json.loads(cli(data_dir, "report", "--json", "--user", "91").stdout)["rows"]
-    since_1990s = json.loads(cli(data_dir, "report", "--json", "--user", "91", "--since", "now-1600weeks").stdout)
+    since_1990s = json.loads(cli(data_dir, "report", "--json", "--user", "91", "--since", "now-2600weeks").stdout)
     assert since_1990s["rows"] == everything
     bad = cli(data_dir, "report", "--since", "yesterday")
     assert bad.returncode != 0 and "now-7days" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
