@@ -124,8 +124,9 @@ def compose(estimate: RuntimeEstimate, basis: RunsBasis, request_s: float, risk:
       they vary the walltime model may scale the request: runs do follow requests there, on
       average;
     - a bound that is not calibrated at the risk (a rule's, the recent-history model's: on
-      KTH-SP2 the next job outlived 1.1 x the longest of the last 5 runs 17 % of the time, on
-      HPC2N 23 %) never shortens a request: the suggested --time is then the request, and what
+      KTH-SP2 a job whose last 5 comparable runs lay within 25 % of each other outlived 1.1 x
+      the longest 17 % of the time, on HPC2N 23 %; 15 % / 30 % where they varied) never
+      shortens a request: the suggested --time is then the request, and what
       the runs needed (:mod:`hpcpredict.daemon.suggestion`). The suggestion is thus the request
       or a calibrated bound below it, whichever model answered, and does not drop where the
       walltime model cold-starts on a request 4 x any the user made.

@@ -72,8 +72,9 @@ def suggestion_basis(time_limit_s: int, *, requested_s: float, runs: Sequence[fl
     ``bound_s`` holds at ``risk`` (``RuntimeEstimate.bound_calibrated``).
 
     A suggestion kept at the request names what the runs took and the limit that would have
-    held them, as a fact about them, not a promise at the risk: the next job outlived 1.1 x
-    the longest of a user's last 5 runs for 17 % of KTH-SP2's jobs, 23 % of HPC2N's.
+    held them, as a fact about them, not a promise at the risk: a job whose last 5 comparable
+    runs lay within 25 % of each other outlived 1.1 x the longest for 17 % of KTH-SP2's jobs,
+    23 % of HPC2N's.
 
     >>> runs = [9745.0] * 5
     >>> print(suggestion_basis(172800, requested_s=172800, runs=runs, scope="your last 5 runs of this job",
