@@ -11,9 +11,12 @@ import path is then a folder path, so an editable install is a plain `.pth` line
 and IDEs follow like Python does, and a new module is importable without reinstalling.
 Pure Python: nothing is compiled.
 """
+import json
 import os
+import subprocess
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 FOLDERS = ("daemon", "topology", "slurm_plugin", "proto")
 NAMESPACE = "hpcpredict"
@@ -53,4 +56,30 @@ package_data = {name: list(DATA) for name in packages}
 package_data["hpcpredict.daemon"].append("bundled_models/**/*")  # example models (not a package)
 
 
-setup(packages=packages, package_dir={"": PACKAGE_ROOT}, package_data=package_data)
+def _commit() -> str:
+    """The commit of the tree being built (``+dirty`` with uncommitted changes), "" outside git."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return head + ("+dirty" if dirty else "") if len(head) == 40 else ""
+
+
+class BuildWithCommit(build_py):
+    """Records the commit built in hpcpredict/daemon/build.json (read by daemon/buildinfo.py:
+    `--version`, `hpcpredict status`): an installed wheel has no git to ask."""
+
+    def run(self):
+        super().run()
+        target = os.path.join(self.build_lib, NAMESPACE, "daemon", "build.json")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8") as handle:
+            json.dump({"commit": _commit()}, handle)
+
+
+setup(packages=packages, package_dir={"": PACKAGE_ROOT}, package_data=package_data,
+      cmdclass={"build_py": BuildWithCommit})

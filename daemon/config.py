@@ -33,7 +33,10 @@ SITE_CONFIG = "/etc/hpcpredict/hpcpredict.toml"
 
 # Keys earlier versions read and this one does not, with what to do instead. Such a key is
 # ignored with a warning naming the fix (an upgrade must not stop a daemon over a key whose
-# removal changes nothing); any other unknown key is an error.
+# removal changes nothing). Any other unknown key or section is ignored too, with a warning and
+# a fault (`hpcpredict status`): it may be a typo or a key of a newer release (a downgrade must
+# not stop the daemon either). An unknown key in [policy] may narrow where limits are set (a
+# newer release's scope), so while one is there the daemon sets no limit (mode advise).
 OBSOLETE_KEYS = {
     ("daemon", "server"): "the daemon always serves gRPC with grpcio now; delete the line",
     ("daemon", "cpu_affinity"): "the daemon no longer pins itself to CPUs (no measurement showed a gain); "
@@ -248,8 +251,12 @@ class Config:
     accounting: AccountingConfig = field(default_factory=AccountingConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     source: str = "<defaults>"
+    # What of the files was not understood and ignored (one line each, "FILE: [section] key ..."):
+    # the daemon names them as a fault.
+    ignored: tuple[str, ...] = ()
 
 
+POLICY_MODES = ("auto", "soft", "bound", "advise")
 SECTIONS = {"daemon": DaemonConfig, "store": StoreConfig, "models": ModelsConfig,
             "policy": PolicyConfig, "limits": LimitsConfig, "topology": TopologyConfig,
             "accounting": AccountingConfig, "client": ClientConfig}
@@ -322,7 +329,9 @@ def _exists(name: str) -> bool:
     return True
 
 
-def _read_file(path: str) -> dict:
+def _read_file(path: str, ignored: list[tuple[str, str]] | None = None) -> dict:
+    """The file's sections and keys; what it holds that this release does not read is left
+    out and appended to ``ignored`` as (section, line)."""
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as error:
@@ -334,9 +343,14 @@ def _read_file(path: str) -> dict:
         raise ConfigError(f"{path}: is a directory, not a config file") from error
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from error
+    ignored = [] if ignored is None else ignored
     unknown = set(data) - set(SECTIONS) - {"data_dir"}
     if unknown:
-        raise ConfigError(f"{path}: unknown section(s): {', '.join(sorted(unknown))}")
+        ignored.append(("", f"{path}: unknown section(s) {', '.join(f'[{name}]' for name in sorted(unknown))} "
+                            f"ignored (a typo, or written for a newer hpcpredict)"))
+        log.warning("%s", ignored[-1][1])
+        for name in unknown:
+            del data[name]
     for section in SECTIONS:
         values = data.get(section, {})
         if not isinstance(values, dict):
@@ -348,7 +362,12 @@ def _read_file(path: str) -> dict:
                 del values[key]
         extra = set(values) - {f.name for f in fields(SECTIONS[section])}
         if extra:
-            raise ConfigError(f"{path}: [{section}] unknown key(s): {', '.join(sorted(extra))}")
+            then = "; no limit is set until it is removed ([policy] mode advise)" if section == "policy" else ""
+            ignored.append((section, f"{path}: [{section}] unknown key(s) {', '.join(sorted(extra))} ignored "
+                                     f"(a typo, or written for a newer hpcpredict){then}"))
+            log.warning("%s", ignored[-1][1])
+            for key in extra:
+                del values[key]
     return data
 
 
@@ -358,8 +377,9 @@ def load_config(path: str | os.PathLike | None = None, environ: Mapping[str, str
     environ = os.environ if environ is None else environ
     files = config_files(path, environ)
     data: dict = {}
+    ignored: list[tuple[str, str]] = []
     for name in files:
-        for key, value in _read_file(name).items():
+        for key, value in _read_file(name, ignored).items():
             if isinstance(value, dict):
                 data.setdefault(key, {}).update(value)
             else:
@@ -382,7 +402,15 @@ def load_config(path: str | os.PathLike | None = None, environ: Mapping[str, str
             if isinstance(changes.get(name, default), str):
                 changes[name] = changes.get(name, default).replace("{data_dir}", data_dir)
         built[section] = replace(defaults, **changes)
-    config = Config(data_dir=data_dir, source=source, **built)
+    if built["policy"].mode not in POLICY_MODES:
+        ignored.append(("policy", f"[policy] mode {built['policy'].mode!r} not understood (one of "
+                                  f"{'|'.join(POLICY_MODES)}; a typo, or a mode of a newer hpcpredict): no limit is "
+                                  f"set (mode advise)"))
+        log.warning("%s", ignored[-1][1])
+    if any(section == "policy" for section, _ in ignored):
+        # Never more limits than the site asked for: what it wrote may narrow them, or be a mode we lack.
+        built["policy"] = replace(built["policy"], mode="advise")
+    config = Config(data_dir=data_dir, source=source, ignored=tuple(line for _, line in ignored), **built)
     _validate(config)
     return config
 
@@ -397,8 +425,6 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"[policy] soft_risk must be in (0, 1) (or 0: per rule), got {config.policy.soft_risk}")
     if not 0.0 <= config.policy.soft_max_slip_s < float("inf"):
         raise ConfigError(f"[policy] soft_max_slip_s must be a finite number >= 0, got {config.policy.soft_max_slip_s}")
-    if config.policy.mode not in ("auto", "soft", "bound", "advise"):
-        raise ConfigError(f"[policy] mode must be auto|soft|bound|advise, got {config.policy.mode!r}")
     if config.policy.soft_max_ratio < 0 or config.policy.controller_check_s <= 0:
         raise ConfigError("[policy] soft_max_ratio must be >= 0 and controller_check_s > 0")
     if config.store.backend not in ("sqlite", "postgres"):

@@ -31,7 +31,7 @@ from .model_set import ModelSet
 from .registry import Artifact, ModelRegistry
 from .scaling.advice import node_advice
 from .sources import first_estimate
-from .suggestion import RECENT_RUNS, request_warning, runs_limit, suggested_time_limit
+from .suggestion import request_warning, suggested_time_limit, suggestion_basis
 from .timefmt import human
 from .policy import (JobAsk, LimitChange, PolicyMode, Predicted, ceil_minute, decide, decide_at_allocation,
                      mode_for)
@@ -90,6 +90,15 @@ class PredictionEngine:
         for entry, previous in self.models.loaded.items():
             if entry not in loaded and (missing or entry in self.registry.entries()):
                 loaded[entry] = previous  # the new version was refused: keep serving the last good one
+        for kind, key in self.registry.entries():
+            if (kind, key) not in loaded:
+                # Refused with nothing served before (a start after a downgrade: a newer release's
+                # format): the newest kept version this release reads, else the bundled one.
+                older = self.registry.load_older(kind, key)
+                if older is not None:
+                    loaded[(kind, key)] = older
+                    errors.append(f"{kind}/{key}: serving version {older[0].version} instead "
+                                  f"{'(bundled)' if self.registry.bundled and self.registry.bundled in older[0].path.parents else '(kept)'}")
         slots: dict[str, Any] = {"comm": {}, "scaling": {}}
         for (kind, key), (artifact, model) in loaded.items():
             get_model_kind(kind).place(slots, key, model)
@@ -191,7 +200,7 @@ class PredictionEngine:
         mode = mode_for(asked, policy, facts)[0] if deciding else "advise"
         # Only a soft --time-min reads the soft_risk quantile: asked of the same pass, only then.
         soft_risk = policy.soft_risk_for(facts.rule) if mode == "soft" else None
-        answer, notes, kind = first_estimate(models, self.recent, spec, job, risk, soft_risk)
+        answer, notes, kind, basis = first_estimate(models, self.recent, spec, job, risk, soft_risk)
         point, low, high, coverage, bound = answer.runtime_s, answer.low_s, answer.high_s, answer.coverage, answer.bound_s
         soft, calibrated = answer.soft_value_s, answer.bound_calibrated
         name, version, fallback = answer.model_name, answer.model_version, answer.fallback
@@ -222,9 +231,10 @@ class PredictionEngine:
                     [line for line in explanation if not line.startswith("no history")]
 
         bound = max(bound, point)
-        # What the job's recent runs needed: the suggestion never goes below it, and a request
-        # below it is the one warning about the request we give (hpcpredict.daemon.suggestion).
-        runs, scope = self.recent.runs(spec.user, spec.application, requested, job.procs) if not fallback else ([], "")
+        # What the job's comparable recent runs needed (the basis the answer was composed with,
+        # sources.compose): the suggestion never goes below it, and a request below it is the
+        # one warning about the request we give (hpcpredict.daemon.suggestion).
+        runs = list(basis.runtimes) if not fallback else []
         time_limit = suggested_time_limit(bound, runs, floor_s=policy.min_time_limit_s)
         # The limits start from the suggestion (the bound, never below what recent runs needed), so
         # the sbatch line, `hpcpredict predict` and the job-output line name the same --time.
@@ -239,19 +249,18 @@ class PredictionEngine:
                                             job_time_limit_s=job_time_limit_s,
                                             site_cap_s=self.config.limits.max_time_s)
         limits, message = decision.limits, decision.user_message
-        warning = request_warning(requested, runs, scope.format(n=min(len(runs), RECENT_RUNS)))
+        scope = basis.named() if runs else ""
+        warning = request_warning(requested, runs, scope)
         if warning:
             explanation.append(warning)
         elif requested and not runs and ceil_minute(bound) > ceil_minute(requested):
             explanation.append(f"the job may outlive your request of {human(requested)}: "
                                f"{100 * (1 - risk):.0f} % of such jobs end within {human(bound)}")
-        if runs_limit(runs) > bound and time_limit == suggested_time_limit(0.0, runs, floor_s=policy.min_time_limit_s):
-            explanation.append(f"suggested --time: what your recent runs needed ({human(runs_limit(runs))})")
-        elif requested and runs and time_limit >= ceil_minute(requested) and \
-                max(runs[-RECENT_RUNS:]) * 1.2 < requested:
-            explanation.append(f"suggested --time: your request; {scope.format(n=min(len(runs), RECENT_RUNS))} "
-                               f"took up to {human(max(runs[-RECENT_RUNS:]))}, but too few jobs like this one "
-                               f"ended that far below their request to promise a shorter limit at {risk:.0%} risk")
+        basis_line = suggestion_basis(time_limit, requested_s=requested, runs=runs, scope=scope,
+                                      bound_s=bound, calibrated=calibrated, floor_s=policy.min_time_limit_s,
+                                      risk=risk)
+        if basis_line:
+            explanation.append(basis_line)
         explanation.extend(spec.warnings[:3])
         return Answer(runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
                       time_limit_s=time_limit, time_min_s=limits.time_min_s or 0, model_name=name, model_version=str(version),

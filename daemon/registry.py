@@ -323,19 +323,34 @@ class ModelRegistry:
         return artifact
 
     def prune(self, kind: str, key: str = SITE_KEY, keep: int = 1) -> list[str]:
-        """Remove all but the ``keep`` newest versions, never the one CURRENT names; the removed ones."""
+        """Remove all but the ``keep`` newest versions, never the one CURRENT names nor the newest
+        of each model format; the removed ones."""
         home = self.root / kind / key
         try:
             serving = (home / CURRENT).read_text(encoding="utf-8").strip()
         except FileNotFoundError:
             serving = ""
         versions = self.versions(kind, key)   # names start with their UTC time: sorted = oldest first
-        removed = [v for v in versions[:max(len(versions) - keep, 0)] if v != serving]
+        kept = set(versions[max(len(versions) - keep, 0):]) | {serving}
+        # The newest version of every model format is kept too: after a downgrade, the older
+        # release finds one it can read (load_older) instead of only the newer release's.
+        newest_of_format = {self._model_format(home / v): v for v in versions}
+        kept |= {v for fmt, v in newest_of_format.items() if fmt is not None}
+        removed = [v for v in versions if v not in kept]
         for version in removed:
             shutil.rmtree(home / version)
         if removed:
             logger.info("%s model %s: removed %d old version(s), kept %d", kind, key, len(removed), keep)
         return removed
+
+    @staticmethod
+    def _model_format(folder: Path):
+        """The format version a model's own manifest names (the walltime model's), None without one."""
+        try:
+            written = json.loads((folder / MODEL_DIR / "manifest.json").read_text(encoding="utf-8")).get("format_version")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return written if isinstance(written, (int, str)) else None
 
     # -- reading
     def _artifact(self, folder: Path, manifest: dict) -> Artifact:
@@ -420,6 +435,33 @@ class ModelRegistry:
         except Exception as error:
             raise ModelArtifactError(f"{artifact.path}: {kind} loader refused it: {error}") from error
         return artifact, model
+
+    def load_older(self, kind: str, key: str = SITE_KEY) -> tuple[Artifact, Any] | None:
+        """The newest version of ``kind``/``key`` that loads, other than the one CURRENT names
+        (refused: a newer release's format after a downgrade, a damaged file), else the bundled
+        one; None when nothing loads. CURRENT is not moved: the site's choice stays on disk for
+        the release that can read it."""
+        home = self.root / kind / key
+        try:
+            serving = (home / CURRENT).read_text(encoding="utf-8").strip()
+        except OSError:
+            serving = ""
+        folders = [home / version for version in reversed(self.versions(kind, key)) if version != serving]
+        if self.bundled is not None:
+            try:
+                folders.append(self.bundled / kind / key / (self.bundled / kind / key / CURRENT).read_text(
+                    encoding="utf-8").strip())
+            except OSError:
+                pass
+        for folder in folders:
+            if folder.is_symlink():
+                continue
+            try:
+                artifact = self.open(folder)
+                return artifact, get_model_kind(kind).load(artifact.model_path)
+            except Exception as error:   # the next older one may load
+                logger.info("model %s/%s: version %s does not load either: %s", kind, key, folder.name, error)
+        return None
 
     def load_all(self) -> tuple[dict[tuple[str, str], tuple[Artifact, Any]], list[str]]:
         """Every current model; the second value lists the ones refused (one line each)."""

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from grpc_health.v1 import health_pb2
 
-from . import __version__
+from .buildinfo import VersionAction
 from .config import Config, load_config
 from .engine import PredictionEngine
 from .errors import ConfigError, HpcPredictError
@@ -141,6 +141,8 @@ class Daemon:
         self.store = open_store(config, lazy=True, journal=True)
         self.registry = ModelRegistry(config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None)
         self.engine = PredictionEngine(config, self.store, self.registry)
+        if config.ignored:   # a typo or a newer release's key: served without it, and said where it shows
+            self.engine.faults.set("config", "read", "; ".join(config.ignored))
         if self.store.journal_error:   # served without it: slower, not wrong
             self.engine.faults.set("store", "open prediction journal", self.store.journal_error)
         self.metrics = Metrics()
@@ -401,7 +403,7 @@ def raise_open_file_limit() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hpcpredictd", description="The hpcpredict prediction daemon.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--config",
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
                              " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")

@@ -41,6 +41,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from . import __version__, records
+from .buildinfo import build
 from .errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreError
 from .faults import FaultBoard
 from .jobspec import job_spec_from_request, stored_request
@@ -537,6 +538,7 @@ class PredictionService:
             counts, accuracy = {"jobs": 0, "outcomes": 0, "predictions": 0}, {}
         controller = self.engine.policy_mode
         facts = controller.facts()
+        build_info = build()
         mode, why = controller.current()
         return pb.Status(version=__version__, uptime_s=time.time() - self.started, models=self._model_infos(),
                          jobs=counts["jobs"], outcomes=counts["outcomes"], predictions=counts["predictions"],
@@ -544,4 +546,5 @@ class PredictionService:
                          store=getattr(self.store, "path", ""), requests=self._requests, fallbacks=self._fallbacks,
                          policy_mode=mode, policy_reason=why, slurm_release=facts.release_text,
                          planning_rule=facts.rule, total_cpus=min(facts.total_cpus, 2**32 - 1),
-                         total_nodes=min(facts.total_nodes, 2**32 - 1))
+                         total_nodes=min(facts.total_nodes, 2**32 - 1),
+                         build=pb.Build(version=build_info["version"], commit=build_info["commit"]))

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .recent_history import RECENT_RUNS
 from .timefmt import human, slurm_time
 from .policy.limits import ceil_minute
 
-RECENT_RUNS = 5        # "what the job needed": the longest of its last this many runs
 
 
 def runs_limit(runtimes: Sequence[float]) -> float:
@@ -53,10 +53,53 @@ def request_warning(requested_s: float, runtimes: Sequence[float], scope: str) -
     recent = list(runtimes[-RECENT_RUNS:])
     if requested_s <= 0 or not recent:
         return None
+    # Slurm keeps limits in whole minutes: `-t 0:00:30` runs with 00:01:00, which holds a 47 s run.
+    limit_s = ceil_minute(requested_s)
     longest = max(recent)
-    if longest <= requested_s:
+    if longest <= limit_s:
         return None
-    longer = sum(runtime > requested_s for runtime in recent)
+    longer = sum(runtime > limit_s for runtime in recent)
     verdict = "will likely kill it" if 2 * longer > len(recent) else "may kill it"
     return (f"{scope} took up to {human(longest)}: --time={slurm_time(requested_s)} {verdict} "
             f"({longer} of {len(recent)} ran longer)")
+
+
+def suggestion_basis(time_limit_s: int, *, requested_s: float, runs: Sequence[float], scope: str, bound_s: float,
+                     calibrated: bool, floor_s: float, risk: float) -> str | None:
+    """The one line saying what the suggested --time (``time_limit_s``, from
+    :func:`suggested_time_limit`) was made of, so a suggestion that changes with the request
+    says why (None without recent runs: the model's bound speaks for itself). ``calibrated``:
+    ``bound_s`` holds at ``risk`` (``RuntimeEstimate.bound_calibrated``).
+
+    A suggestion kept at the request names what the runs took and the limit that would have
+    held them, as a fact about them, not a promise at the risk: a job whose last 5 comparable
+    runs lay within 25 % of each other outlived 1.1 x the longest for 17 % of KTH-SP2's jobs,
+    23 % of HPC2N's.
+
+    >>> runs = [9745.0] * 5
+    >>> print(suggestion_basis(172800, requested_s=172800, runs=runs, scope="your last 5 runs of this job",
+    ...                        bound_s=172800, calibrated=False, floor_s=300, risk=0.03))
+    suggested --time: your request; your last 5 runs of this job took up to 2.7 h (--time=02:43:00 would have held them), but too few jobs like this one ended that far below their request to promise a shorter limit at 3% risk
+    >>> print(suggestion_basis(300, requested_s=60, runs=[45.0] * 5, scope="your last 5 jobs", bound_s=60,
+    ...                        calibrated=True, floor_s=300, risk=0.03))
+    suggested --time: the site's shortest limit (5.0 min); your last 5 jobs took up to 45 s
+    """
+    if not runs:
+        return None
+    needed = runs_limit(runs)
+    took = f"{scope} took up to {human(needed)}"
+    floor = ceil_minute(floor_s)
+    if time_limit_s == floor and floor > ceil_minute(round(max(bound_s, needed), 3)):
+        return f"suggested --time: the site's shortest limit ({human(floor)}); {took}"
+    if time_limit_s == ceil_minute(round(needed, 3)) and needed >= bound_s:
+        return f"suggested --time: what {scope} needed ({human(needed)})"
+    if requested_s > 0 and time_limit_s == ceil_minute(requested_s):
+        held = max(ceil_minute(round(needed, 3)), floor)
+        if held < time_limit_s:
+            return (f"suggested --time: your request; {took} (--time={slurm_time(held)} would have held them), but "
+                    f"too few jobs like this one ended that far below their request to promise a shorter limit "
+                    f"at {risk:.0%} risk")
+        return f"suggested --time: your request; {took}"
+    if calibrated:
+        return f"suggested --time: the walltime model's runtime bound at {risk:.0%} risk ({took})"
+    return f"suggested --time: from your recent runs ({took}; without a request, not a promise at {risk:.0%} risk)"

@@ -5,6 +5,7 @@ import json
 import contextlib
 import os
 import pwd
+import re
 import sys
 
 from google.protobuf.descriptor import FieldDescriptor
@@ -96,9 +97,26 @@ def output_console():
 
 def message_dict(message) -> dict:
     """A protobuf message for ``--json``: the .proto's field names, every field, and 64-bit
-    integers (counts) as JSON numbers, not the strings protobuf's JSON mapping writes."""
-    return _int64_as_numbers(message, MessageToDict(message, preserving_proto_field_name=True,
-                                                    always_print_fields_with_no_presence=True))
+    integers (counts) as JSON numbers, not the strings protobuf's JSON mapping writes; so are
+    the counts in a model's metadata (a string map: ``{"jobs": "28481"}`` -> ``{"jobs": 28481}``)."""
+    return _counts_as_numbers(_int64_as_numbers(message, MessageToDict(message, preserving_proto_field_name=True,
+                                                                       always_print_fields_with_no_presence=True)))
+
+
+_COUNT = re.compile(r"-?[0-9]{1,18}")
+
+
+def _counts_as_numbers(data):
+    if isinstance(data, list):
+        return [_counts_as_numbers(value) for value in data]
+    if not isinstance(data, dict):
+        return data
+    out = {key: _counts_as_numbers(value) for key, value in data.items()}
+    metadata = out.get("metadata")
+    if isinstance(metadata, dict):
+        out["metadata"] = {key: int(value) if isinstance(value, str) and _COUNT.fullmatch(value) else value
+                           for key, value in metadata.items()}
+    return out
 
 
 def _int64_as_numbers(message, data: dict) -> dict:

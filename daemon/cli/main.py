@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 
 from . import (comm, evaluate, explain, ingest, predict, refresh, reload, report, scaling, serve, status,
                suggest_runs, topology, train)
 from .common import shown
-from .. import __version__
+from ..buildinfo import VersionAction
 from ..errors import HpcPredictError
 
 # Command modules, in the order `--help` lists them. Adding a command = adding a module here.
@@ -28,7 +29,7 @@ COMMAND_MODULES = (serve, predict, ingest, train, reload, status, refresh, evalu
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = PlainHelpParser(
         prog="hpcpredict",
         description="Runtime, walltime and communication-time prediction for Slurm jobs.",
     )
@@ -38,11 +39,35 @@ def build_parser() -> argparse.ArgumentParser:
                         help="TOML config file, the only one read (default: /etc/hpcpredict/hpcpredict.toml,"
                              " then ~/.config/hpcpredict/hpcpredict.toml, then embedded defaults)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(subparsers)
     return parser
+
+
+_ROLE = re.compile(r":[a-z]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")   # :mod:`x`, :func:`~a.b`, :class:`t <a.b>`
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_text(text: str) -> str:
+    """Docstring markup (reStructuredText) as plain text, for --help: ``jobs`` -> jobs,
+    :mod:`hpcpredict.daemon.suggestion` -> hpcpredict.daemon.suggestion.
+
+    >>> plain_text("``jobs`` ended; the rule (:mod:`hpcpredict.daemon.suggestion`, :func:`~a.b`)")
+    'jobs ended; the rule (hpcpredict.daemon.suggestion, b)'
+    """
+    text = _ROLE.sub(lambda match: match.group(1).rsplit(".", 1)[-1] if "~" in match.group(0) else match.group(1),
+                     text)
+    return _LITERAL.sub(r"\1", text)
+
+
+class PlainHelpParser(argparse.ArgumentParser):
+    """An ArgumentParser whose --help is plain text (several descriptions and epilogs are module
+    docstrings); its sub-commands' parsers are of the same class (add_subparsers' default)."""
+
+    def format_help(self) -> str:
+        return plain_text(super().format_help())
 
 
 def main(argv: list[str] | None = None) -> int:

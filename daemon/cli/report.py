@@ -34,7 +34,7 @@ def register(subparsers) -> None:
         epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--user", default=None, help="only this user")
     parser.add_argument("--account", default=None, help="only this account")
-    parser.add_argument("--since", default=None, metavar="DATE", help="jobs that ended on or after DATE (YYYY-MM-DD)")
+    parser.add_argument("--since", default=None, metavar="DATE", help="jobs that ended on or after DATE (now-7days, YYYY-MM-DD)")
     parser.add_argument("-M", "--cluster", default=None, help="only this cluster")
     parser.add_argument("--by", choices=("user", "account"), default="user", help="one row per user (default) or account")
     parser.add_argument("--plot", default=None, metavar="FILE", help="also draw the report (PNG/SVG/PDF by extension)")
@@ -43,16 +43,33 @@ def register(subparsers) -> None:
 
 
 def parse_date(text: str) -> float:
-    """``YYYY-MM-DD`` (or an ISO date-time; UTC unless it says otherwise) -> Unix seconds."""
-    from ..errors import HpcPredictError
+    """``now-7days`` (now[-N{seconds|minutes|hours|days|weeks}], as ``refresh --since`` and sacct
+    read it), ``YYYY-MM-DD`` or an ISO date-time (UTC unless it says otherwise) -> Unix seconds.
 
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise HpcPredictError(f"--since {text!r}: expected a date YYYY-MM-DD") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
+    >>> parse_date("2026-11-01")
+    1793491200.0
+    >>> import time; round(time.time() - parse_date("now-7days")) == 7 * 86400
+    True
+    """
+    from ..errors import HpcPredictError, ParseError
+    from ..lab.history.pyslurm_source import since_timestamp
+
+    if text.strip().lower().startswith("now"):
+        try:
+            return since_timestamp(text)
+        except ParseError:
+            pass
+    else:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            pass
+        else:
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+            return moment.timestamp()
+    raise HpcPredictError(f"--since {text!r}: expected now-N{{seconds|minutes|hours|days|weeks}} (e.g. now-7days) "
+                          f"or a date YYYY-MM-DD")
 
 
 def outcome_frame(store, *, user=None, account=None, since=None, cluster=None):

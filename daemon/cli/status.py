@@ -20,6 +20,8 @@ def _status(args) -> int:
         print_json(message_dict(status))
         return 0
     print(f"hpcpredictd {status.version}, up {human(status.uptime_s)}, store {status.store}")
+    if status.build.commit:
+        print(shown(f"build: {status.build.version} commit {status.build.commit}"))
     print(f"jobs in history: {status.jobs}  outcomes reported: {status.outcomes}  predictions: {status.predictions}")
     print(f"requests: {status.requests}  answered by fallback: {status.fallbacks}")
     if status.policy_mode:   # daemon/policy: the mode resolved against the controller, and why

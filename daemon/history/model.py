@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict, deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -695,6 +695,12 @@ class HpcPredictModel(OnlinePredictor):
     @classmethod
     def from_state(cls, data: dict) -> "HpcPredictModel":
         """Inverse of :meth:`to_state` (raises KeyError/TypeError/ValueError on bad data)."""
+        unknown = set(data["params"]) - {f.name for f in fields(ModelParams)}
+        if unknown:
+            # A newer release's parameter it saved without a new format version: refuse by name,
+            # not with ModelParams' TypeError (what an older release said to 'ratio_evidence_factor').
+            raise ValueError(f"parameter(s) this hpcpredict does not know: {', '.join(sorted(unknown))} "
+                             f"(written by a newer hpcpredict?)")
         params = ModelParams(**data["params"])
         model = cls(params)
         s = model.state

@@ -58,7 +58,13 @@ def load_model(directory: Path) -> HpcPredictModel:
     if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
         raise ModelArtifactError(f"{directory}: not a walltime model (kind {manifest.get('kind')!r})"
                                  if isinstance(manifest, dict) else f"{directory}: bad manifest")
-    if manifest.get("format_version") not in READABLE_VERSIONS:
+    written = manifest.get("format_version")
+    if isinstance(written, int) and not isinstance(written, bool) and written > max(READABLE_VERSIONS):
+        raise ModelArtifactError(f"{directory}: walltime model format {written} was written by a newer hpcpredict "
+                                 f"(this one reads formats {', '.join(map(str, READABLE_VERSIONS))}): serve a "
+                                 f"version published by this release (`hpcpredict rollback walltime VERSION`) or "
+                                 f"retrain with `hpcpredict train`")
+    if written not in READABLE_VERSIONS:
         raise ModelArtifactError(f"{directory}: unsupported walltime model format version "
                                  f"{manifest.get('format_version')!r} (this hpcpredict reads "
                                  f"{', '.join(map(str, READABLE_VERSIONS))}; retrain with `hpcpredict train`)")
@@ -67,4 +73,4 @@ def load_model(directory: Path) -> HpcPredictModel:
     try:
         return HpcPredictModel.from_state(json.loads(payload))
     except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise ModelArtifactError(f"{directory}: corrupt walltime model state: {error!r}") from error
+        raise ModelArtifactError(f"{directory}: corrupt walltime model state: {error}") from error

@@ -49,6 +49,10 @@ logger = logging.getLogger(__name__)
 FINAL_STATES = "CD,F,TO,CA,NF,OOM,PR,DL,BF"
 
 
+class NoJobHistory(HpcPredictError):
+    """Nothing to train the walltime model on (refresh says what accounting returned)."""
+
+
 @dataclass(frozen=True)
 class AccountingQuery:
     """Where the finished jobs come from (``hpcpredict refresh``'s options)."""
@@ -226,7 +230,7 @@ def train_walltime(store: Store, config, cluster: str | None = None,
                                     on_prediction=keep if math.isfinite(cutoff) else None)
     if not count:
         on = f" of cluster {cluster}" if cluster is not None else ""
-        raise HpcPredictError(f"the store has no job history{on}: run `hpcpredict ingest TRACE` first")
+        raise NoJobHistory(f"the store has no job history{on}: run `hpcpredict ingest TRACE` first")
     worse: list[str] = []
     if serving is not None and len(held_out) >= HELD_OUT_MIN:
         wanted = {key for key, _, _ in held_out}
@@ -291,7 +295,16 @@ def refresh(config, query: AccountingQuery, *, cluster_model: bool = False, sock
         pruned = store.prune_predictions(keep_days=config.store.keep_predictions_days,
                                          keep_rows=config.store.keep_predictions)
         progress("training the walltime model")
-        model, trained_on, _ = train_walltime(store, config, trained_cluster, force)
+        try:
+            model, trained_on, _ = train_walltime(store, config, trained_cluster, force)
+        except NoJobHistory as error:
+            if records:
+                raise
+            # An empty cluster: say what accounting returned, not "ingest a trace" (nothing is wrong).
+            raise HpcPredictError(f"{source} returned 0 finished jobs and the store has no job history"
+                                  f"{f' of cluster {trained_cluster}' if trained_cluster else ''} yet: nothing to "
+                                  f"train on; run refresh again once jobs have ended (or `hpcpredict ingest "
+                                  f"TRACE` to start from a trace)") from error
     finally:
         store.close()
     artifact = publish_walltime(config, model, trained_on, trained_cluster)

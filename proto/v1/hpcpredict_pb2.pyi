@@ -334,7 +334,7 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("version", "uptime_s", "models", "jobs", "outcomes", "predictions", "faults", "recent_accuracy", "store", "requests", "fallbacks", "policy_mode", "policy_reason", "slurm_release", "planning_rule", "total_cpus", "total_nodes")
+    __slots__ = ("version", "uptime_s", "models", "jobs", "outcomes", "predictions", "faults", "recent_accuracy", "store", "requests", "fallbacks", "policy_mode", "policy_reason", "slurm_release", "planning_rule", "total_cpus", "total_nodes", "build")
     class RecentAccuracyEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -359,6 +359,7 @@ class Status(_message.Message):
     PLANNING_RULE_FIELD_NUMBER: _ClassVar[int]
     TOTAL_CPUS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_NODES_FIELD_NUMBER: _ClassVar[int]
+    BUILD_FIELD_NUMBER: _ClassVar[int]
     version: str
     uptime_s: float
     models: _containers.RepeatedCompositeFieldContainer[ModelInfo]
@@ -376,4 +377,13 @@ class Status(_message.Message):
     planning_rule: str
     total_cpus: int
     total_nodes: int
-    def __init__(self, version: _Optional[str] = ..., uptime_s: _Optional[float] = ..., models: _Optional[_Iterable[_Union[ModelInfo, _Mapping]]] = ..., jobs: _Optional[int] = ..., outcomes: _Optional[int] = ..., predictions: _Optional[int] = ..., faults: _Optional[_Iterable[str]] = ..., recent_accuracy: _Optional[_Mapping[str, float]] = ..., store: _Optional[str] = ..., requests: _Optional[int] = ..., fallbacks: _Optional[int] = ..., policy_mode: _Optional[str] = ..., policy_reason: _Optional[str] = ..., slurm_release: _Optional[str] = ..., planning_rule: _Optional[str] = ..., total_cpus: _Optional[int] = ..., total_nodes: _Optional[int] = ...) -> None: ...
+    build: Build
+    def __init__(self, version: _Optional[str] = ..., uptime_s: _Optional[float] = ..., models: _Optional[_Iterable[_Union[ModelInfo, _Mapping]]] = ..., jobs: _Optional[int] = ..., outcomes: _Optional[int] = ..., predictions: _Optional[int] = ..., faults: _Optional[_Iterable[str]] = ..., recent_accuracy: _Optional[_Mapping[str, float]] = ..., store: _Optional[str] = ..., requests: _Optional[int] = ..., fallbacks: _Optional[int] = ..., policy_mode: _Optional[str] = ..., policy_reason: _Optional[str] = ..., slurm_release: _Optional[str] = ..., planning_rule: _Optional[str] = ..., total_cpus: _Optional[int] = ..., total_nodes: _Optional[int] = ..., build: _Optional[_Union[Build, _Mapping]] = ...) -> None: ...
+
+class Build(_message.Message):
+    __slots__ = ("version", "commit")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    commit: str
+    def __init__(self, version: _Optional[str] = ..., commit: _Optional[str] = ...) -> None: ...

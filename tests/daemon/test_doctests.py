@@ -4,8 +4,8 @@ import importlib
 
 import pytest
 
-MODULES = ["faults", "journal", "config", "plugins", "remote_wire", "policy.controller", "policy.decision",
-           "policy.limits", "policy.scope", "policy.allocation", "cli.job_limits"]
+MODULES = ["faults", "journal", "config", "plugins", "remote_wire", "sources", "suggestion", "cli.report",
+           "policy.controller", "policy.decision", "policy.limits", "policy.scope", "policy.allocation", "cli.job_limits"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -30,8 +30,6 @@ def test_config_defaults_file_and_environment(tmp_path):
 
 @pytest.mark.parametrize("text,expected", [
     ("[policy]\nrisk = 2.0\n", "risk"),
-    ("[polcy]\nrisk = 0.1\n", "unknown section"),
-    ("[daemon]\nworkerz = 3\n", "unknown key"),
     ("[daemon]\nworkers = 'many'\n", "[daemon] workers"),
     ("[daemon\n", "not valid TOML"),
     ("[daemon]\nsocket_mode = 0o666\n", "socket_mode 0o666 would let every user act as the daemon"),
@@ -41,6 +39,24 @@ def test_config_errors_are_one_clear_line(tmp_path, text, expected):
     path.write_text(text)
     with pytest.raises(ConfigError, match=expected.replace("[", r"\[")):
         load_config(path, environ={})
+
+
+@pytest.mark.parametrize("text, line, mode", [
+    ("[polcy]\nrisk = 0.1\n", "unknown section(s) [polcy] ignored", "auto"),
+    ("[daemon]\nworkerz = 3\n", "[daemon] unknown key(s) workerz ignored", "auto"),
+    ("[policy]\nmode = 'bound'\nonly_queues = ['short']\n", "[policy] unknown key(s) only_queues ignored", "advise"),
+    ("[policy]\nmode = 'bound-by-partition'\n", "[policy] mode 'bound-by-partition' not understood", "advise"),
+])
+def test_unknown_keys_are_warned_not_fatal_and_never_widen_the_limits(tmp_path, caplog, text, line, mode):
+    """A typo or a newer release's key (a downgrade) is ignored, logged and kept for the daemon's
+    faults; one in [policy] (it may narrow where limits are set) or a mode this release lacks
+    leaves every limit as submitted (mode advise), never the default."""
+    path = tmp_path / "newer.toml"
+    path.write_text(text)
+    config = load_config(path, environ={"HPCPREDICT_DATA_DIR": str(tmp_path)})
+    assert any(line in ignored for ignored in config.ignored), config.ignored
+    assert line in caplog.text
+    assert config.policy.mode == mode
 
 
 def record(job_id, end, runtime=100.0, user="u", state="COMPLETED"):

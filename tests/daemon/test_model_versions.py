@@ -145,3 +145,23 @@ def test_publish_and_rollback_by_an_ordinary_user_say_who_may(world_dir):
         assert done.stderr == (f"hpcpredict: {command[0]}: permission denied in {data / 'models'} (Permission denied): "
                                f"it changes the models the daemon serves; run it as root\n")
     assert registry.current("topology").version == serving.version and len(registry.versions("topology")) == 2
+
+
+def walltime_folder(path, format_version):
+    """A model folder whose own manifest names its format (what the registry reads when pruning)."""
+    path.mkdir()
+    (path / "manifest.json").write_text(f'{{"kind": "walltime-history", "format_version": {format_version}}}')
+    return path
+
+
+def test_pruning_keeps_the_newest_version_of_each_model_format(tmp_path):
+    """After an upgrade, publishes of the newer format must not prune every version an older
+    release can read (#40: the downgrade found none left)."""
+    registry = ModelRegistry(tmp_path / "models", keep_versions=2)
+    older = [registry.publish("walltime", walltime_folder(tmp_path / f"v5-{i}", 5), validate=False)
+             for i in range(3)]
+    for i in range(4):
+        registry.publish("walltime", walltime_folder(tmp_path / f"v6-{i}", 6), validate=False)
+    versions = registry.versions("walltime")
+    assert len(versions) == 3 and older[-1].version in versions            # 2 newest (format 6) + newest format 5
+    assert not {older[0].version, older[1].version} & set(versions)

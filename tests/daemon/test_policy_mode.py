@@ -79,13 +79,18 @@ def test_a_check_that_stopped_refreshing_falls_back_to_advise(monkeypatch):
     assert resolved.facts().rule == "unknown"
 
 
-@pytest.mark.parametrize("key, value", [("mode", "hard"), ("soft_max_ratio", "-1"), ("controller_check_s", "0"),
+@pytest.mark.parametrize("key, value", [("soft_max_ratio", "-1"), ("controller_check_s", "0"),
                                         ("soft_risk", "-0.1"), ("soft_risk", "1"), ("soft_risk_hard_end", "0"),
                                         ("soft_risk_halfway", "1"), ("soft_max_slip_s", "-1"),
                                         ("soft_max_slip_s", "inf")])
 def test_bad_policy_settings_are_refused(key, value):
     with pytest.raises(ConfigError, match=r"\[policy\]"):
         policy(**{key: value})
+
+
+def test_a_mode_this_release_lacks_sets_no_limit():
+    """A typo or a newer release's mode (a downgrade) is not fatal, and never the default: advise."""
+    assert policy(mode="hard").mode == "advise"
 
 
 def _service(world_dir, **policy_values):

@@ -103,3 +103,20 @@ def test_a_walltime_model_worse_than_the_serving_one_on_held_out_jobs_is_not_pub
     assert ModelRegistry(config.models.dir).current("walltime").version == second.version
     forced, _ = train_and_publish(config, force=True)
     assert ModelRegistry(config.models.dir).current("walltime").version == forced.version != second.version
+
+
+def test_refresh_of_an_empty_cluster_says_accounting_returned_no_jobs(tmp_path):
+    """A fresh cluster whose sacct lists no finished job: the refresh says so, instead of telling
+    the admin to `hpcpredict ingest` (#40). The dump is the real 22.05 one with its jobs taken out."""
+    from hpcpredict.daemon.errors import HpcPredictError
+
+    empty = tmp_path / "sacct-empty.json"
+    dump = json.loads(DUMP.read_text())
+    dump["jobs"] = []
+    empty.write_text(json.dumps(dump))
+    path = tmp_path / "hpcpredict.toml"
+    path.write_text(f'data_dir = "{tmp_path}"\n')
+    with pytest.raises(HpcPredictError) as refused:
+        refresh(load_config(path), AccountingQuery(sacct_json=str(empty)))
+    assert f"{empty} returned 0 finished jobs" in str(refused.value)
+    assert "run `hpcpredict ingest TRACE` first" not in str(refused.value)
