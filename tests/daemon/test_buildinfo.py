@@ -79,7 +79,8 @@ def test_status_json_has_the_build(world_dir):
     from hpcpredict.daemon.server import Daemon
 
     config = load_config(None, environ={"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
-                                        "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir)})
+                                        "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir),
+                                        "HPCPREDICT_CONFIG_PATH": ""})
     daemon = Daemon(config)
     try:
         status = message_dict(daemon.service.call("GetStatus", pb.StatusRequest(), os.getuid()))
