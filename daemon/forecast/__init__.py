@@ -9,6 +9,7 @@
 
 The types are the contract between the two and the ``When`` call (daemon/forecast/types.py).
 """
+from .belief import belief_from_interval
 from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
 
-__all__ = ["QueueSnapshot", "QueuedJob", "RuntimeBelief", "StartForecast"]
+__all__ = ["QueueSnapshot", "QueuedJob", "RuntimeBelief", "StartForecast", "belief_from_interval"]
