@@ -32,13 +32,10 @@ from .buildinfo import VersionAction
 from .config import Config, load_config
 from .engine import PredictionEngine
 from .errors import ConfigError, HpcPredictError
-from .hookserver import HookServer
-from .metrics import Metrics, MetricsServer, start_metrics_server
+from .listeners import HookServer, Metrics, MetricsServer, RemoteServer, grpc_server, set_serving, start_metrics_server
 from .registry import ModelRegistry
-from .remote import RemoteServer
 from .service import PredictionService
-from .servicer import grpc_server, set_serving
-from .store_backends import open_store
+from .store import open_store
 
 logger = logging.getLogger(__name__)
 

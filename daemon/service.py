@@ -49,7 +49,7 @@ from .quotas import ROW_BYTES, StoreCap, StoredBytesBudget
 from .records import JobRecord
 from .runtime.report import MAX_LINES, parse_feature_lines
 from .runtime.values import MAX_KEY_CHARS
-from .store_rows import PredictionRow
+from .store import PredictionRow
 from ..proto.v1 import hpcpredict_pb2 as pb
 from ..topology.hostlist import count as count_hosts
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from hpcpredict.daemon.store_postgres import PostgresStore
+from hpcpredict.daemon.store import PostgresStore
 from tests.store.postgres_server import PostgresServer  # for the type
 
 from .build import fill_store

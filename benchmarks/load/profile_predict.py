@@ -43,8 +43,7 @@ def main(argv=None) -> int:
     from hpcpredict.daemon.runtime.inputs import extract_inputs
     from hpcpredict.daemon.server import Daemon
     from hpcpredict.daemon.service import estimate_message
-    from hpcpredict.daemon.store import SQLiteStore
-    from hpcpredict.daemon.store_rows import PredictionRow
+    from hpcpredict.daemon.store import PredictionRow, SQLiteStore
     from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
     data_dir = Path(tempfile.mkdtemp(prefix="hpd-prof-"))

@@ -36,7 +36,7 @@ def build_world(data_dir: Path, trace: Path = DEFAULT_TRACE, n_trees: int = 100,
     from hpcpredict.daemon.config import load_config
     from hpcpredict.daemon.lab.history import read_trace
     from hpcpredict.daemon.registry import ModelRegistry
-    from hpcpredict.daemon.store_backends import open_store
+    from hpcpredict.daemon.store import open_store
 
     data_dir = Path(data_dir)
     config = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(data_dir)})

@@ -235,7 +235,7 @@ def _explain(args) -> int:
     from dataclasses import asdict
 
     from .common import config_of, print_json, print_lines
-    from ..store_backends import open_store
+    from ..store import open_store
 
     config = config_of(args)
     store = open_store(config)

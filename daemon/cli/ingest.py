@@ -7,7 +7,7 @@ from dataclasses import replace
 from rich.progress import Progress
 
 from .common import config_of, reload_daemon, run_as_data_owner, socket_of
-from ..store_backends import open_store
+from ..store import open_store
 
 
 def register(subparsers) -> None:

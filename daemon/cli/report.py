@@ -76,7 +76,7 @@ def outcome_frame(store, *, user=None, account=None, since=None, cluster=None):
     """The store's ended jobs (with their prediction where recorded) as a DataFrame."""
     import pandas as pd
 
-    from ..store_lookups import OUTCOME_COLUMNS
+    from ..store import OUTCOME_COLUMNS
 
     rows = store.outcome_rows(user=user, account=account, since=since, cluster=cluster)
     return pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS))
@@ -202,7 +202,7 @@ def _report(args) -> int:
 
     from .common import config_of, print_json, print_lines
     from ..errors import HpcPredictError
-    from ..store_backends import open_store
+    from ..store import open_store
     from ..timefmt import slurm_time
 
     config = config_of(args)

@@ -17,7 +17,7 @@ from ..errors import HpcPredictError, ModelNotFound
 from ..model_kinds import SITE_KEY, model_kind_names
 from ..registry import ModelRegistry
 from ..runtime.derived import DerivedInputs
-from ..store_backends import open_store
+from ..store import open_store
 
 
 def register(subparsers) -> None:

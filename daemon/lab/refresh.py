@@ -40,8 +40,7 @@ from .history.traces import read_sacct_json
 from ..model_kinds import SITE_KEY
 from ..records import UNKNOWN, JobRecord
 from ..registry import Artifact, ModelRegistry
-from ..store import Store
-from ..store_backends import open_store
+from ..store import Store, open_store
 from .history.training import train_from_store
 
 logger = logging.getLogger(__name__)

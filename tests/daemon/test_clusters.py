@@ -14,8 +14,7 @@ import grpc
 import pytest
 
 from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.store import MIGRATIONS, SQLiteStore
-from hpcpredict.daemon.store_rows import PredictionRow
+from hpcpredict.daemon.store import MIGRATIONS, PredictionRow, SQLiteStore
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 from hpcpredict.proto.v1 import hpcpredict_pb2_grpc as pb_grpc
 from tests.daemon.daemonproc import DaemonProcess

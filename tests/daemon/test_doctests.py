@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["faults", "journal", "config", "plugins", "remote_wire", "sources", "suggestion", "cli.report",
+MODULES = ["faults", "store.journal", "config", "plugins", "remote_wire", "sources", "suggestion", "cli.report",
            "policy.controller", "policy.decision", "policy.limits", "policy.scope", "policy.allocation", "cli.job_limits"]
 
 

@@ -13,8 +13,7 @@ from hpcpredict.daemon.errors import ConfigError, InvalidRequest, ModelArtifactE
 from hpcpredict.daemon.records import JobRecord
 from hpcpredict.daemon.registry import CURRENT, ModelRegistry
 from hpcpredict.daemon.sbatch_options import parse_sbatch
-from hpcpredict.daemon.store import SQLiteStore
-from hpcpredict.daemon.store_rows import PredictionRow
+from hpcpredict.daemon.store import PredictionRow, SQLiteStore
 from hpcpredict.daemon.timefmt import parse_slurm_time, slurm_time
 
 

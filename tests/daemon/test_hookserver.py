@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcpredict.daemon.hookserver import HookServer
+from hpcpredict.daemon.listeners import HookServer
 from hpcpredict.slurm_plugin import hookclient
 from tests.daemon.daemonproc import DaemonProcess
 

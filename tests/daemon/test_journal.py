@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 
 from hpcpredict.daemon.errors import StoreError
-from hpcpredict.daemon.journal import JournalFile, decode_row, encode_row
-from hpcpredict.daemon.store import SQLiteStore
-from hpcpredict.daemon.store_rows import PredictionRow, prediction_values
+from hpcpredict.daemon.store import JournalFile, PredictionRow, SQLiteStore, decode_row, encode_row, prediction_values
 
 
 def _row(number: int, **changes) -> PredictionRow:
@@ -104,7 +102,7 @@ def test_full_journal_says_so_and_a_second_process_cannot_open_it(tmp_path):
     with pytest.raises(StoreError, match="too small"):
         JournalFile.open(str(tmp_path / "tiny"), 16)
     locker = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
-        from hpcpredict.daemon.journal import JournalFile
+        from hpcpredict.daemon.store import JournalFile
         from hpcpredict.daemon.errors import StoreError
         try:
             JournalFile.open({path!r}, 256)

@@ -215,3 +215,50 @@ def test_benchmarks_reach_the_lab_through_its_faces():
                     and module not in BENCHMARK_LAB_INTERNALS:
                 offenders.append(f"{path.relative_to(REPO)}: {module}")
     assert offenders == []
+
+
+# The core's packages: everything outside one imports its face (``__init__``), never its modules.
+CORE_PACKAGES = ("hpcpredict.daemon.store", "hpcpredict.daemon.listeners")
+# Tests that reach a package's module, and why (a module global only the module itself reads).
+TEST_REACHES_INTO = {
+    ("tests/store/test_store_suite.py", "hpcpredict.daemon.store.sqlite"):
+        "winds MIGRATIONS back to build a store of the previous schema",
+    ("tests/store/test_store_suite.py", "hpcpredict.daemon.store.postgres"): "the same, on PostgreSQL",
+    ("tests/fuzz/targets.py", "hpcpredict.daemon.listeners.grpc_adapter"):
+        "fuzzes the gRPC listener's own lenient decoder (_lenient, _BadRequest)",
+}
+
+
+def _project_files() -> list[Path]:
+    folders = (*PRODUCT_FOLDERS, "tests", "benchmarks", "contrib")
+    return sorted(p for folder in folders for p in (REPO / folder).rglob("*.py")
+                  if "__pycache__" not in p.parts and not p.name.endswith("_pb2_grpc.py"))
+
+
+def _reaches_into(path: Path) -> list[str]:
+    """The modules of a core package that ``path`` (outside that package) imports."""
+    name = module_name(path)
+    return sorted(m for m in imports_of(path) for package in CORE_PACKAGES
+                  if m.startswith(package + ".") and not in_package(name, package))
+
+
+def test_the_core_packages_have_faces_and_internals():
+    """Guards the rule below against passing vacuously."""
+    for package in CORE_PACKAGES:
+        folder = REPO / Path(*package.split(".")[1:])
+        face = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(face) and any(isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "__all__"
+                                               for n in face.body), f"{package} has no face (docstring, __all__)"
+        assert sum(1 for m in PRODUCT_MODULES if m.startswith(package + ".")) >= 3
+
+
+@pytest.mark.parametrize("path", _project_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_a_core_package_is_imported_through_its_face(path):
+    relative = str(path.relative_to(REPO))
+    reached = [m for m in _reaches_into(path) if (relative, m) not in TEST_REACHES_INTO]
+    assert not reached, f"{relative} imports {reached}: import from the package's __init__ (add the name there)"
+
+
+def test_every_listed_reach_into_a_package_is_still_made():
+    for relative, module in TEST_REACHES_INTO:
+        assert module in _reaches_into(REPO / relative), f"{relative} no longer imports {module}: drop it from the list"

@@ -8,7 +8,7 @@ import pytest
 
 from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.server import Daemon
-from hpcpredict.daemon.store_rows import PredictionRow
+from hpcpredict.daemon.store import PredictionRow
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
 ROOT, NOBODY = 0, 65534     # the hooks (SlurmUser root here) and an ordinary user: the attacker "nobody"

@@ -8,7 +8,7 @@ import pytest
 
 from hpcpredict.daemon.config import host_port
 from hpcpredict.daemon.errors import ConfigError
-from hpcpredict.daemon.remote import RemoteServer, SeenCredentials
+from hpcpredict.daemon.listeners import RemoteServer, SeenCredentials
 from hpcpredict.daemon.remote_wire import FrameError, HEADER_BYTES, frame, parse_header, reply_digest, request_digest
 
 

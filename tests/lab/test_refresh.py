@@ -12,7 +12,7 @@ from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.history.persist import load_model
 from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.lab.refresh import AccountingQuery, refresh, train_and_publish
-from hpcpredict.daemon.store_backends import open_store
+from hpcpredict.daemon.store import open_store
 from hpcpredict.daemon.lab.history.training import train_from_store
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -17,8 +17,7 @@ import pytest
 from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.errors import InvalidRequest
 from hpcpredict.daemon.jobspec import _PARSE_CACHE, job_spec_from_request, stored_request
-from hpcpredict.daemon.store import SQLiteStore
-from hpcpredict.daemon.store_rows import PredictionRow
+from hpcpredict.daemon.store import PredictionRow, SQLiteStore
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 from tests.robustness.conftest import job, start, world_dir  # noqa: F401  (fixture)
 

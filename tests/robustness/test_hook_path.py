@@ -265,11 +265,11 @@ def test_a_loop_that_cannot_go_on_turns_health_not_serving(in_process):
 
 def test_main_exits_non_zero_when_the_local_socket_dies(tmp_path, monkeypatch):
     """So Restart=on-failure (contrib/systemd) brings a daemon with a working socket back."""
-    from hpcpredict.daemon import hookserver, server
+    from hpcpredict.daemon import listeners, server
 
     def turn(self):
         raise OSError(errno.EBADF, "injected")
-    monkeypatch.setattr(hookserver.HookServer, "_turn", turn)
+    monkeypatch.setattr(listeners.HookServer, "_turn", turn)
     for key, value in {"HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_CONFIG_PATH": "",
                        "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_MODELS_BUNDLED": "false"}.items():
         monkeypatch.setenv(key, value)
@@ -306,7 +306,7 @@ def test_idle_metrics_connections_make_room_for_every_scrape_and_are_cut_off():
     """A local user holding every place of the endpoint with idle connections, renewed as
     they are cut, keeps no scrape out (before: Prometheus got 1 scrape in 30): the oldest
     connection that has asked nothing gives its place to the new one."""
-    from hpcpredict.daemon.metrics import Metrics, start_metrics_server
+    from hpcpredict.daemon.listeners import Metrics, start_metrics_server
 
     metrics = Metrics()
     server, port = start_metrics_server("127.0.0.1:0", metrics, max_connections=16, timeout=1.0)

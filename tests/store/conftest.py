@@ -37,7 +37,7 @@ def backend(request, tmp_path):
 
         path = str(tmp_path / "store.sqlite")
         return "sqlite", lambda **options: SQLiteStore(path, **options)
-    from hpcpredict.daemon.store_postgres import PostgresStore
+    from hpcpredict.daemon.store import PostgresStore
 
     dsn = request.getfixturevalue("postgres_server").new_database()
     return "postgres", lambda **options: PostgresStore(dsn, **options)

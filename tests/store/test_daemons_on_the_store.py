@@ -39,7 +39,7 @@ def _environment(name: str, request) -> tuple[dict, callable]:
     """Daemon environment for the backend, and how to open the same store in the test."""
     if name == "sqlite":
         return {}, None
-    from hpcpredict.daemon.store_postgres import PostgresStore
+    from hpcpredict.daemon.store import PostgresStore
 
     dsn = request.getfixturevalue("postgres_server").new_database()
     return {"HPCPREDICT_STORE_BACKEND": "postgres", "HPCPREDICT_STORE_DSN": dsn}, lambda: PostgresStore(dsn)

@@ -12,7 +12,7 @@ from hpcpredict.daemon.lab.history.training import train_model
 from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.recent_history import RecentHistoryModel
 from hpcpredict.daemon.records import JobRecord
-from hpcpredict.daemon.store_rows import PredictionRow
+from hpcpredict.daemon.store import PredictionRow
 from hpcpredict.daemon.lab.history.training import train_from_store
 
 KTH = Path(__file__).resolve().parents[1] / "data" / "traces" / "KTH-SP2.swf"
@@ -137,7 +137,7 @@ def test_two_stores_on_one_history_write_together_and_see_each_other(backend):
 
 
 def test_an_unreachable_postgres_is_a_store_error_not_a_crash(tmp_path):
-    from hpcpredict.daemon.store_postgres import PostgresStore
+    from hpcpredict.daemon.store import PostgresStore
 
     dsn = f"host={tmp_path} dbname=none user=nobody connect_timeout=2"
     with pytest.raises(StoreError, match="cannot connect"):
@@ -251,7 +251,7 @@ def test_a_store_of_the_previous_schema_keeps_its_decisions_as_decided(tmp_path,
     """Level 4's applied_* columns held what the daemon decided: migrated, they read as decided."""
     import sqlite3
 
-    from hpcpredict.daemon import store as store_module
+    from hpcpredict.daemon.store import sqlite as store_module
 
     path = str(tmp_path / "old.sqlite")
     monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:4])
@@ -273,7 +273,7 @@ def test_a_store_of_the_previous_schema_keeps_its_decisions_as_decided(tmp_path,
 def test_a_postgres_store_of_the_previous_schema_keeps_its_decisions_as_decided(postgres_server, monkeypatch):
     import psycopg
 
-    from hpcpredict.daemon import store_postgres
+    from hpcpredict.daemon.store import postgres as store_postgres
 
     dsn = postgres_server.new_database()
     monkeypatch.setattr(store_postgres, "MIGRATIONS", store_postgres.MIGRATIONS[:2])

@@ -21,7 +21,7 @@ from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.engine import PredictionEngine
 from hpcpredict.daemon.jobspec import JobSpec
 from hpcpredict.daemon.registry import ModelRegistry
-from hpcpredict.daemon.store_backends import open_store
+from hpcpredict.daemon.store import open_store
 from hpcpredict.daemon.suggestion import RECENT_RUNS
 from hpcpredict.daemon.timefmt import slurm_time
 

@@ -20,9 +20,9 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from .jobspec import invalid_utf8_fields
-from .service import error_message, status_name
-from ..proto.v1 import hpcpredict_pb2 as pb
+from ..jobspec import invalid_utf8_fields
+from ..service import error_message, status_name
+from ...proto.v1 import hpcpredict_pb2 as pb
 
 logger = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ Its own module so that neither backend imports the other: the PostgreSQL store i
 """
 from __future__ import annotations
 
-from .errors import StoreError
-from .store import SQLiteStore, Store
-from .store_postgres import PostgresStore
+from ..errors import StoreError
+from .sqlite import SQLiteStore, Store
+from .postgres import PostgresStore
 
 
 def open_store(config, *, lazy: bool = False, journal: bool = False) -> Store:

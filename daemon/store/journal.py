@@ -40,7 +40,7 @@ import os
 import struct
 import zlib
 
-from .errors import StoreError
+from ..errors import StoreError
 
 _HEADER = struct.Struct("<4sIQ")         # magic, format version, generation
 _HEADER_BYTES = 64

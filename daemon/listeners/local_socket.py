@@ -79,8 +79,8 @@ import time
 from google.protobuf import json_format
 
 from .connections import ACCEPT_PAUSE_ERRNOS, Connection, SelectorServer, listening_socket, refuse, send_best_effort
-from .service import ANYONE, METHODS as WHO_MAY_CALL, error_message, status_name
-from ..proto.v1 import hpcpredict_pb2 as pb
+from ..service import ANYONE, METHODS as WHO_MAY_CALL, error_message, status_name
+from ...proto.v1 import hpcpredict_pb2 as pb
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
 from .connections import Connection, SelectorServer, listening_socket
-from .errors import HpcPredictError
+from ..errors import HpcPredictError
 
 logger = logging.getLogger(__name__)
 

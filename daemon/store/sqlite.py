@@ -24,11 +24,11 @@ from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
-from .errors import StoreError
+from ..errors import StoreError
 from .journal import JournalFile, decode_row, encode_row
-from .records import JobRecord
-from .store_lookups import StoreLookups
-from .store_rows import (
+from ..records import JobRecord
+from .lookups import StoreLookups
+from .rows import (
     JOB_COLUMNS,
     PREDICTION_COLUMNS,
     PredictionRow,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .records import JobRecord
+from ..records import JobRecord
 
 #: A ``predictions`` row's columns, in the order of :func:`prediction_values` and :class:`PredictionRow`.
 PREDICTION_COLUMNS = ("prediction_id", "job_id", "stage", "user", "application", "created", "runtime_s", "low_s",

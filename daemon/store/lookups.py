@@ -9,8 +9,8 @@ reading the store directly; the accuracy gauges run one aggregate query per scra
 """
 from __future__ import annotations
 
-from .records import JobRecord
-from .store_rows import JOB_COLUMNS, PREDICTION_COLUMNS, job_from_row, prediction_from_values, quoted
+from ..records import JobRecord
+from .rows import JOB_COLUMNS, PREDICTION_COLUMNS, job_from_row, prediction_from_values, quoted
 
 #: Columns of a job row as :meth:`StoreLookups.job_rows` returns them (dict keys).
 JOB_ROW_COLUMNS = ("cluster", "source", "job_id", "user", "grp", "account", "partition", "qos", "application", "job_name",

@@ -24,11 +24,11 @@ import time
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
-from .errors import StoreError
-from .records import JobRecord
-from .store import STREAM_BATCH_ROWS, Store
-from .store_lookups import StoreLookups
-from .store_rows import (
+from ..errors import StoreError
+from ..records import JobRecord
+from .sqlite import STREAM_BATCH_ROWS, Store
+from .lookups import StoreLookups
+from .rows import (
     JOB_COLUMNS,
     PREDICTION_COLUMNS,
     PredictionRow,

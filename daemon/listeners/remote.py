@@ -64,13 +64,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from google.protobuf import json_format
 
-from . import munge
-from .config import host_port
+from .. import munge
+from ..config import host_port
 from .connections import READ_BYTES, Connection, SelectorServer, listening_socket, refuse, send_best_effort
-from .hookserver import too_many_items
-from .remote_wire import HEADER_BYTES, MAGIC, UNSIGNED, FrameError, frame, parse_header, reply_digest, request_digest
-from .service import ANYONE, METHODS as RULES, error_message, status_name
-from ..proto.v1 import hpcpredict_pb2 as pb
+from .local_socket import too_many_items
+from ..remote_wire import HEADER_BYTES, MAGIC, UNSIGNED, FrameError, frame, parse_header, reply_digest, request_digest
+from ..service import ANYONE, METHODS as RULES, error_message, status_name
+from ...proto.v1 import hpcpredict_pb2 as pb
 
 logger = logging.getLogger(__name__)
 
