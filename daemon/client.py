@@ -1,6 +1,6 @@
 """The CLI's side of the wire: one JSON line to the daemon's local socket, with a deadline.
 
-The local socket (:mod:`.hookserver`) is where the kernel tells the daemon who calls, so the
+The local socket (:mod:`.listeners.local_socket`) is where the kernel tells the daemon who calls, so the
 CLI asks there for everything: a user's ``predict`` and an admin's ``status`` alike; the
 daemon decides what the caller may do. Errors name the real cause: no daemon, a socket the
 caller may not open, a call the daemon refused. On a host without the daemon,

@@ -4,7 +4,7 @@ A fault belongs to a component (``store``, ``models``) and to the operation that
 (``record outcome``, ``history replay``...). The operation that failed sets it; only the same
 operation succeeding clears it, so one kind of write that works again (a Predict's record)
 never hides another that still fails (outcomes on a full disk). GetStatus lists the board and
-the ``hpcpredict_fault`` metric reads it when scraped (:mod:`.metrics`); nobody copies it.
+the ``hpcpredict_fault`` metric reads it when scraped (:mod:`.listeners.metrics`); nobody copies it.
 
 >>> board = FaultBoard()
 >>> board.set("store", "record outcome", "database or disk is full")

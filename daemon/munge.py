@@ -3,7 +3,7 @@
 Every Slurm site runs ``munged`` with one site-wide key on every host: a credential a process
 makes with its local munged says, to any munged holding the same key, which uid and gid made
 it, within its time-to-live (300 s by default), once (munged refuses a credential it has
-decoded before). The remote listener (:mod:`.remote`) takes a caller's identity from it, as
+decoded before). The remote listener (:mod:`.listeners.remote`) takes a caller's identity from it, as
 slurmctld does for ``srun`` from a login node.
 
 A credential carries a payload, sealed with it: the client puts a digest of its request

@@ -1,4 +1,4 @@
-"""The remote listener's wire format, shared by the listener (:mod:`.remote`) and the CLI
+"""The remote listener's wire format, shared by the listener (:mod:`.listeners.remote`) and the CLI
 (:mod:`.client`): the credential comes first, so nothing of a request is read or parsed
 before the daemon knows who sends it.
 

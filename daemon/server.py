@@ -193,7 +193,7 @@ class Daemon:
             return f"unix:{self.socket_path}: {reason or error}"
 
     def _local_socket_died(self, message: str) -> None:
-        """The local socket's loop gave up (hookserver.py): the hooks fail open from now on. Health
+        """The local socket's loop gave up (listeners/local_socket.py): the hooks fail open from now on. Health
         says NOT_SERVING at once; main() sees ``failed`` and exits non-zero, so the service manager
         (Restart=on-failure in contrib/systemd) starts a daemon whose socket works."""
         self.engine.faults.set("local socket", "serve", message)

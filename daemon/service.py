@@ -2,8 +2,8 @@
 
 Plain values in (the hpcpredict.v1 request messages), plain values out (the reply messages),
 errors of :mod:`hpcpredict.daemon.errors` raised. It knows nothing of gRPC or sockets: the
-gRPC servicer (:mod:`.servicer`) and the hook socket (:mod:`.hookserver`) are thin adapters
-that decode a request, say who calls, and map the errors below to their own replies:
+gRPC adapter (:mod:`.listeners.grpc_adapter`) and the local socket (:mod:`.listeners.local_socket`) are
+thin adapters that decode a request, say who calls, and map the errors below to their own replies:
 
 =========================  ===================  ==========================================
 error                      status name          meaning

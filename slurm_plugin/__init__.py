@@ -13,5 +13,5 @@
 
 The scripts run under the system ``/usr/bin/python3`` with the standard library only; the
 admin guide is ``contrib/slurm/ADMIN.md``. The socket they speak to is the daemon's
-(``hpcpredict.daemon.hookserver``); the two packages do not import each other.
+(``hpcpredict.daemon.listeners.local_socket``); the two packages do not import each other.
 """

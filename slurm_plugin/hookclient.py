@@ -2,8 +2,8 @@
 
 Standard library only (``socket`` + ``json``), so a hook script starts in ~20 ms instead of the
 ~90 ms a grpc import costs, and it runs under the system ``/usr/bin/python3`` without the
-project's virtualenv. It speaks the daemon's hook socket (see ``hookserver``): one JSON line
-out, one JSON line back.
+project's virtualenv. It speaks the daemon's local socket (see
+``hpcpredict.daemon.listeners.local_socket``): one JSON line out, one JSON line back.
 
 This module is also the one place the hook scripts run Slurm commands (:func:`run_command`),
 and it reads the hooks' shared settings file ``hpcpredict-hooks.conf`` (``key = value`` lines,

@@ -1,6 +1,6 @@
 """What the limits of one ended job were, and whether one of ours killed it (``explain``, ``report``).
 
-Three things are kept apart (the store's columns, :mod:`hpcpredict.daemon.store_rows`):
+Three things are kept apart (the store's columns, :mod:`hpcpredict.daemon.store.rows`):
 
 * **decided**: what the daemon answered — at submission the ``--time-min`` or ``--time``
   job_submit.lua was to set (``decided_time_min_s``/``decided_time_limit_s``), at allocation the

@@ -122,7 +122,7 @@ def summarize(jobs, *, by: str = "user", risk: float = 0.03):
 
 
 def killed(row) -> bool:
-    """Whether one outcome row (:data:`~hpcpredict.daemon.store_lookups.OUTCOME_COLUMNS`) ended
+    """Whether one outcome row (:data:`~hpcpredict.daemon.store.OUTCOME_COLUMNS`) ended
     at a limit of ours below its user's request (:mod:`.job_limits`, the rule ``explain`` shows)."""
     from . import job_limits
 

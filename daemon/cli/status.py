@@ -32,7 +32,7 @@ def _status(args) -> int:
             print(shown(f"controller: Slurm {status.slurm_release or 'unknown'}, planning rule "
                         f"{status.planning_rule or 'unknown'}{size}"))
     recent = status.recent_accuracy
-    if recent:   # store_lookups.recent_accuracy: the same accuracy as the metrics and `report`
+    if recent:   # StoreLookups.recent_accuracy: the same accuracy as the metrics and `report`
         print(f"accuracy of the last {int(recent['n'])} outcomes a model predicted: {recent['accuracy']:.3f} "
               f"(mean min(predicted, actual)/max); ran past the bound: {recent['bound_exceeded_rate']:.3f}")
     if not any(not model.bundled for model in status.models):

@@ -9,7 +9,7 @@ Health is grpcio's own ``HealthServicer`` (``Check`` and ``Watch``); reflection 
 
 gRPC Python does not tell a servicer who is on the other end of a Unix socket, so the daemon
 serves gRPC to trusted tools only (the socket's mode admits no one else) and says who they
-act as with ``caller_uid``; everyone else uses the local socket (:mod:`.hookserver`).
+act as with ``caller_uid``; everyone else uses the local socket (:mod:`.local_socket`).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ The line is parsed into the same protobuf message the gRPC server receives and h
 *same* service with the caller's uid, which the kernel reports for the connection
 (SO_PEERCRED): nothing the caller sends can change it. So the socket is open to every local
 user (mode 0666) and the service decides per call what that uid may do
-(:mod:`.service`); its refusals come back as ``ok: false`` with the status name gRPC would use.
+(:mod:`..service`); its refusals come back as ``ok: false`` with the status name gRPC would use.
 
 Bounded on every side, so no user can starve the hooks or another user:
 

@@ -1,9 +1,9 @@
 """The remote listener: users on login and compute nodes ask the controller's daemon over TCP.
 
-The local socket (:mod:`.hookserver`) learns its caller from the kernel, which only works on
+The local socket (:mod:`.local_socket`) learns its caller from the kernel, which only works on
 the daemon's host. Elsewhere the identity comes from what the site already trusts for Slurm
-itself: MUNGE (:mod:`.munge`). Nothing a caller sends is read past a few kilobytes, nor parsed,
-before munged has said who sent it: a request is a frame (:mod:`.remote_wire`) whose header
+itself: MUNGE (:mod:`..munge`). Nothing a caller sends is read past a few kilobytes, nor parsed,
+before munged has said who sent it: a request is a frame (:mod:`..remote_wire`) whose header
 line carries the caller's credential, and its body (the local socket's JSON call) is read only
 once that credential is decoded::
 
@@ -28,7 +28,7 @@ once that credential is decoded::
    as its replies are (4.): the CLI sends the body (a job script) only to the daemon.
 3. **The body**, at most ``max_body_bytes`` (the local socket's ``user_line_bytes``: a remote
    caller is an ordinary user), must be the one the credential's payload names (its SHA-256),
-   then the local socket's item limits (:func:`.hookserver.too_many_items`, ``[limits]``) are
+   then the local socket's item limits (:func:`.local_socket.too_many_items`, ``[limits]``) are
    checked before it is turned into a message, then ``PredictionService.call`` with the uid
    munged vouched for: the same per-call rules as the local socket (a user predicts only their
    own jobs). Only the calls anyone may make (``Predict``) are served here; admin and

@@ -1,8 +1,8 @@
 """Which store the config names: ``[store] backend`` = SQLite (the embedded default,
-:mod:`.store`) or PostgreSQL (:mod:`.store_postgres`, a shared server).
+:mod:`.sqlite`) or PostgreSQL (:mod:`.postgres`, a shared server).
 
 Its own module so that neither backend imports the other: the PostgreSQL store implements
-:class:`~.store.Store`, and only this opener knows both.
+:class:`~.sqlite.Store`, and only this opener knows both.
 """
 from __future__ import annotations
 

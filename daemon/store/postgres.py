@@ -1,4 +1,4 @@
-"""The PostgreSQL store: the same :class:`~.store.Store` interface on a shared server.
+"""The PostgreSQL store: the same :class:`~.sqlite.Store` interface on a shared server.
 
 For sites that run a daemon on both slurmctld hosts (primary and backup) or several clusters
 against one history: every daemon and admin command connects to the same database. Chosen by
@@ -14,7 +14,7 @@ SQLite store's predictions without fsync. There is no local journal: the server 
 
 Schema changes are numbered like the SQLite ones (table ``hpcpredict_schema``) and applied
 under an advisory lock, so two daemons starting together migrate once. SQL shared with SQLite
-(:mod:`.store_lookups`) is written with ``?`` placeholders and translated here.
+(:mod:`.lookups`) is written with ``?`` placeholders and translated here.
 """
 from __future__ import annotations
 

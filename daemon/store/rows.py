@@ -1,8 +1,8 @@
 """The store's rows: how a job record and a prediction are written as table rows and read back.
 
 One definition of each table's columns (in the order every INSERT and SELECT uses) and of the
-codecs between rows and objects, shared by the SQLite store (:mod:`.store`), the PostgreSQL
-store (:mod:`.store_postgres`), their common lookups (:mod:`.store_lookups`) and the prediction
+codecs between rows and objects, shared by the SQLite store (:mod:`.sqlite`), the PostgreSQL
+store (:mod:`.postgres`), their common lookups (:mod:`.lookups`) and the prediction
 journal (which holds :func:`prediction_values` tuples). The column ``user`` is written quoted
 (:func:`quoted`) where the SQL also runs on PostgreSQL: there a bare ``user`` is the session's
 user name, not the column.

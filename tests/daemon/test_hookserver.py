@@ -1,4 +1,4 @@
-"""The local socket (daemon/hookserver.py) of the real daemon, and the hooks' client of it.
+"""The local socket (daemon/listeners/local_socket.py) of the real daemon, and the hooks' client of it.
 
 Raw lines go over a real Unix socket; answers are checked for the contract the Lua hook and
 the prolog scripts rely on: one JSON line back, ok/response or ok=false/error naming the field.

@@ -1,4 +1,4 @@
-"""Users on another host ask the daemon over TCP, named by MUNGE (daemon/remote.py).
+"""Users on another host ask the daemon over TCP, named by MUNGE (daemon/listeners/remote.py).
 
 Two network namespaces made by the test stand for the controller and a login node, joined by a
 veth pair in a private /30 (no interface or address of the host's own network is touched). The

@@ -1,5 +1,5 @@
 """The remote listener's checks that come before any credential is decoded, and those of an
-authenticated body before the service (daemon/remote.py, daemon/remote_wire.py): hostile input
+authenticated body before the service (daemon/listeners/remote.py, daemon/remote_wire.py): hostile input
 gets a clear error and never reaches munged or the service (``service=None`` here, so input
 that got that far would fail the test)."""
 from __future__ import annotations

@@ -273,15 +273,15 @@ def test_a_store_of_the_previous_schema_keeps_its_decisions_as_decided(tmp_path,
 def test_a_postgres_store_of_the_previous_schema_keeps_its_decisions_as_decided(postgres_server, monkeypatch):
     import psycopg
 
-    from hpcpredict.daemon.store import postgres as store_postgres
+    from hpcpredict.daemon.store import postgres as postgres_module
 
     dsn = postgres_server.new_database()
-    monkeypatch.setattr(store_postgres, "MIGRATIONS", store_postgres.MIGRATIONS[:2])
-    store_postgres.PostgresStore(dsn).close()
+    monkeypatch.setattr(postgres_module, "MIGRATIONS", postgres_module.MIGRATIONS[:2])
+    postgres_module.PostgresStore(dsn).close()
     with psycopg.connect(dsn, autocommit=True) as db:
         _old_schema_row(db.execute)
     monkeypatch.undo()
-    migrated = store_postgres.PostgresStore(dsn)
+    migrated = postgres_module.PostgresStore(dsn)
     try:
         row = migrated.prediction("old")
         assert (row.decided_time_min_s, row.decided_time_limit_s, row.started_time_limit_s, row.policy_mode) == \
