@@ -9,8 +9,8 @@ line::
     -> {"ok": true, "response": {<Estimate in proto3 JSON, snake_case names>}}\\n
     -> {"ok": false, "error": "job.user: required", "code": "INVALID_ARGUMENT"}\\n
 
-The line is parsed into the same protobuf message the gRPC server receives and handed to the
-*same* service with the caller's uid, which the kernel reports for the connection
+The line (:mod:`.line_json`, the remote listener's body too) is parsed into the same protobuf
+message the gRPC server receives and handed to the *same* service with the caller's uid, which the kernel reports for the connection
 (SO_PEERCRED): nothing the caller sends can change it. So the socket is open to every local
 user (mode 0666) and the service decides per call what that uid may do
 (:mod:`..service`); its refusals come back as ``ok: false`` with the status name gRPC would use.
@@ -26,8 +26,8 @@ Bounded on every side, so no user can starve the hooks or another user:
   that many bytes arrive without a newline; the Slurm hook's own line, a 64 KiB script start,
   is privileged and may be up to ``max_line_bytes``); before any line is turned into a
   message, the item counts of its lists and maps are checked against ``[limits]`` (``argv``,
-  ``inputs``, ``environment``, ``comm``; :func:`too_many_items`, which the remote listener
-  applies too): what a request costs to parse is bounded before it is paid. A method an unprivileged caller may not make is refused without parsing;
+  ``inputs``, ``environment``, ``comm``; :func:`.line_json.too_many_items`, which the remote
+  listener applies too): what a request costs to parse is bounded before it is paid. A method an unprivileged caller may not make is refused without parsing;
 * a whole request line must arrive within ``request_timeout`` of its first byte (a client
   trickling one byte a second is cut off), and a connection idle for ``idle_timeout`` is closed;
 * fair turns: a connection has at most one request served at a time (the next line of a
@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import collections
 import errno
-import json
 import logging
 import os
 import queue
@@ -76,18 +75,14 @@ import struct
 import threading
 import time
 
-from google.protobuf import json_format
-
+from . import line_json
 from .connections import ACCEPT_PAUSE_ERRNOS, Connection, SelectorServer, listening_socket, refuse, send_best_effort
-from ..service import ANYONE, METHODS as WHO_MAY_CALL, error_message, status_name
-from ...proto.v1 import hpcpredict_pb2 as pb
+from .line_json import REQUESTS, Refused, encode
+from ..service import ANYONE, METHODS as WHO_MAY_CALL
 
 logger = logging.getLogger(__name__)
 
-_SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
-#: Every RPC of the Predictor service and its request message.
-METHODS = {method.name: getattr(pb, method.input_type.name) for method in _SERVICE.methods}
-BUSY = b'{"ok":false,"error":"busy"}\n'
+BUSY = encode(line_json.BUSY_REPLY)
 _TICK = 0.05            # seconds between deadline sweeps
 # The listen backlog, and how many connections are accepted each turn: all of them. A Unix
 # connect fails at once (EAGAIN) while the backlog is full, and the kernel cannot tell the hooks'
@@ -100,11 +95,6 @@ _ACCEPTS_PER_ROUND = _BACKLOG
 # accept() failures that mean the listener itself is gone: the loop cannot go on without it
 _ACCEPT_BROKEN_ERRNOS = {errno.EBADF, errno.EINVAL, errno.ENOTSOCK}
 _FAILURES_FATAL = 10     # loop turns failing in a row (~2 s with the back-off) before giving up
-#: Explicit communication messages an unprivileged caller's request may list: parsing one costs
-#: ~5 us, and no user tool sends them ([limits] max_messages still applies to everyone).
-USER_MAX_MESSAGES = 1024
-#: The most dimensions a process grid may have (as jobspec checks after parsing).
-_MAX_GRID = 8
 
 
 class _Connection(Connection):
@@ -269,7 +259,7 @@ class HookServer(SelectorServer):
         for connection in [c for c in self._connections.values()
                            if c.deadline <= now and not c.calling and c.line is None]:
             if connection.received and not connection.unsent:   # a line begun, not finished
-                send_best_effort(connection.sock, _encode(
+                send_best_effort(connection.sock, encode(
                     {"ok": False, "error": f"request line not complete within {self.request_timeout:g} s"}))
             self._close(connection)     # else idle, or not reading its reply: closed without a word
 
@@ -339,7 +329,7 @@ class HookServer(SelectorServer):
             self._watch(connection, selectors.EVENT_READ)
             return      # the rest of the line is still on its way
         if end < 0 or end >= connection.line_limit:
-            self._reply(connection, _encode(
+            self._reply(connection, encode(
                 {"ok": False, "error": f"request line longer than {connection.line_limit} bytes"}), close=True)
             return
         connection.line = bytes(received[:end + 1])
@@ -394,7 +384,7 @@ class HookServer(SelectorServer):
         if not connection.privileged and method and WHO_MAY_CALL[method][1] != ANYONE:
             # refused by the service's own rule, on an empty request: nothing of the line is parsed
             connection.line = None
-            if self._reply(connection, _encode(self._call(method, METHODS[method](), connection.uid))):
+            if self._reply(connection, encode(self._call(method, REQUESTS[method](), connection.uid))):
                 self._take_line(connection)
             return True
         if method in self.inline and len(line) <= self.user_line_bytes:
@@ -464,83 +454,31 @@ class HookServer(SelectorServer):
 
     # ------------------------------------------------------------------ calls
     def _answer(self, line: bytes, uid) -> bytes:
-        return _encode(self.handle_line(line, uid))
+        return encode(self.handle_line(line, uid))
 
     def handle_line(self, line: bytes, caller_uid: int | None) -> dict:
         """One request line from ``caller_uid`` -> the reply object (never raises for bad input)."""
         try:
-            envelope = json.loads(line)
-        except RecursionError:
-            return {"ok": False, "error": "request is not JSON we accept: nested too deeply"}
-        except (UnicodeDecodeError, ValueError) as error:
-            return {"ok": False, "error": f"request is not JSON: {error}"}
-        if not isinstance(envelope, dict):
-            return {"ok": False, "error": "request must be a JSON object"}
-        method = envelope.get("method")
-        if not isinstance(method, str) or method not in METHODS:   # a list or an object is unhashable
-            return {"ok": False, "error": f"method: must be one of {', '.join(METHODS)}, got {method!r}"}
-        body = envelope.get("request", {})
-        if not isinstance(body, dict):
-            return {"ok": False, "error": "request: must be a JSON object"}
-        privileged = self.service.privileged(caller_uid)
-        if not privileged and WHO_MAY_CALL[method][1] != ANYONE:
-            return self._call(method, METHODS[method](), caller_uid)   # refused before parsing
-        too_many = too_many_items(body if method == "Predict" else body.get("request"),
-                                   self.service.limits, privileged)
-        if too_many:
-            return {"ok": False, "error": too_many, "code": "INVALID_ARGUMENT"}
-        try:
-            request = json_format.ParseDict(body, METHODS[method]())
-        except json_format.ParseError as error:
-            return {"ok": False, "error": f"request: {error}", "code": "INVALID_ARGUMENT"}
-        except RecursionError:
-            return {"ok": False, "error": "request: nested too deeply", "code": "INVALID_ARGUMENT"}
+            method, body = line_json.read_envelope(line, REQUESTS)
+            privileged = self.service.privileged(caller_uid)
+            if not privileged and WHO_MAY_CALL[method][1] != ANYONE:
+                return self._call(method, REQUESTS[method](), caller_uid)   # refused before parsing
+            request = line_json.parse_request(method, body, self.service.limits, privileged)
+        except Refused as refused:
+            return refused.reply
         return self._call(method, request, caller_uid)
 
     def _call(self, method: str, request, caller_uid: int | None) -> dict:
-        try:
-            response = self.service.call(method, request, caller_uid)
-        except Exception as error:   # the service's errors, and a bug (logged there): keep serving
-            code = status_name(error)
-            logger.info("local %s refused (%s): %s", method, code, error)
-            return {"ok": False, "error": error_message(method, error), "code": code}
-        return {"ok": True, "response": json_format.MessageToDict(
-            response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
-
-
-def too_many_items(request, limits, privileged: bool) -> str:
-    """Why the JobRequest ``request`` (a parsed JSON object) has more items than [limits] allow
-    ("" = it does not): len() of each list and map, before any of them is turned into a message
-    (that costs microseconds per item). The same rules as jobspec's, checked earlier."""
-    if not isinstance(request, dict):
-        return ""
-    for name, limit, what in (("argv", limits.max_inputs, "arguments"), ("inputs", limits.max_inputs, "inputs"),
-                              ("environment", limits.max_environment, "variables")):
-        items = request.get(name)
-        if isinstance(items, (list, dict)) and len(items) > limit:
-            return f"{name}: {len(items)} {what} exceed the limit {limit}"
-    comm = request.get("comm")
-    if isinstance(comm, dict):
-        grid, messages = comm.get("grid"), comm.get("messages")
-        if isinstance(grid, list) and len(grid) > _MAX_GRID:
-            return f"comm.grid: at most {_MAX_GRID} dimensions"
-        limit = limits.max_messages if privileged else min(limits.max_messages, USER_MAX_MESSAGES)
-        if isinstance(messages, list) and len(messages) > limit:
-            return f"comm.messages: {len(messages)} messages exceed the limit {limit}"
-    return ""
+        return line_json.call(self.service, method, request, caller_uid, "local")
 
 
 def _method_of(line: bytes) -> str:
     """The method a request line names, cheaply: the hooks and the CLI put it first."""
     head = line[:40]
-    for method in METHODS:
+    for method in REQUESTS:
         if head.startswith(b'{"method":"' + method.encode() + b'"') or head.startswith(b'{"method": "' + method.encode() + b'"'):
             return method
     return ""
-
-
-def _encode(reply: dict) -> bytes:
-    return json.dumps(reply, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
 
 
 def _peer_uid(sock) -> int | None:

@@ -28,7 +28,7 @@ once that credential is decoded::
    as its replies are (4.): the CLI sends the body (a job script) only to the daemon.
 3. **The body**, at most ``max_body_bytes`` (the local socket's ``user_line_bytes``: a remote
    caller is an ordinary user), must be the one the credential's payload names (its SHA-256),
-   then the local socket's item limits (:func:`.local_socket.too_many_items`, ``[limits]``) are
+   then the local socket's item limits (:func:`.line_json.too_many_items`, ``[limits]``) are
    checked before it is turned into a message, then ``PredictionService.call`` with the uid
    munged vouched for: the same per-call rules as the local socket (a user predicts only their
    own jobs). Only the calls anyone may make (``Predict``) are served here; admin and
@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import json
 import logging
 import selectors
 import socket
@@ -62,23 +61,19 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from google.protobuf import json_format
-
+from . import line_json
 from .. import munge
 from ..config import host_port
 from .connections import READ_BYTES, Connection, SelectorServer, listening_socket, refuse, send_best_effort
-from .local_socket import too_many_items
+from .line_json import BUSY_REPLY, Refused, encode
 from ..remote_wire import HEADER_BYTES, MAGIC, UNSIGNED, FrameError, frame, parse_header, reply_digest, request_digest
-from ..service import ANYONE, METHODS as RULES, error_message, status_name
-from ...proto.v1 import hpcpredict_pb2 as pb
+from ..service import ANYONE, METHODS as RULES
 
 logger = logging.getLogger(__name__)
 
-_SERVICE = pb.DESCRIPTOR.services_by_name["Predictor"]
-_REQUESTS = {method.name: getattr(pb, method.input_type.name) for method in _SERVICE.methods}
 #: The calls served remotely: those anyone may make. The rest are refused before any work.
 REMOTE_METHODS = frozenset(name for name, (_, who) in RULES.items() if who == ANYONE)
-_BUSY_REPLY = {"ok": False, "error": "busy"}
+_LISTED = tuple(sorted(REMOTE_METHODS))   # what a request naming no RPC is told
 _TICK = 0.1
 _ACCEPTS_PER_ROUND = 32
 _LOG_EVERY_S = 10.0
@@ -91,15 +86,11 @@ _REPLAY_MARGIN_S = 60.0
 _HEADER, _AUTH, _BODY, _CALL, _REPLY = range(5)
 
 
-def _encode(reply: dict) -> bytes:
-    return json.dumps(reply, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
-
-
 def _unauthenticated(reason: str) -> dict:
     return {"ok": False, "code": "UNAUTHENTICATED", "error": f"credential refused: {reason}"}
 
 
-BUSY = frame(_encode(_BUSY_REPLY), "")
+BUSY = frame(encode(BUSY_REPLY), "")
 #: The daemon's answer to a header whose credential it accepted: send the body now
 GO_AHEAD = {"ok": True, "continue": True}
 
@@ -246,7 +237,7 @@ class RemoteServer(SelectorServer):
                 self._close(connection)
             else:
                 self.refused("timeout", connection.host, f"request not complete within {self.request_timeout:g} s")
-                self._send_last(connection, frame(_encode({
+                self._send_last(connection, frame(encode({
                     "ok": False, "error": f"request not complete within {self.request_timeout:g} s"}), ""))
 
     def _accept(self, now: float) -> None:
@@ -327,7 +318,7 @@ class RemoteServer(SelectorServer):
 
     def _refuse_header(self, connection: _Connection, message: str) -> None:
         self.refused("header", connection.host, message)
-        self._send_last(connection, frame(_encode({"ok": False, "error": message}), ""))
+        self._send_last(connection, frame(encode({"ok": False, "error": message}), ""))
 
     def _take_body(self, connection: _Connection) -> None:
         if len(connection.received) < connection.length:
@@ -427,7 +418,7 @@ class RemoteServer(SelectorServer):
 
     def _signed(self, connection: _Connection, reply: dict) -> bytes:
         """The reply frame, with the daemon's credential for this request's header and this body."""
-        body = _encode(reply)
+        body = encode(reply)
         try:
             credential = munge.encode(reply_digest(connection.header, body), self.munge_socket)
         except munge.MungeError as error:   # the CLI will not believe it: it says so
@@ -467,7 +458,7 @@ class RemoteServer(SelectorServer):
                 f"Replayed credential (the daemon accepted it before) ({_ADVICE[munge.EMUNGE_CRED_REPLAYED]})"))
         if seen is None:    # every credential remembered is live: none is forgotten early
             self.refused("busy", host, f"{len(self.seen)} credentials remembered until they expire")
-            return "reply", connection, self._signed(connection, _BUSY_REPLY)
+            return "reply", connection, self._signed(connection, BUSY_REPLY)
         with self._lock:
             connections = self._per_uid.get(vouched.uid, 0)
             over = (connections >= self.max_connections_per_user
@@ -476,7 +467,7 @@ class RemoteServer(SelectorServer):
                 self._per_uid[vouched.uid] = connections + 1
         if over:
             self.refused("user_busy", host, f"uid {vouched.uid}: over its connections or rate")
-            return "reply", connection, self._signed(connection, _BUSY_REPLY)
+            return "reply", connection, self._signed(connection, BUSY_REPLY)
         return "authenticated", connection, (vouched.uid, vouched.payload, self._signed(connection, GO_AHEAD))
 
     def _call(self, connection: _Connection, body: bytes):
@@ -490,41 +481,17 @@ class RemoteServer(SelectorServer):
     def handle_body(self, body: bytes, uid: int, host: str = "?") -> dict:
         """An authenticated request body from ``uid`` -> the reply object (never raises for bad input)."""
         try:
-            envelope = json.loads(body)
-        except RecursionError:
-            return {"ok": False, "error": "request is not JSON we accept: nested too deeply"}
-        except (UnicodeDecodeError, ValueError) as error:
-            return {"ok": False, "error": f"request is not JSON: {error}"}
-        if not isinstance(envelope, dict):
-            return {"ok": False, "error": "request must be a JSON object"}
-        method = envelope.get("method")
-        if not isinstance(method, str) or method not in _REQUESTS:
-            return {"ok": False, "error": f"method: must be one of {', '.join(sorted(REMOTE_METHODS))}, got {method!r}"}
-        if method not in REMOTE_METHODS:
-            return {"ok": False, "code": "PERMISSION_DENIED",
-                    "error": f"{method} is not served remotely: admin and history-writing calls are made on the "
-                             f"daemon's host, on its local socket"}
-        request_body = envelope.get("request", {})
-        if not isinstance(request_body, dict):
-            return {"ok": False, "error": "request: must be a JSON object"}
-        too_many = too_many_items(request_body, self.service.limits, privileged=False)
-        if too_many:
-            self.refused("limits", host, f"uid {uid}: {too_many}")
-            return {"ok": False, "error": too_many, "code": "INVALID_ARGUMENT"}
-        try:
-            request = json_format.ParseDict(request_body, _REQUESTS[method]())
-        except json_format.ParseError as error:
-            return {"ok": False, "error": f"request: {error}", "code": "INVALID_ARGUMENT"}
-        except RecursionError:
-            return {"ok": False, "error": "request: nested too deeply", "code": "INVALID_ARGUMENT"}
-        try:
-            response = self.service.call(method, request, uid)
-        except Exception as error:
-            code = status_name(error)
-            logger.info("remote %s from %s (uid %d) refused (%s): %s", method, host, uid, code, error)
-            return {"ok": False, "error": error_message(method, error), "code": code}
-        return {"ok": True, "response": json_format.MessageToDict(
-            response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
+            method, request_body = line_json.read_envelope(body, _LISTED)
+            if method not in REMOTE_METHODS:
+                return {"ok": False, "code": "PERMISSION_DENIED",
+                        "error": f"{method} is not served remotely: admin and history-writing calls are made on "
+                                 f"the daemon's host, on its local socket"}
+            request = line_json.parse_request(method, request_body, self.service.limits, privileged=False)
+        except Refused as refused:
+            if refused.reason == "limits":
+                self.refused("limits", host, f"uid {uid}: {refused.reply['error']}")
+            return refused.reply
+        return line_json.call(self.service, method, request, uid, "remote", f" from {host} (uid {uid})")
 
 
 class _TokenBucket:
