@@ -19,7 +19,7 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from .errors import HpcPredictError
 from .faults import FaultBoard
@@ -37,6 +37,10 @@ from .policy import (JobAsk, LimitChange, PolicyMode, Predicted, ceil_minute, de
                      mode_for)
 from ..topology.hostlist import expand as expand_nodes
 from ..topology.placement import Placement
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +69,7 @@ class Answer:
 
 
 class PredictionEngine:
-    def __init__(self, config, store, registry: ModelRegistry, faults: FaultBoard | None = None):
+    def __init__(self, config: Config, store: Store, registry: ModelRegistry, faults: FaultBoard | None = None):
         self.config = config
         self.store = store
         self.registry = registry

@@ -39,6 +39,7 @@ import threading
 import time
 from dataclasses import replace
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from . import __version__, records
 from .buildinfo import build
@@ -52,6 +53,16 @@ from .runtime.values import MAX_KEY_CHARS
 from .store import PredictionRow
 from ..proto.v1 import hpcpredict_pb2 as pb
 from ..topology.hostlist import count as count_hosts
+
+if TYPE_CHECKING:   # the seams of the request path, for the checker: the service drives these
+    from google.protobuf.message import Message
+
+    from .config import Config
+    from .engine import Answer, PredictionEngine
+    from .jobspec import JobSpec
+    from .listeners import Metrics
+    from .model_set import ModelSet
+    from .store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +140,7 @@ def error_message(method: str, error: BaseException) -> str:
     return f"internal error in {method}: {type(error).__name__}"
 
 
-def estimate_message(answer, prediction_id: str) -> pb.Estimate:
+def estimate_message(answer: Answer, prediction_id: str) -> pb.Estimate:
     message = pb.Estimate(
         prediction_id=prediction_id, runtime_s=answer.runtime_s,
         interval=pb.Interval(low_s=answer.low_s, high_s=answer.high_s, coverage=answer.coverage),
@@ -147,7 +158,7 @@ def estimate_message(answer, prediction_id: str) -> pb.Estimate:
 
 
 class PredictionService:
-    def __init__(self, engine, store, metrics, config):
+    def __init__(self, engine: PredictionEngine, store: Store, metrics: Metrics, config: Config):
         self.engine = engine
         self.store = store
         self.metrics = metrics
@@ -160,14 +171,13 @@ class PredictionService:
         self.started = time.time()
         self._requests = 0
         self._fallbacks = 0
-        self._children: dict = {}   # (method, code) -> (counter, histogram) children: labels() once
+        self._children: dict[tuple[str, str], tuple[Any, Any]] = {}   # (method, code) -> (counter, histogram) children: labels() once
         # Prediction ids must not be guessable (an id fetches the job's stored request): a keyed
         # hash of a counter, with a key drawn once, costs no system call per Predict.
         self._id_key = os.urandom(32)
         self._id_counter = itertools.count()
         self._replaying = threading.Lock()
-        store.on_fault = self._journal_fault
-        store.on_journal = self._journal_opened
+        store.events = self   # the store tells of its journal through StoreEvents, and knows no more of us
         # What is kept of Predicts (quotas.py): ordinary users' rows within a byte budget each,
         # everybody's within the store's cap.
         self.user_budget = StoredBytesBudget(config.store.user_stored_kib_per_hour << 10)
@@ -183,7 +193,7 @@ class PredictionService:
         """May this caller write history and ask about any user's jobs?"""
         return caller_uid in self.writer_uids
 
-    def call(self, method: str, request, caller_uid: int | None):
+    def call(self, method: str, request: Message, caller_uid: int | None) -> Message:
         """Answer ``request`` for RPC ``method`` made by ``caller_uid`` (None: unknown);
         raises the errors in the module docstring."""
         start = time.perf_counter()
@@ -214,7 +224,7 @@ class PredictionService:
             self._requests += 1
             self._observe(method, code, time.perf_counter() - start)
 
-    def _authorize(self, method: str, who: str, request, caller_uid: int | None) -> None:
+    def _authorize(self, method: str, who: str, request: Any, caller_uid: int | None) -> None:
         if who == ADMIN:
             if caller_uid not in self.admin_uids:
                 raise PermissionDenied(f"{method} is an admin call: make it as root or an [daemon] admin_users user")
@@ -246,24 +256,23 @@ class PredictionService:
         children[1].observe(seconds)
 
     # ------------------------------------------------------------------ state
-    def reload(self):
+    def reload(self) -> ModelSet:
         """Load the models again and replay the history (SIGHUP, ReloadModels, a store back)."""
         return self.engine.reload()
 
-    def _journal_opened(self, message: str | None) -> None:
-        """The prediction journal could not be opened (message) or is open again."""
-        if message is None:
+    # -- the store's events (store.StoreEvents)
+    def journal_opened(self, error: str | None) -> None:
+        if error is None:
             self.faults.clear("store", "open prediction journal")
         else:
-            self.faults.set("store", "open prediction journal", message)
+            self.faults.set("store", "open prediction journal", error)
 
-    def _journal_fault(self, message: str | None) -> None:
-        """The store's background commits of journaled predictions failed (message) or work again."""
-        if message is None:
+    def journal_committed(self, error: str | None) -> None:
+        if error is None:
             self.faults.clear("store", "commit journaled predictions")
             self._store_answers()
         else:
-            self.faults.set("store", "commit journaled predictions", message)
+            self.faults.set("store", "commit journaled predictions", error)
 
     def _store_answers(self) -> None:
         """A write went through: if the history could not be read before, replay it now."""
@@ -288,7 +297,7 @@ class PredictionService:
         """The cluster of a request naming none: the first configured (None: any)."""
         return self.clusters[0] if self.clusters else None
 
-    def _served(self, spec):
+    def _served(self, spec: JobSpec) -> JobSpec:
         """``spec`` on one of the clusters this daemon serves: a request naming none is on the
         first configured one; one naming another cluster is refused (no list: any cluster)."""
         if not self.clusters:
@@ -299,7 +308,7 @@ class PredictionService:
             raise InvalidRequest("job.cluster", f"{spec.cluster!r} is not served here ({', '.join(self.clusters)})")
         return spec
 
-    def _kept_request(self, request: pb.JobRequest, spec, budget_uid: int | None,
+    def _kept_request(self, request: pb.JobRequest, spec: JobSpec, budget_uid: int | None,
                       writer_uid: int | None = None) -> bytes | None:
         """What the prediction row keeps of ``request``: its bytes (b"": the row without them)
         or None (no row at all). ``budget_uid``: an ordinary user's own Predict; ``writer_uid``:
@@ -334,7 +343,7 @@ class PredictionService:
             self.metrics.predictions_not_kept.inc()
         return kept if allowed == "request" else b"" if allowed == "row" else None
 
-    def _answer(self, spec, stage: str, at_allocation: bool, request: pb.JobRequest,
+    def _answer(self, spec: JobSpec, stage: str, at_allocation: bool, request: pb.JobRequest,
                 budget_uid: int | None = None, writer_uid: int | None = None,
                 allocation: pb.AllocationRequest | None = None) -> pb.Estimate:
         """Estimate ``spec``, record the prediction, answer. ``allocation``: PrologSlurmctld's
@@ -395,7 +404,7 @@ class PredictionService:
                                      job_id=request.job_id, tasks_per_node=request.tasks_per_node)
         return self._answer(spec, "allocation", True, job_request, writer_uid=writer_uid, allocation=request)
 
-    def _stored_request(self, prediction_id: str):
+    def _stored_request(self, prediction_id: str) -> tuple[pb.JobRequest, PredictionRow]:
         """The JobRequest a stored prediction was made for, and its row."""
         row = self.store.prediction(prediction_id)
         if row is None or not row.request:
@@ -411,7 +420,7 @@ class PredictionService:
             self.metrics.outcomes.labels(record.state).inc()
         return pb.OutcomeAck(stored=True, job_id=record.job_id, duplicate=not stored)
 
-    def _outcome_record(self, outcome) -> tuple[JobRecord, str]:
+    def _outcome_record(self, outcome: pb.Outcome) -> tuple[JobRecord, str]:
         if not outcome.job_id:
             raise InvalidRequest("job_id", "required")
         if len(outcome.job_id) > 128:
@@ -441,7 +450,7 @@ class PredictionService:
                              state=state, exit_code=int(outcome.exit_code), **allocated)
         return record, prediction_id
 
-    def _linked_prediction(self, outcome) -> PredictionRow | None:
+    def _linked_prediction(self, outcome: pb.Outcome) -> PredictionRow | None:
         """The prediction ``outcome`` belongs to: the one it names, else (the hooks' AdminComment
         field was rewritten by a site tool) the latest one its job got after its submission.
         Only a prediction of the outcome's own user (``request.job.user``) and job: an id or a job
@@ -464,7 +473,7 @@ class PredictionService:
             return None
         return row
 
-    def _with_reported_features(self, request: pb.JobRequest, outcome) -> pb.JobRequest:
+    def _with_reported_features(self, request: pb.JobRequest, outcome: pb.Outcome) -> pb.JobRequest:
         """``request`` plus the runtime features the job reported (its latest prediction, when
         that is a ``runtime-features`` one made after its submission); the outcome stays linked
         to the prediction made before the job ran, which is what accuracy is measured on."""
@@ -521,14 +530,14 @@ class PredictionService:
                              bundled=bundled is not None and bundled in artifact.path.parents)
                 for artifact in self.engine.describe()]
 
-    def reload_models(self, request=None) -> pb.ReloadReply:
+    def reload_models(self, request: pb.ReloadRequest | None = None) -> pb.ReloadReply:
         models = self.reload()
         return pb.ReloadReply(models=self._model_infos(), errors=list(models.errors))
 
-    def list_models(self, request=None) -> pb.ModelList:
+    def list_models(self, request: pb.ListModelsRequest | None = None) -> pb.ModelList:
         return pb.ModelList(models=self._model_infos())
 
-    def get_status(self, request=None) -> pb.Status:
+    def get_status(self, request: pb.StatusRequest | None = None) -> pb.Status:
         try:
             counts = self.store.counts()
             accuracy = self.store.recent_accuracy()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from concurrent import futures
+from typing import TYPE_CHECKING, Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -23,6 +24,9 @@ from grpc_reflection.v1alpha import reflection
 from ..jobspec import invalid_utf8_fields
 from ..service import error_message, status_name
 from ...proto.v1 import hpcpredict_pb2 as pb
+
+if TYPE_CHECKING:
+    from ..service import PredictionService
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +54,7 @@ def _lenient(message_class):
     return deserialize
 
 
-def _handler(service, method: str, caller_uid):
+def _handler(service: PredictionService, method: str, caller_uid: Callable[[object], int | None]):
     def handle(request, context):
         if isinstance(request, _BadRequest):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
@@ -61,7 +65,8 @@ def _handler(service, method: str, caller_uid):
     return handle
 
 
-def grpc_server(service, *, workers: int, max_concurrent: int, caller_uid) -> tuple[grpc.Server, health.HealthServicer]:
+def grpc_server(service: PredictionService, *, workers: int, max_concurrent: int,
+                caller_uid: Callable[[object], int | None]) -> tuple[grpc.Server, health.HealthServicer]:
     """The server (ports not yet added, not started) and its health service (every name SERVING
     once :func:`set_serving` says so). ``caller_uid(context)`` says who the call acts as."""
     server = grpc.server(

@@ -74,11 +74,15 @@ import socket
 import struct
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from . import line_json
 from .connections import ACCEPT_PAUSE_ERRNOS, Connection, SelectorServer, listening_socket, refuse, send_best_effort
 from .line_json import REQUESTS, Refused, encode
 from ..service import ANYONE, METHODS as WHO_MAY_CALL
+
+if TYPE_CHECKING:
+    from ..service import PredictionService
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +124,7 @@ class HookServer(SelectorServer):
     name = "local socket"
     thread_name = "local-socket"
 
-    def __init__(self, path: str, service, *, max_line_bytes: int = 4 << 20, user_line_bytes: int = 128 << 10,
+    def __init__(self, path: str, service: PredictionService, *, max_line_bytes: int = 4 << 20, user_line_bytes: int = 128 << 10,
                  workers: int = 8, max_connections: int = 512, reserved_connections: int = 64,
                  max_connections_per_user: int = 32, request_timeout: float = 5.0, idle_timeout: float = 30.0,
                  mode: int = 0o666, inline: frozenset[str] = frozenset(), max_lag: float = 0.25,

@@ -19,6 +19,7 @@ import logging
 import selectors
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -26,6 +27,11 @@ from prometheus_client.exposition import choose_encoder
 
 from .connections import Connection, SelectorServer, listening_socket
 from ..errors import HpcPredictError
+
+if TYPE_CHECKING:
+    from ..engine import PredictionEngine
+    from ..faults import FaultBoard
+    from ..store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +57,7 @@ ACCURACY_WINDOW_S = 7 * 86400.0     # ... that ended within this long
 class StateCollector:
     """Gauges read at scrape time from the fault board, the engine and the store."""
 
-    def __init__(self, faults, engine, store):
+    def __init__(self, faults: FaultBoard, engine: PredictionEngine, store: Store):
         self.faults, self.engine, self.store = faults, engine, store
 
     def describe(self):
@@ -118,7 +124,7 @@ class Metrics:
             "Exceptions caught on the local socket (each logged; the connection is closed, the loop goes on)",
             registry=self.registry)
 
-    def watch(self, faults, engine, store) -> None:
+    def watch(self, faults: FaultBoard, engine: PredictionEngine, store: Store) -> None:
         """Report the daemon's state (see :class:`StateCollector`) on every scrape."""
         self.registry.register(StateCollector(faults, engine, store))
 

@@ -60,6 +60,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from . import line_json
 from .. import munge
@@ -68,6 +69,9 @@ from .connections import READ_BYTES, Connection, SelectorServer, listening_socke
 from .line_json import BUSY_REPLY, Refused, encode
 from ..remote_wire import HEADER_BYTES, MAGIC, UNSIGNED, FrameError, frame, parse_header, reply_digest, request_digest
 from ..service import ANYONE, METHODS as RULES
+
+if TYPE_CHECKING:
+    from ..service import PredictionService
 
 logger = logging.getLogger(__name__)
 
@@ -171,7 +175,7 @@ class RemoteServer(SelectorServer):
     name = "remote listener"
     thread_name = "remote-listener"
 
-    def __init__(self, address: str, service, *, munge_socket: str = "", max_body_bytes: int = 128 << 10,
+    def __init__(self, address: str, service: PredictionService, *, munge_socket: str = "", max_body_bytes: int = 128 << 10,
                  workers: int = 1, max_pending: int = 16, max_connections: int = 128,
                  max_connections_per_host: int = 8, max_connections_per_user: int = 4, max_rate: float = 100.0,
                  max_rate_per_user: float = 10.0, request_timeout: float = 5.0):

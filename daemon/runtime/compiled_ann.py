@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit
 
 from ..errors import ModelArtifactError
 from .compiled import fill_and_log
@@ -35,10 +34,20 @@ _FLOOR = 1e-9          # the ensemble's floor on a member's runtime (seconds)
 _MAX_LAYERS = 16
 
 
+def logistic(a: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^-a), as scikit-learn's ``logistic`` (SciPy's ``expit``) computes it, without
+    importing SciPy into the daemon (490 modules, most of its start). Each side of 0 takes the
+    form whose exponential is at most 1, so no input overflows: e^-|a| underflows to 0 at the
+    extremes and the value to exactly 0 or 1."""
+    a = np.asarray(a, dtype=float)
+    small = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1.0 / (1.0 + small), small / (1.0 + small))
+
+
 def _activate(name: str, a: np.ndarray) -> np.ndarray:
     """scikit-learn's hidden activations (same functions, so outputs match to rounding)."""
     if name == "logistic":
-        return expit(a)
+        return logistic(a)
     if name == "tanh":
         return np.tanh(a)
     if name == "relu":

@@ -24,9 +24,9 @@ runtime benchmark records each split's).
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
-from scipy.stats import norm
 
 
 def conformal_multiplier(scores: np.ndarray, coverage: float) -> float:
@@ -36,7 +36,9 @@ def conformal_multiplier(scores: np.ndarray, coverage: float) -> float:
     scores = np.sort(np.asarray(scores, dtype=float))
     n = scores.size
     if n == 0:
-        return float(norm.ppf(0.5 + coverage / 2))
+        # the upper tail's quantile by symmetry: 0.5 + coverage / 2 rounds to 1 (no quantile)
+        # for a coverage within 2**-53 of 1, while 1 - coverage is exact there
+        return -NormalDist().inv_cdf((1 - coverage) / 2)
     rank = math.ceil((n + 1) * coverage)
     return float(scores[min(rank, n) - 1])
 

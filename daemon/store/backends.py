@@ -6,12 +6,17 @@ Its own module so that neither backend imports the other: the PostgreSQL store i
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import StoreError
 from .sqlite import SQLiteStore, Store
 from .postgres import PostgresStore
 
+if TYPE_CHECKING:
+    from ..config import Config
 
-def open_store(config, *, lazy: bool = False, journal: bool = False) -> Store:
+
+def open_store(config: Config, *, lazy: bool = False, journal: bool = False) -> Store:
     """Build the store named by the config (``[store] backend``: SQLite, the default, or
     PostgreSQL); ``lazy``: see :class:`SQLiteStore`; ``journal``: the daemon's own store, which
     keeps the prediction rows within their retention and, on SQLite, a prediction journal (one

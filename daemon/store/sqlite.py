@@ -22,7 +22,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Protocol
 
 from ..errors import StoreError
 from .journal import JournalFile, decode_row, encode_row
@@ -235,17 +235,27 @@ def _immediate(db: sqlite3.Connection):
         raise
 
 
+class StoreEvents(Protocol):
+    """What a store tells its owner about the work it does in the background: the store's side
+    of the seam, so the store knows no more of the daemon's service than this (the service
+    implements it: its fault board, and a history replay once writes work again)."""
+
+    def journal_opened(self, error: str | None) -> None:
+        """The prediction journal could not be opened (why), or is open again (None)."""
+
+    def journal_committed(self, error: str | None) -> None:
+        """Journaled predictions could not be committed in the background (why; they are kept),
+        or are committed again (None)."""
+
+
 class Store(ABC):
     """What the daemon and the CLI need from storage."""
 
-    #: Called with a message when writes queued in the background fail, with None once they
-    #: succeed again (the daemon reports it as the "store" fault).
-    on_fault = None
+    #: Told of the journal's faults and recoveries (the daemon's service); None: nobody listens.
+    events: StoreEvents | None = None
     #: Why the daemon's prediction journal could not be opened (predictions then go straight
     #: to the store); None when it is open or not asked for.
     journal_error: str | None = None
-    #: Called with journal_error when the journal cannot be opened, with None once it is open again.
-    on_journal = None
 
     def files(self) -> tuple[str, ...]:
         """The files this store keeps on the daemon's disk (its size cap counts them); () for a
@@ -443,15 +453,15 @@ class SQLiteStore(StoreLookups, Store):
             if self.journal_error is None:
                 logger.error("prediction journal unavailable, writing predictions directly: %s", error)
             self.journal_error = str(error)
-            if self.on_journal is not None:
-                self.on_journal(self.journal_error)
+            if self.events is not None:
+                self.events.journal_opened(self.journal_error)
         else:
             reopened = self.journal_error is not None
             self._journals, self.journal_error = journals, None
             if reopened:
                 logger.warning("store %s: prediction journal open again", self.path)
-                if self.on_journal is not None:
-                    self.on_journal(None)
+                if self.events is not None:
+                    self.events.journal_opened(None)
         # The flusher also retries a journal that could not be opened (a full disk at start,
         # records a killed daemon left): they reach the store once it has room, without a restart.
         if self._flusher is None:
@@ -493,8 +503,8 @@ class SQLiteStore(StoreLookups, Store):
                     if not self._flush_failed:
                         logger.error("journaled predictions not committed yet (kept): %s", error)
                     self._flush_failed = True
-                    if self.on_fault is not None:
-                        self.on_fault(str(error))
+                    if self.events is not None:
+                        self.events.journal_committed(str(error))
                     return False
                 with self._journal_lock:
                     del self._pending[index][:]
@@ -505,8 +515,8 @@ class SQLiteStore(StoreLookups, Store):
                     self._journals[index].reset()
                 if self._flush_failed:
                     self._flush_failed = False
-                    if self.on_fault is not None:
-                        self.on_fault(None)
+                    if self.events is not None:
+                        self.events.journal_committed(None)
             return True
 
     def _reopen_journals(self) -> None:

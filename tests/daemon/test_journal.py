@@ -129,8 +129,16 @@ def test_journaled_predictions_are_readable_at_once_and_committed_in_batches(tmp
 
 def test_journal_keeps_predictions_while_the_store_refuses_them(tmp_path):
     faults: list = []
+
+    class Owner:   # the store's events as the daemon's service receives them (service.py)
+        def journal_opened(self, error):
+            pass
+
+        def journal_committed(self, error):
+            faults.append(error)
+
     store = SQLiteStore(str(tmp_path / "s.sqlite"), journal_bytes=1 << 20, flush_delay_s=30.0)
-    store.on_fault = faults.append
+    store.events = Owner()
     blocker = sqlite3.connect(tmp_path / "s.sqlite", isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")   # another writer holds the lock: commits fail after the busy wait
     for i in range(10):

@@ -112,6 +112,50 @@ print(sorted(m for m in sys.modules if any(m == p or m.startswith(p + '.') for p
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+
+# SciPy (490 modules, with scikit-learn, which pulls it in, most of a start) is the lab's: the
+# daemon's two functions that came from it are numpy's and the standard library's
+# (tests/runtime/test_without_scipy.py checks them against SciPy).
+HEAVY = ("scipy", "sklearn")
+
+
+def test_importing_the_server_loads_no_scipy():
+    code = f"""
+import sys
+import hpcpredict.daemon.server
+print(sorted(m for m in sys.modules if any(m == p or m.startswith(p + '.') for p in {HEAVY!r})))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_serving_daemon_has_loaded_no_scipy(tmp_path):
+    """The daemon's start as ``main()`` runs it, on the bundled models, through one Predict
+    answered on the local socket: a model loaded at start or on first use would show here."""
+    code = f"""
+import sys
+from hpcpredict.daemon.client import DaemonClient
+from hpcpredict.daemon.config import load_config
+from hpcpredict.daemon.server import Daemon
+from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+with open({str(tmp_path / 'c.toml')!r}, 'w') as f:
+    f.write('data_dir = "{tmp_path}/data"\\n[daemon]\\nmetrics = ""\\nhook_socket = "{tmp_path}/local.sock"\\n'
+            '[policy]\\nmode = "advise"\\n')
+daemon = Daemon(load_config({str(tmp_path / 'c.toml')!r})).start()
+try:
+    request = pb.JobRequest(job=pb.JobIdentity(user="alice"), resources=pb.Resources(nodes=1),
+                            script=b"#!/bin/sh\\nlmp -in in.lj\\n")
+    estimate = DaemonClient({str(tmp_path / 'local.sock')!r}).predict(request)
+    assert estimate.runtime_s > 0, estimate
+finally:
+    daemon.stop(0)
+print(sorted(m for m in sys.modules if any(m == p or m.startswith(p + '.') for p in {HEAVY!r})))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan)."""
     index, low, stack, on_stack, result, counter = {}, {}, [], set(), [], [0]
