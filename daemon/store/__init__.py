@@ -19,7 +19,7 @@ from .journal import JournalFile, decode_row, encode_row
 from .lookups import OUTCOME_COLUMNS
 from .postgres import PostgresStore
 from .rows import PredictionRow, prediction_values
-from .sqlite import MIGRATIONS, SQLiteStore, Store
+from .sqlite import MIGRATIONS, SQLiteStore, Store, StoreEvents
 
-__all__ = ["MIGRATIONS", "OUTCOME_COLUMNS", "JournalFile", "PostgresStore", "PredictionRow", "SQLiteStore", "Store",
+__all__ = ["MIGRATIONS", "OUTCOME_COLUMNS", "JournalFile", "PostgresStore", "PredictionRow", "SQLiteStore", "Store", "StoreEvents",
            "decode_row", "encode_row", "open_store", "prediction_values"]
