@@ -7,13 +7,13 @@ submission: :func:`simulate`) and the start-time forecast (daemon/forecast, the 
 from a picture of it: :func:`run_forward`). Pure: it knows nothing of predictors or of Slurm's
 commands.
 """
-from .easy import (DEFAULT_RELEASE, HALFWAY_SINCE, HARD_END, MODES, PLANNING_RULES, SLURM_BF_RESOLUTION_S,
+from .easy import (BACKFILL_TIME_MIN, DEFAULT_RELEASE, HALFWAY_SINCE, HARD_END, MODES, PLANNING_RULES, SLURM_BF_RESOLUTION_S,
                    SLURM_RELEASES, SOFT_LIMIT_SINCE, SOFT_THEN_HALFWAY, Outcome, Running, Started, parse_release,
                    planning_rule, run_forward, semantics, simulate)
 from .jobs import NO_REQUEST_LIMIT_S, SimJob
 
 __all__ = [
-    "DEFAULT_RELEASE", "HALFWAY_SINCE", "HARD_END", "MODES", "NO_REQUEST_LIMIT_S", "Outcome", "PLANNING_RULES",
+    "BACKFILL_TIME_MIN", "DEFAULT_RELEASE", "HALFWAY_SINCE", "HARD_END", "MODES", "NO_REQUEST_LIMIT_S", "Outcome", "PLANNING_RULES",
     "Running", "SLURM_BF_RESOLUTION_S", "SLURM_RELEASES", "SOFT_LIMIT_SINCE", "SOFT_THEN_HALFWAY", "SimJob", "Started",
     "parse_release", "planning_rule", "run_forward", "semantics", "simulate",
 ]
