@@ -5,7 +5,7 @@
                                         [--easy-ratios 0,2,4,8] [--easy-scales 1,1.5,2,3]
 
 For KTH-SP2 (28,481 jobs, 100 processors) and the HPC2N subset (3,170 jobs, 240 processors)
-in tests/data/traces, EASY backfilling (daemon/lab/scheduling/easy.py, bf_resolution 60 s):
+in tests/data/traces, EASY backfilling (daemon/scheduling/easy.py, bf_resolution 60 s):
 
 1. ``releases``: the default policies (``user``, ``hpcpredict`` = the product's default mode for
    the cluster, ``oracle``, ``easy++``) and ``hpcpredict-bound`` (the opt-in kill-limit bound at
@@ -304,7 +304,7 @@ def run(args: list[str]) -> dict:
     traces = {key: replay_trace(TRACES / TRACE_FILES[key], options.shakes, ratios, values, easy_ratios, easy_scales,
                                 releases, slips)
               for key in options.traces.split(",")}
-    return {"method": "EASY backfilling (daemon/lab/scheduling/easy.py), bf_resolution 60 s; releases: Slurm 22.05 "
+    return {"method": "EASY backfilling (daemon/scheduling/easy.py), bf_resolution 60 s; releases: Slurm 22.05 "
                       "(a backfill start runs under its time_min), 24.11 with time_min_as_soft_limit (started on "
                       "the time_min, planned at the hard end once running), 24.11 without it (every start runs "
                       "under its time_min), 25.05.3 without it (lowered to the room before the reservation), 26.05 "

@@ -120,7 +120,7 @@ def run(args: list[str]) -> dict:
     options = parser.parse_args(args)
     risks = [float(r) for r in options.risks.split(",")]
     traces = {key: replay_trace(TRACES / TRACE_FILES[key], risks) for key in options.traces.split(",")}
-    return {"method": "EASY backfilling with Slurm 22.05's time_min semantics (daemon/lab/scheduling/easy.py), "
+    return {"method": "EASY backfilling with Slurm 22.05's time_min semantics (daemon/scheduling/easy.py), "
                       "bf_resolution 60 s; accountings: 'served' = a killed job is done at its kill (the "
                       "scheduling area's scores), 'resubmitted' = it is submitted again at its kill with its "
                       "user's request and no time_min, scored from first submission to final end; captured = "

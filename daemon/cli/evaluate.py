@@ -6,9 +6,9 @@ object with ``--json``.
 """
 from __future__ import annotations
 
-from . import evaluate_runtime, evaluate_scheduling, evaluate_walltime
+from . import evaluate_forecast, evaluate_runtime, evaluate_scheduling, evaluate_walltime
 
-FAMILY_MODULES = (evaluate_walltime, evaluate_runtime, evaluate_scheduling)
+FAMILY_MODULES = (evaluate_walltime, evaluate_runtime, evaluate_scheduling, evaluate_forecast)
 
 
 def register(subparsers) -> None:

@@ -13,7 +13,7 @@ above the trace's 95th percentile, ``wide_procs``; ``wide_n`` jobs) ``wide_mean_
 ``--slurm RELEASE`` (a release number ``X.Y[.Z]``: ``22.05``, ``23.02``, ``23.11``, ``24.11``
 (the default), ``24.11.5``, ``25.05.3``, ``25.05.4``, ``25.11``, ``26.05``, ``26.05.5``...; a
 missing patch level is ``.0``) says whose ``--time-min`` semantics are replayed
-(``daemon/lab/scheduling/easy.py``). With ``SchedulerParameters=time_min_as_soft_limit``, the
+(``daemon/scheduling/easy.py``). With ``SchedulerParameters=time_min_as_soft_limit``, the
 product's main path, a job backfill starts on its ``--time-min`` keeps its ``--time``, and
 once running is planned for every other job at its hard end (23.11.0 - 25.05.3) or at its
 soft end, then halfway to its hard end at every pass (25.05.4, 25.11 and later). Before 23.11

@@ -1,11 +1,180 @@
-"""The forecast: the queue run forward from a snapshot (to be built, issue #41)."""
+"""The forecast: the queue run forward from a snapshot, on the backfill engine the replay uses.
+
+Each run draws every job's runtime from its belief: a running job's conditioned on having
+already run ``taken_s - start_s`` (inverse CDF on ``[F(elapsed), 1]``, so it never ends before
+the picture was taken), a pending job's unconditioned; every draw clipped at the job's limit
+(Slurm ends it there), a job without a belief runs to its limit. The queue is then run forward
+by :func:`hpcpredict.daemon.scheduling.run_forward` (EASY backfilling as the replay validated
+against real Slurm does it, reservations on a 60 s ``bf_resolution``) on the snapshot's planning
+rule; no job is submitted after the picture. Over ``runs`` runs each pending job gets the median
+of its starts and their 10th and 90th percentiles (the 80 % interval). Slurm's own estimate
+(``squeue --start``) is the same forward run once with every job at its limit.
+
+Where it simplifies (contrib/slurm/ADMIN.md): one pool of ``total_cpus`` interchangeable CPUs
+(no partitions, no node placement), no reservations or preemption, the priority order fixed
+as the picture gives it, and a ``kill`` or ``unknown`` rule read as before 23.11 (a backfill
+start on a ``--time-min`` runs under it).
+
+Cost: ``runs + 1`` forward runs, each O(jobs x passes); the snapshot is refused above
+:data:`MAX_JOBS` jobs and ``runs`` above :data:`MAX_RUNS` (measured: see the module's tests'
+neighbour ``hpcpredict evaluate forecast`` and the issue's note).
+"""
 from __future__ import annotations
 
-from .types import QueuedJob, QueueSnapshot, StartForecast
+import math
+import random
+import statistics
+from statistics import NormalDist
+
+from ..errors import InvalidRequest
+from ..policy.controller import RULES
+from ..scheduling import (BACKFILL_TIME_MIN, NO_REQUEST_LIMIT_S, SLURM_BF_RESOLUTION_S, SimJob, Started,
+                          run_forward)
+from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
+
+MAX_JOBS = 2000        # running + pending: 32 runs over 2000 take ~8 s, over 500 ~0.6 s (one core, measured)
+MAX_RUNS = 256
+_STANDARD = NormalDist()
+_U_EDGE = 1e-12        # inv_cdf is defined on the open interval (0, 1)
+# How each planning rule runs a --time-min; kill and unknown as before 23.11 (see above).
+_MODES = {"hard_end": "hard_end", "soft_then_halfway": "soft_then_halfway", "kill": BACKFILL_TIME_MIN,
+          "unknown": BACKFILL_TIME_MIN}
 
 
 def forecast_starts(snapshot: QueueSnapshot, *, runs: int = 32, seed: int = 0,
                     extra: QueuedJob | None = None) -> dict[str, StartForecast]:
     """A :class:`StartForecast` for every pending job of ``snapshot`` (and ``extra``, a job not
-    yet submitted, placed at its ``priority_rank``), keyed by job id."""
-    raise NotImplementedError("issue #41")
+    yet submitted, placed at its ``priority_rank``), keyed by job id. Deterministic for a
+    ``seed``; :class:`InvalidRequest` for a snapshot that is malformed or too large."""
+    plan = _Plan(snapshot, runs, extra)
+    return plan.forecast(seed)
+
+
+def forecast_start(snapshot: QueueSnapshot, job_id: str, *, runs: int = 32, seed: int = 0) -> StartForecast:
+    """:func:`forecast_starts` for one pending job only: each run stops once it started (the
+    replay's measurement forecasts one job at each submission)."""
+    plan = _Plan(snapshot, runs, None)
+    if job_id not in plan.pending_seq:
+        raise InvalidRequest("job_id", f"{job_id!r} is not a pending job of the snapshot")
+    return plan.forecast(seed, only=job_id)[job_id]
+
+
+def draw_runtime(belief: RuntimeBelief | None, limit_s: float, elapsed_s: float, rng: random.Random) -> float:
+    """One runtime from ``belief`` given the job has run ``elapsed_s`` (0: not started), clipped
+    at ``limit_s``; the limit without a belief."""
+    if belief is None:
+        return limit_s
+    median, sigma = belief.median_s, belief.log_sigma
+    if sigma <= 0:
+        runtime = median
+    else:
+        low = _STANDARD.cdf(math.log(elapsed_s / median) / sigma) if elapsed_s > 0 else 0.0
+        u = min(max(low + (1.0 - low) * rng.random(), _U_EDGE), 1.0 - _U_EDGE)
+        runtime = median * math.exp(sigma * _STANDARD.inv_cdf(u))
+    return min(limit_s, max(runtime, elapsed_s, 1.0))
+
+
+def _limit(job: QueuedJob) -> float:
+    # Slurm plans an unlimited job as a year (the replay's NO_REQUEST_LIMIT_S)
+    return min(job.time_limit_s, NO_REQUEST_LIMIT_S)
+
+
+def _finite(value, name: str, job_id: str) -> None:
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidRequest("snapshot", f"job {job_id}: {name} must be a finite number, got {value!r}")
+
+
+class _Plan:
+    """A checked snapshot as the engine's jobs (pending in priority order)."""
+
+    def __init__(self, snapshot: QueueSnapshot, runs: int, extra: QueuedJob | None):
+        if not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
+            raise InvalidRequest("runs", f"must be a whole number from 1 to {MAX_RUNS}, got {runs!r}")
+        jobs = list(snapshot.jobs) + ([extra] if extra is not None else [])
+        if len(jobs) > MAX_JOBS:
+            raise InvalidRequest("snapshot", f"{len(jobs)} jobs, more than the {MAX_JOBS} a forecast runs")
+        if snapshot.planning_rule not in RULES:
+            raise InvalidRequest("snapshot", f"planning_rule must be one of {', '.join(RULES)}, "
+                                             f"got {snapshot.planning_rule!r}")
+        if not isinstance(snapshot.total_cpus, int) or snapshot.total_cpus <= 0:
+            raise InvalidRequest("snapshot", f"total_cpus must be a positive whole number, got {snapshot.total_cpus!r}")
+        _finite(snapshot.taken_s, "taken_s", "-")
+        self.now, self.procs, self.runs = float(snapshot.taken_s), snapshot.total_cpus, runs
+        self.mode = _MODES[snapshot.planning_rule]
+        seen: set[str] = set()
+        for job in jobs:
+            self._check(job, seen)
+        pending = sorted((j for j in snapshot.jobs if j.start_s is None),
+                         key=lambda j: (j.priority_rank, j.submit_s, j.job_id))
+        if extra is not None:
+            if extra.start_s is not None:
+                raise InvalidRequest("extra", f"job {extra.job_id} is not pending (it has a start)")
+            place = sum(1 for j in pending if j.priority_rank < extra.priority_rank)
+            pending.insert(place, extra)
+        self.pending = pending
+        self.running = [j for j in snapshot.jobs if j.start_s is not None]
+        held = sum(j.cpus for j in self.running)
+        if held > self.procs:
+            raise InvalidRequest("snapshot", f"running jobs hold {held} CPUs of the {self.procs} in total_cpus")
+        self.pending_seq = {j.job_id: seq for seq, j in enumerate(pending)}
+
+    def _check(self, job: QueuedJob, seen: set[str]) -> None:
+        if job.job_id in seen:
+            raise InvalidRequest("snapshot", f"job {job.job_id} appears twice")
+        seen.add(job.job_id)
+        if not isinstance(job.cpus, int) or not 0 < job.cpus <= self.procs:
+            raise InvalidRequest("snapshot", f"job {job.job_id} holds or asks {job.cpus!r} CPUs of {self.procs}")
+        if not (isinstance(job.time_limit_s, (int, float)) and job.time_limit_s > 0):
+            raise InvalidRequest("snapshot", f"job {job.job_id}: time_limit_s must be positive, got {job.time_limit_s!r}")
+        _finite(job.submit_s, "submit_s", job.job_id)
+        if job.start_s is not None:
+            _finite(job.start_s, "start_s", job.job_id)
+        if job.time_min_s is not None:
+            _finite(job.time_min_s, "time_min_s", job.job_id)
+        if job.belief is not None:
+            _finite(job.belief.median_s, "belief.median_s", job.job_id)
+            _finite(job.belief.log_sigma, "belief.log_sigma", job.job_id)
+            if job.belief.median_s <= 0 or job.belief.log_sigma < 0:
+                raise InvalidRequest("snapshot", f"job {job.job_id}: a belief needs median_s > 0 and log_sigma >= 0")
+
+    def _engine_jobs(self, rng: random.Random | None) -> tuple[list[Started], list[SimJob]]:
+        """One run's jobs: runtimes drawn (``rng``) or every job at its limit (None)."""
+        pending = []
+        for seq, job in enumerate(self.pending):
+            limit = _limit(job)
+            work = limit if rng is None else draw_runtime(job.belief, limit, 0.0, rng)
+            pending.append(SimJob(seq, job.job_id, self.now, job.cpus, work, limit, limit, job.time_min_s or 0.0))
+        running = []
+        for index, job in enumerate(self.running, start=len(self.pending)):
+            limit = _limit(job)
+            elapsed = max(0.0, self.now - job.start_s)
+            work = limit if rng is None else draw_runtime(job.belief, limit, min(elapsed, limit), rng)
+            sim = SimJob(index, job.job_id, job.submit_s, job.cpus, work, limit, limit, job.time_min_s or 0.0)
+            running.append(Started(sim, job.start_s, limit))
+        return running, pending
+
+    def _starts(self, rng: random.Random | None, until: int | None) -> dict[str, float]:
+        running, pending = self._engine_jobs(rng)
+        outcomes = run_forward(self.now, running, pending, self.procs, self.mode, SLURM_BF_RESOLUTION_S, until)
+        return {o.job.job_id: o.start_s for o in outcomes}
+
+    def forecast(self, seed: int, only: str | None = None) -> dict[str, StartForecast]:
+        until = self.pending_seq[only] if only is not None else None
+        wanted = [only] if only is not None else [j.job_id for j in self.pending]
+        rng = random.Random(seed)
+        draws: dict[str, list[float]] = {job_id: [] for job_id in wanted}
+        for _ in range(self.runs):
+            starts = self._starts(rng, until)
+            for job_id in wanted:
+                draws[job_id].append(starts[job_id])
+        slurm = self._starts(None, until)
+        return {job_id: _summary(job_id, draws[job_id], slurm.get(job_id)) for job_id in wanted}
+
+
+def _summary(job_id: str, starts: list[float], slurm_start: float | None) -> StartForecast:
+    if len(starts) == 1:
+        low = median = high = starts[0]
+    else:
+        deciles = statistics.quantiles(starts, n=10, method="inclusive")
+        low, median, high = deciles[0], statistics.median(starts), deciles[8]
+    return StartForecast(job_id, median, low, high, slurm_start, len(starts))

@@ -12,9 +12,10 @@ import random
 
 import pytest
 
-from hpcpredict.daemon.lab.scheduling import easy, policies
-from hpcpredict.daemon.lab.scheduling.easy import simulate
-from hpcpredict.daemon.lab.scheduling.workload import SimJob
+from hpcpredict.daemon.lab.scheduling import policies
+from hpcpredict.daemon.scheduling import easy
+from hpcpredict.daemon.scheduling.easy import simulate
+from hpcpredict.daemon.scheduling.jobs import SimJob
 
 # The --time-min semantics replayed (easy.py): a kill limit ...
 SLURM_22_05 = {"slurm": "22.05"}                             # ... given to every backfill start
@@ -317,8 +318,9 @@ def test_malformed_release_is_refused(bad):
         simulate(BLOCKED, procs=4, slurm=bad)
 
 
-@pytest.mark.parametrize("name", ["easy", "workload", "scores", "replay", "hindsight"])
+@pytest.mark.parametrize("name", ["scheduling.easy", "lab.scheduling.workload", "lab.scheduling.scores",
+                                  "lab.scheduling.replay", "lab.scheduling.hindsight"])
 def test_docstring_examples(name):
-    module = importlib.import_module(f"hpcpredict.daemon.lab.scheduling.{name}")
+    module = importlib.import_module(f"hpcpredict.daemon.{name}")
     failures, tried = doctest.testmod(module)
     assert tried > 0 and failures == 0

@@ -10,7 +10,7 @@ import pytest
 
 from hpcpredict.daemon.lab.history.traces import read_trace
 from hpcpredict.daemon.lab.scheduling import policies
-from hpcpredict.daemon.lab.scheduling.easy import simulate
+from hpcpredict.daemon.scheduling.easy import simulate
 from hpcpredict.daemon.lab.scheduling.hindsight import group_ids, group_quantiles, hindsight_jobs
 from hpcpredict.daemon.lab.scheduling.scores import killed_split, summarize
 from hpcpredict.daemon.lab.scheduling.workload import sim_jobs, trace_machine_size

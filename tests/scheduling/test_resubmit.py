@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from hpcpredict.daemon.lab.scheduling.easy import simulate as replay
+from hpcpredict.daemon.scheduling.easy import simulate as replay
 from hpcpredict.daemon.lab.scheduling.scores import summarize
 from hpcpredict.daemon.lab.scheduling.workload import NO_REQUEST_LIMIT_S, SimJob
 

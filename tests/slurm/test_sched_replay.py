@@ -1,4 +1,4 @@
-"""The scheduling replay (daemon/lab/scheduling/easy.py) predicts what real Slurm 22.05, 24.11 and 26.05 backfill do.
+"""The scheduling replay (daemon/scheduling/easy.py) predicts what real Slurm 22.05, 24.11 and 26.05 backfill do.
 
 Six whole-node jobs with known sleep runtimes, submitted together to the 8-node test cluster
 (sched/backfill, bf_interval=5): a 4-node job runs, an 8-node job waits for it (the head, its
@@ -18,8 +18,8 @@ from datetime import datetime
 
 import pytest
 
-from hpcpredict.daemon.lab.scheduling.easy import simulate
-from hpcpredict.daemon.lab.scheduling.workload import SimJob
+from hpcpredict.daemon.scheduling.easy import simulate
+from hpcpredict.daemon.scheduling.jobs import SimJob
 from hpcpredict.slurm_plugin.slurmjob import slurm_duration_s
 
 from .harness import poll

@@ -1,7 +1,7 @@
 """Scheduling replay: what a walltime policy does to the queue of a real trace.
 
-``workload`` turns a trace into jobs and reads the machine size from the SWF header; ``easy``
-replays jobs through EASY backfilling with Slurm's ``--time-min`` semantics (pure: it knows
+``workload`` turns a trace into jobs and reads the machine size from the SWF header; the
+serving core's ``daemon/scheduling/easy.py`` (shared with the start-time forecast) replays jobs through EASY backfilling with Slurm's ``--time-min`` semantics (pure: it knows
 nothing of predictors); ``policies`` sets each job's limits (the users' requests, our hook's
 policy through :func:`hpcpredict.daemon.policy.plan_limits` on the daemon's own
 answers, the oracle...);
@@ -25,7 +25,7 @@ What the family offers, and what the benchmarks and ``hpcpredict evaluate schedu
 * the hindsight reference: :data:`GROUPINGS`, :data:`METHODS`, :func:`group_ids`,
   :func:`hindsight_jobs`, :func:`batch_ids`.
 """
-from .easy import (DEFAULT_RELEASE, HALFWAY_SINCE, HARD_END, PLANNING_RULES, SLURM_RELEASES, SOFT_LIMIT_SINCE,
+from ...scheduling.easy import (DEFAULT_RELEASE, HALFWAY_SINCE, HARD_END, PLANNING_RULES, SLURM_RELEASES, SOFT_LIMIT_SINCE,
                    SOFT_THEN_HALFWAY, parse_release, planning_rule, semantics, simulate)
 from .hindsight import GROUPINGS, METHODS, batch_ids, group_ids, hindsight_jobs
 from .policies import (DEFAULT_POLICIES, POLICIES, hpcpredict_bound, last_two_predictions, online_predictions,

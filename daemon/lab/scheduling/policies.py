@@ -59,7 +59,7 @@ from ...recent_history import RecentHistoryModel
 from ...records import JobRecord
 from ...sources import first_estimate
 from ...policy import ControllerFacts, JobAsk, LimitChange, Predicted, decide, plan_limits
-from .workload import SimJob
+from ...scheduling.jobs import SimJob
 
 Policy = Callable[[SimJob, "RuntimeEstimate | None", ControllerFacts], SimJob]
 # What the daemon passes plan_limits by default (engine.py): the configuration's defaults.

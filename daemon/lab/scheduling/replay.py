@@ -14,11 +14,12 @@ from typing import Callable, Iterable
 
 from ...errors import InvalidRequest
 from ...records import JobRecord
-from .easy import DEFAULT_RELEASE, SLURM_BF_RESOLUTION_S, planning_rule, simulate
+from ...scheduling.easy import DEFAULT_RELEASE, SLURM_BF_RESOLUTION_S, planning_rule, simulate
 from .scores import summarize
 from .policies import (DEFAULT_POLICIES, LAST_TWO_POLICIES, POLICIES, PREDICTED_POLICIES, hpcpredict,
                        last_two_predictions, online_predictions, replay_facts, shortened, soft_risk_for)
-from .workload import SimJob, Workload, sim_jobs
+from ...scheduling.jobs import SimJob
+from .workload import Workload, sim_jobs
 
 
 def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 0.03,
@@ -33,7 +34,7 @@ def evaluate_scheduling(records: Iterable[JobRecord], procs: int, risk: float = 
     ``dropped``, the wait tail of :mod:`.scores`; with ``resubmit_killed`` every killed job is
     submitted again with its user's request and scored from its first submission to its final
     end, and ``resubmitted`` is added). ``slurm``, ``soft_limit``: the release replayed
-    (``"X.Y[.Z]"``) and whether ``time_min_as_soft_limit`` is set (:func:`.easy.simulate`); each
+    (``"X.Y[.Z]"``) and whether ``time_min_as_soft_limit`` is set (:func:`hpcpredict.daemon.scheduling.easy.simulate`); each
     policy is told the replayed controller (:func:`.policies.replay_facts`); ``soft_max_ratio``,
     ``soft_max_slip_s``: the guards of ``hpcpredict``'s soft ``--time-min`` (None: the
     configuration's defaults); ``soft_risk``: its value, the estimate at that risk (None: the

@@ -22,8 +22,8 @@ the retry's wait), ``run`` is the final run, ``utilization`` counts the lost run
 machine was busy), ``n`` and the other counts are over first submissions, and
 ``resubmitted`` counts the retries. Without retries the scores are those above.
 
->>> from hpcpredict.daemon.lab.scheduling.easy import simulate
->>> from hpcpredict.daemon.lab.scheduling.workload import SimJob
+>>> from hpcpredict.daemon.scheduling.easy import simulate
+>>> from hpcpredict.daemon.scheduling.jobs import SimJob
 >>> summary = summarize(simulate([SimJob(0, "a", 0, 1, 100, 100, 100)], procs=2), procs=2)
 >>> summary["n"], summary["mean_wait_s"], summary["utilization"]
 (1, 0.0, 0.5)

@@ -3,7 +3,7 @@
 A job does at most ``work_s`` of work: its trace runtime, cut at the user's request when it
 ran past it (it was killed there; what it would have done after is unknown). ``limit_s`` is
 the ``--time`` a policy gives it and ``time_min_s`` its ``--time-min`` (0 = none); whether
-that ``--time-min`` is soft is the cluster's setting (``easy.simulate``), not the job's.
+that ``--time-min`` is soft is the cluster's setting (``daemon/scheduling/easy.simulate``), not the job's.
 
 >>> machine_size("; MaxNodes: 100\\n; MaxProcs: 128\\n1 0 1 1 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\\n")
 128
@@ -22,40 +22,10 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ...records import JobRecord
-from ...policy import DEFAULT_SITE_CAP_S
-
-# A job without --time gets the partition's MaxTime; Slurm plans an INFINITE one as a year.
-NO_REQUEST_LIMIT_S = float(DEFAULT_SITE_CAP_S)
+from ...scheduling.jobs import NO_REQUEST_LIMIT_S, SimJob
 
 _HEADER = {key: re.compile(rf"^\s*;\s*{key}\s*:\s*(\d+)", re.MULTILINE | re.IGNORECASE)
            for key in ("MaxProcs", "MaxNodes")}
-
-
-@dataclass(frozen=True, slots=True)
-class SimJob:
-    """One job as the scheduler sees it (seconds; ``seq`` = position in submission order)."""
-
-    seq: int
-    job_id: str
-    submit_s: float
-    procs: int
-    work_s: float           # what it runs if no limit stops it
-    request_s: float        # the user's --time (0 = none)
-    limit_s: float          # the --time the policy gives it
-    time_min_s: float = 0.0  # the --time-min the policy gives it (0 = none)
-    retry_of: int = -1      # the seq of the killed job this one resubmits (-1: a first submission)
-
-    @property
-    def request_limit_s(self) -> float:
-        """The limit the user's own request gives (the partition's when there is none)."""
-        return self.request_s if self.request_s > 0 else NO_REQUEST_LIMIT_S
-
-    def resubmission(self, seq: int, now: float) -> "SimJob":
-        """This job submitted again at ``now`` by its user after a limit we set killed it: the
-        user's own request and no ``--time-min`` (a user who was killed asks for what they
-        asked before), the whole work again (nothing was checkpointed)."""
-        return SimJob(seq, self.job_id, now, self.procs, self.work_s, self.request_s,
-                      self.request_limit_s, retry_of=self.seq if self.retry_of < 0 else self.retry_of)
 
 
 def machine_size(text: str) -> int | None:

@@ -78,7 +78,7 @@ interchangeable, passes run at every event and a job ends at its limit exactly. 
 backfill thread can also start a job that fits at the head before the main scheduler does
 (22.05 then gives it its ``time_min`` too): ``"24.11"`` without the option bounds that case.
 
->>> from hpcpredict.daemon.lab.scheduling.workload import SimJob
+>>> from hpcpredict.daemon.scheduling.jobs import SimJob
 >>> jobs = [SimJob(0, "a", 0, 2, 600, 600, 600), SimJob(1, "b", 1, 4, 60, 600, 600),
 ...         SimJob(2, "c", 2, 2, 900, 3600, 3600, time_min_s=120)]
 >>> [(o.job.job_id, o.start_s, o.limit_s, o.killed) for o in simulate(jobs, procs=4, slurm="22.05")]
@@ -96,10 +96,10 @@ import heapq
 import math
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable, Sequence
 
-from ...policy import controller
-from .workload import SimJob
+from ..policy import controller
+from .jobs import SimJob
 
 SLURM_BF_RESOLUTION_S = 60    # Slurm's default bf_resolution
 # One release per behaviour (any "X.Y[.Z]" is accepted: parse_release); the default replayed:
@@ -115,8 +115,11 @@ PLANNING_RULES = (HARD_END, SOFT_THEN_HALFWAY)
 _BACKFILL_TIME_MIN = "backfill-time-min"   # < 23.11: a backfill start runs under its time_min
 _ANY_TIME_MIN = "any-time-min"             # 23.11 - 25.05.2 without the option: every start does
 _RESERVATION = "reservation"               # 25.05.3+ without the option: the room before the reservation
+BACKFILL_TIME_MIN, ANY_TIME_MIN, RESERVATION = _BACKFILL_TIME_MIN, _ANY_TIME_MIN, _RESERVATION
+MODES = (_BACKFILL_TIME_MIN, _ANY_TIME_MIN, _RESERVATION, HARD_END, SOFT_THEN_HALFWAY)   # semantics()'s answers
 _RESET_FIXED_SINCE = (25, 5, 3)            # SchedMD ticket 23350
 _END, _SUBMIT, _PASS = 0, 1, 2  # at one instant, ends free processors before submissions look
+_FIRST_PASS = -1                # the seq of run_forward's pass at its start (no job has it)
 _RELEASE_NUMBER = re.compile(r"\d{2}\.\d{2}(?:\.\d{1,3})?")
 
 
@@ -172,7 +175,9 @@ class Outcome:
 
 
 @dataclass(slots=True)
-class _Running:
+class Running:
+    """A running job as the scheduler holds it (what :func:`simulate`'s ``observe`` is shown)."""
+
     job: SimJob
     start_s: float
     limit_s: float
@@ -193,16 +198,22 @@ class _Running:
         return self.soft_end if self.soft_end >= now else now + (hard_end - now) / 2
 
 
+Observer = Callable[[float, "list[SimJob]", "Iterable[Running]"], None]
+
+
 def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_RESOLUTION_S,
              slurm: str = DEFAULT_RELEASE, soft_limit: bool | None = None,
-             resubmit_killed: bool = False) -> list[Outcome]:
+             resubmit_killed: bool = False, observe: Observer | None = None) -> list[Outcome]:
     """Replay ``jobs`` on ``procs`` processors; one :class:`Outcome` per job, in start order.
 
     ``resolution_s``: reservation start times are rounded down to it (Slurm's
     ``bf_resolution``; 0 = exact, plain EASY). ``slurm`` and ``soft_limit``: the release
     (``"X.Y[.Z]"``) and whether ``time_min_as_soft_limit`` is set (None: set; see above).
     ``resubmit_killed``: a job killed below its user's request is submitted again at its kill
-    (one more outcome, whose ``job.retry_of`` is the killed job's ``seq``)."""
+    (one more outcome, whose ``job.retry_of`` is the killed job's ``seq``). ``observe``: called
+    after every scheduling pass with the instant, the jobs waiting (in queue order) and the
+    :class:`Running` ones; it must not change them (the forecast's measurement reads the queue
+    there)."""
     if procs <= 0:
         raise ValueError(f"machine size must be positive, got {procs}")
     mode = semantics(slurm, soft_limit)
@@ -214,13 +225,72 @@ def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_
     heapq.heapify(events)
     state = _Machine(procs, resolution_s, mode)
     next_seq = max((j.seq for j in ordered), default=-1) + 1
+    _run(events, state, resubmit_killed, next_seq, observe=observe)
+    return state.outcomes
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A job already running when a replay begins (:func:`run_forward`): since ``start_s`` under
+    ``limit_s``; it ends at ``start_s + min(job.work_s, limit_s)``."""
+
+    job: SimJob
+    start_s: float
+    limit_s: float
+
+
+def run_forward(now: float, running: Iterable[Started], pending: Sequence[SimJob], procs: int, mode: str,
+                resolution_s: float = SLURM_BF_RESOLUTION_S, until: int | None = None) -> list[Outcome]:
+    """The queue run on from a state at ``now``: ``running`` jobs, ``pending`` ones waiting in
+    priority order (the head first), no more submitted; one :class:`Outcome` per pending job that
+    started, in start order. ``mode``: one of :data:`MODES` (:func:`semantics` of a release).
+    ``until``: stop once the pending job of that ``seq`` has started (the jobs behind it can
+    still delay it by backfilling before it, so they are run until then). A running job whose
+    end is already past ends ``now``."""
+    if procs <= 0:
+        raise ValueError(f"machine size must be positive, got {procs}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    state = _Machine(procs, resolution_s, mode)
+    events: list[tuple[float, int, int, SimJob]] = []
+    for started in running:
+        job = started.job
+        state.free -= job.procs
+        state.running[job.seq] = Running(job, started.start_s, started.limit_s)
+        _push_end(events, state, job, max(now, started.start_s + min(job.work_s, started.limit_s)), now)
+    if state.free < 0:
+        raise ValueError(f"running jobs hold {procs - state.free} processors of {procs}")
+    for job in pending:
+        if not 0 < job.procs <= procs:
+            raise ValueError(f"job {job.job_id} needs {job.procs} processors of {procs}")
+    if not pending:
+        return []
+    state.queue = list(pending)
+    heapq.heapify(events)
+    heapq.heappush(events, (now, _PASS, _FIRST_PASS, pending[0]))
+    _run(events, state, False, 0, until)
+    return state.outcomes
+
+
+def _push_end(events: list, state: "_Machine", job: SimJob, end_s: float, now: float) -> None:
+    heapq.heappush(events, (end_s, _END, job.seq, job))
+    soft_end = state.running[job.seq].soft_end
+    if state.mode == SOFT_THEN_HALFWAY and soft_end and end_s > soft_end + 1 > now:
+        # the first second the halfway rule applies: its planned end jumps later
+        heapq.heappush(events, (soft_end + 1, _PASS, job.seq, job))
+
+
+def _run(events: list, state: "_Machine", resubmit_killed: bool, next_seq: int, until: int | None = None,
+         observe: Observer | None = None) -> None:
+    """The event loop: the events of each instant, then one scheduling pass."""
     while events:
         now = events[0][0]
         passes = False
         while events and events[0][0] == now:
             _, kind, seq, job = heapq.heappop(events)
             if kind == _PASS:
-                passes = passes or seq in state.running     # a soft end passed while running
+                # a soft end passed while running, or the first pass of run_forward
+                passes = passes or seq in state.running or seq == _FIRST_PASS
                 continue
             passes = True
             if kind == _END:
@@ -231,29 +301,28 @@ def simulate(jobs: Iterable[SimJob], procs: int, resolution_s: float = SLURM_BF_
         if not passes:
             continue
         for outcome in state.schedule(now):
-            heapq.heappush(events, (outcome.end_s, _END, outcome.job.seq, outcome.job))
-            soft_end = state.running[outcome.job.seq].soft_end
-            if mode == SOFT_THEN_HALFWAY and soft_end and outcome.end_s > soft_end + 1:
-                # the first second the halfway rule applies: its planned end jumps later
-                heapq.heappush(events, (soft_end + 1, _PASS, outcome.job.seq, outcome.job))
+            _push_end(events, state, outcome.job, outcome.end_s, now)
             if resubmit_killed and outcome.killed and outcome.limit_s < outcome.job.request_limit_s:
                 # the user's own request never ends in a retry: only a limit we set below it
                 retry = outcome.job.resubmission(next_seq, outcome.end_s)
                 heapq.heappush(events, (outcome.end_s, _SUBMIT, next_seq, retry))
                 next_seq += 1
-    return state.outcomes
+            if outcome.job.seq == until:
+                return
+        if observe is not None:
+            observe(now, state.queue, state.running.values())
 
 
 class _Machine:
     def __init__(self, procs: int, resolution_s: float, mode: str):
         self.procs, self.free, self.resolution_s, self.mode = procs, procs, resolution_s, mode
         self.queue: list[SimJob] = []
-        self.running: dict[int, _Running] = {}
+        self.running: dict[int, Running] = {}
         self.outcomes: list[Outcome] = []
 
     def _start(self, job: SimJob, now: float, limit: float, backfilled: bool) -> Outcome:
         self.free -= job.procs
-        self.running[job.seq] = _Running(job, now, limit)
+        self.running[job.seq] = Running(job, now, limit)
         run = min(job.work_s, limit)
         outcome = Outcome(job, now, now + run, limit, job.work_s > limit, backfilled)
         self.outcomes.append(outcome)

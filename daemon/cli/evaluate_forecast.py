@@ -1,0 +1,109 @@
+"""`hpcpredict evaluate forecast TRACE`: the start-time forecast measured inside the replay.
+
+Replays TRACE as ``evaluate scheduling`` does (same trace reading, machine size, ``--slurm``)
+under one policy (``--policy user``, the users' own limits, today's Slurm, the default; or
+``hpcpredict``, the product's default policy for the release) and, at the submission of every
+``--every``-th job still waiting after that instant's pass, forecasts its start from the
+replay's queue (``daemon/forecast``, ``--runs`` runs) and Slurm's method (every job at its
+limit, ``squeue --start``), against its actual start in the same replay
+(``daemon/lab/scheduling/forecast.py``).
+
+``--json`` prints one object: ``hpcpredict`` (our forecast) and ``slurm`` (every job at its
+limit), each with ``n``, ``median_abs_error_s``, ``coverage80`` (the share of actual starts in
+the 80 % interval; ``slurm``'s is null) and ``by_wait`` (``short``: actual wait below
+``long_wait_s``, 1 h; ``long``: at or above; each with the same three keys), computed over the
+jobs forecast (every one waited); beside them ``policy``, ``slurm_release``, ``planning_rule``,
+``runs``, ``sampled_every``, ``spread``, ``seed``, ``long_wait_s``, ``n``, ``n_jobs``,
+``not_forecast_queue_too_large``, ``procs`` and ``simplifies`` (what the forecast leaves out).
+"""
+from __future__ import annotations
+
+import json
+
+from .evaluate_walltime import _check_risk, add_trace_arguments
+
+
+def register(families) -> None:
+    parser = families.add_parser(
+        "forecast", help="replay a trace and score the start-time forecast made at each submission",
+        description="Replay TRACE through EASY backfilling and, at each (sampled) submission, forecast "
+                    "the job's start from the replay's queue; compare with its actual start and with "
+                    "Slurm's method (every job at its time limit).")
+    add_trace_arguments(parser)
+    parser.add_argument("--procs", type=int, default=None,
+                        help="machine size in processors (default: the SWF header's MaxProcs/MaxNodes)")
+    parser.add_argument("--slurm", metavar="RELEASE",
+                        help="the Slurm release replayed, X.Y[.Z], as for evaluate scheduling (default: 24.11)")
+    parser.add_argument("--policy", choices=("user", "hpcpredict"), default="user",
+                        help="the limits jobs run under: the users' own (today's Slurm, default) or "
+                             "hpcpredict's default policy for the release")
+    parser.add_argument("--runs", type=int, default=32, help="forward runs per forecast (default 32)")
+    parser.add_argument("--every", type=int, default=1, metavar="K",
+                        help="forecast at every K-th submission only (default 1: all)")
+    parser.add_argument("--spread", type=float, default=1.0,
+                        help="multiply every runtime belief's log-spread by this (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="the draws' seed (default 0)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    _check_risk(args.risk)
+    from ..errors import InvalidRequest, ParseError
+    from ..lab.history import read_trace
+    from ..lab.scheduling import DEFAULT_RELEASE, trace_machine_size
+    from ..lab.scheduling.forecast import evaluate_forecast
+
+    slurm = args.slurm or DEFAULT_RELEASE
+    procs = args.procs
+    if procs is not None and procs <= 0:
+        raise InvalidRequest("--procs", f"must be a positive number of processors, got {procs}")
+    jobs = read_trace(args.trace, args.format)
+    if procs is None:
+        procs = trace_machine_size(args.trace)
+        if procs is None:
+            raise InvalidRequest("--procs", f"{args.trace} has no '; MaxProcs:' or '; MaxNodes:' header "
+                                            "line: give the machine size with --procs N")
+    if not any(j.runtime_s >= 0 and j.submit_time >= 0 for j in jobs):
+        raise ParseError("no job with a known submit time and runtime", source=args.trace)
+    scores = evaluate_forecast(jobs, procs, policy=args.policy, risk=args.risk, slurm=slurm, runs=args.runs,
+                               every=args.every, seed=args.seed, spread=args.spread)
+    if args.json:
+        print(json.dumps(scores))
+    else:
+        _print_table(args.trace, scores)
+    return 0
+
+
+def _minutes(seconds) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.0f}"
+
+
+def _share(value) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _print_table(trace: str, scores: dict) -> None:
+    from rich.table import Table
+
+    from .common import output_console
+
+    every = scores["sampled_every"]
+    table = Table(title=f"Start-time forecast in the replay: {trace}, {scores['procs']} processors, Slurm "
+                        f"{scores['slurm_release']} (rule {scores['planning_rule']}), policy {scores['policy']}",
+                  caption=f"{scores['n']} waiting jobs forecast at their submission ("
+                          + ("every one" if every == 1 else f"every {every}th submission") +
+                          f") of {scores['n_jobs']}, {scores['runs']} runs each, spread x{scores['spread']:g}; "
+                          f"short/long: waited under/over {scores['long_wait_s'] / 3600:g} h. "
+                          f"Simplifies: {scores['simplifies']}.")
+    table.add_column("method", no_wrap=True)
+    for column in ("median |error| min", "80% coverage", "short: |error| min", "short: cov", "short n",
+                   "long: |error| min", "long: cov", "long n"):
+        table.add_column(column, justify="right")
+    for name, label in (("hpcpredict", "hpcpredict forecast"), ("slurm", "Slurm (every job at its limit)")):
+        s = scores[name]
+        short, long_ = s["by_wait"]["short"], s["by_wait"]["long"]
+        table.add_row(label, _minutes(s["median_abs_error_s"]), _share(s["coverage80"]),
+                      _minutes(short["median_abs_error_s"]), _share(short["coverage80"]), str(short["n"]),
+                      _minutes(long_["median_abs_error_s"]), _share(long_["coverage80"]), str(long_["n"]))
+    output_console().print(table)
