@@ -184,7 +184,8 @@ class PredictionService:
         self.store_cap = StoreCap(store.files(), config.store.max_store_mib << 20, config.store.min_free_mib << 20)
         # Past the cap the hooks' rows keep a compact request: no environment, no script, inputs kept.
         # What ordinary users' JobRecord / UserReport calls may cost (job_records.py): calls a minute.
-        self.read_budget = StoredBytesBudget(job_records.RECORD_CALLS_PER_MINUTE * 60)
+        # (a bucket of so many a minute: quotas' hourly bucket on a clock sixty times as fast)
+        self.read_budget = StoredBytesBudget(job_records.RECORD_CALLS_PER_MINUTE, clock=lambda: time.monotonic() * 60)
         self._compact_limits = replace(self.limits, stored_request_bytes=min(16384, self.limits.stored_request_bytes),
                                        stored_script_bytes=0)
 
