@@ -27,6 +27,10 @@ counts it and keeps the fault board:
 * history writers (root, the daemon's own user, ``[daemon] slurm_user``, ``admin_users``):
   also the calls that write history, and ``Predict`` for any user (the submit hook);
 * admins (root, the daemon's own user, ``[daemon] admin_users``): also the admin calls.
+
+``JobRecord`` and ``UserReport`` (what ``explain`` and ``report`` read): anyone, about their
+own jobs only (another user's job or report is refused); history writers and admins, about
+anyone's (:mod:`.job_records`, which also bounds them).
 """
 from __future__ import annotations
 
@@ -41,7 +45,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, records
+from . import __version__, job_records, records
 from .buildinfo import build
 from .errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreError
 from .faults import FaultBoard
@@ -87,7 +91,11 @@ METHODS = {
     "ReloadModels": ("reload_models", ADMIN),
     "ListModels": ("list_models", ADMIN),
     "GetStatus": ("get_status", ADMIN),
+    "JobRecord": ("job_record", ANYONE),        # about the caller's own jobs (job_records.py)
+    "UserReport": ("user_report", ANYONE),
 }
+#: The calls answered for a reader: the caller's user name, None when privileged (job_records.py)
+_READS = frozenset({"job_record", "user_report"})
 
 
 def _value_message(value) -> pb.Value:
@@ -185,6 +193,9 @@ class PredictionService:
         self.writer_budget = StoredBytesBudget(writer_budget) if writer_budget else None
         self.store_cap = StoreCap(store.files(), config.store.max_store_mib << 20, config.store.min_free_mib << 20)
         # Past the cap the hooks' rows keep a compact request: no environment, no script, inputs kept.
+        # What ordinary users' JobRecord / UserReport calls may cost (job_records.py): calls a minute.
+        # (a bucket of so many a minute: quotas' hourly bucket on a clock sixty times as fast)
+        self.read_budget = StoredBytesBudget(job_records.RECORD_CALLS_PER_MINUTE, clock=lambda: time.monotonic() * 60)
         self._compact_limits = replace(self.limits, stored_request_bytes=min(16384, self.limits.stored_request_bytes),
                                        stored_script_bytes=0)
 
@@ -201,7 +212,9 @@ class PredictionService:
         try:
             name, who = METHODS[method]
             self._authorize(method, who, request, caller_uid)
-            if name == "predict" and caller_uid not in self.writer_uids:   # an ordinary user's own: budgeted
+            if name in _READS:
+                answer = getattr(self, name)(request, reader=self._reader(method, name, caller_uid))
+            elif name == "predict" and caller_uid not in self.writer_uids:   # an ordinary user's own: budgeted
                 answer = self.predict(request, budget_uid=caller_uid)
             elif name in ("predict", "predict_at_allocation"):     # a history writer's: budgeted apart
                 answer = getattr(self, name)(request, writer_uid=-1 if caller_uid is None else caller_uid)
@@ -234,6 +247,8 @@ class PredictionService:
         if who == HISTORY_WRITER:
             raise PermissionDenied(f"{method} writes job history: only root, the Slurm user "
                                    f"({self.slurm_user or 'none configured'}) or an admin may call it")
+        if METHODS[method][0] in _READS:
+            return      # the reader's own rows only: job_records.py
         # Predict from an ordinary user: about that user's own jobs, and nobody else's
         name = user_name(caller_uid) if caller_uid is not None else None
         if name is None:
@@ -345,10 +360,12 @@ class PredictionService:
 
     def _answer(self, spec: JobSpec, stage: str, at_allocation: bool, request: pb.JobRequest,
                 budget_uid: int | None = None, writer_uid: int | None = None,
-                allocation: pb.AllocationRequest | None = None) -> pb.Estimate:
+                allocation: pb.AllocationRequest | None = None, submitted: PredictionRow | None = None) -> pb.Estimate:
         """Estimate ``spec``, record the prediction, answer. ``allocation``: PrologSlurmctld's
         request, whose read-back of the job (the TimeLimit it starts under, its TimeMin) is
-        stored beside what the daemon decides."""
+        stored beside what the daemon decides. ``submitted``: the job's submission prediction,
+        whose suggested --time this answer repeats (one answer per job: the sbatch line, the job
+        output, ``explain`` and ``report`` name the same --time)."""
         spec = self._served(spec)
         started_limit = started_min = None
         if allocation is None:
@@ -360,6 +377,8 @@ class PredictionService:
             answer = self.engine.estimate(spec, at_allocation=True, decide_limits=False,
                                           lower_time_limit=allocation.lower_time_limit,
                                           job_time_limit_s=started_limit or 0)
+        if submitted is not None and submitted.suggested_time_limit_s:
+            answer = replace(answer, time_limit_s=submitted.suggested_time_limit_s)
         prediction_id = self._new_prediction_id()
         if answer.fallback:
             self.metrics.fallbacks.inc()
@@ -377,7 +396,8 @@ class PredictionService:
                 request=kept, cluster=spec.cluster,
                 decided_time_limit_s=answer.limits.time_limit_s, decided_time_min_s=answer.limits.time_min_s,
                 policy_mode=answer.limits.mode, policy_reason=answer.limits.reason,
-                started_time_limit_s=started_limit, started_time_min_s=started_min))
+                started_time_limit_s=started_limit, started_time_min_s=started_min,
+                suggested_time_limit_s=answer.time_limit_s or None))
         except StoreError as error:
             # The estimate is still right; only its record is missing. Answer, flag the fault.
             self.faults.set("store", "record prediction", str(error))
@@ -397,12 +417,22 @@ class PredictionService:
         if not request.node_list:
             raise InvalidRequest("node_list", "required at allocation")
         job_request = request.request
+        submitted = None
+        if request.prediction_id:
+            try:
+                submitted = self.store.prediction(request.prediction_id)
+            except StoreError as error:     # the refined answer still serves; only the repeat is lost
+                logger.warning("submission prediction %s not read: %s", request.prediction_id, error)
         if not job_request.job.user and request.prediction_id:
             # The prolog may send only ids: the submission's own request says who and what.
-            job_request, _ = self._stored_request(request.prediction_id)
+            job_request, submitted = self._stored_request(request.prediction_id)
         spec = job_spec_from_request(job_request, self.limits, node_list=request.node_list,
                                      job_id=request.job_id, tasks_per_node=request.tasks_per_node)
-        return self._answer(spec, "allocation", True, job_request, writer_uid=writer_uid, allocation=request)
+        if submitted is not None and (submitted.stage != "submit" or submitted.user != spec.user
+                                      or submitted.job_id not in ("", spec.job_id)):
+            submitted = None     # an id read from the job's AdminComment: only its own submission counts
+        return self._answer(spec, "allocation", True, job_request, writer_uid=writer_uid, allocation=request,
+                            submitted=submitted)
 
     def _stored_request(self, prediction_id: str) -> tuple[pb.JobRequest, PredictionRow]:
         """The JobRequest a stored prediction was made for, and its row."""
@@ -520,6 +550,39 @@ class PredictionService:
                 job.inputs[key + REPORT_TIME_SUFFIX].number = float(at_s)
         spec = job_spec_from_request(job, self.limits, job_id=request.job_id or row.job_id)
         return self._answer(spec, "runtime-features", False, job)
+
+    # ------------------------------------------------------------------ records
+    def _reader(self, method: str, name: str, caller_uid: int | None) -> str | None:
+        """Whose rows a read call gets: None (everyone's) for a privileged caller, else the
+        caller's own user name, within the per-uid budget of read calls."""
+        if caller_uid in self.writer_uids:
+            return None
+        reader = user_name(caller_uid) if caller_uid is not None else None
+        if reader is None:
+            raise PermissionDenied(f"{method}: the caller's user is not known here, so no records are read for it")
+        cost = job_records.REPORT_COST if name == "user_report" else 1
+        if self.read_budget.choose(caller_uid, (cost,)) != 0:
+            raise HpcPredictError(f"{method}: too many record requests from {reader}: at most "
+                                  f"{job_records.RECORD_CALLS_PER_MINUTE} a minute (a report counts "
+                                  f"{job_records.REPORT_COST}); try again in a minute")
+        return reader
+
+    def job_record(self, request: pb.JobRecordRequest, reader: str | None = None) -> pb.JobRecordReply:
+        if not request.job_id or len(request.job_id) > 128:
+            raise InvalidRequest("job_id", "required, at most 128 characters")
+        data = job_records.read_job_record(self.store, request.job_id, cluster=request.cluster or None,
+                                           history=request.history, reader=reader)
+        return job_records.record_reply(data)
+
+    def user_report(self, request: pb.UserReportRequest, reader: str | None = None) -> pb.UserReportReply:
+        if request.by not in ("", "user", "account"):
+            raise InvalidRequest("by", f"user or account, not {request.by!r}")
+        cap = job_records.MAX_REPORT_ROWS
+        rows = job_records.read_report_rows(self.store, user=request.user or None, account=request.account or None,
+                                            since=request.since or None, cluster=request.cluster or None,
+                                            reader=reader, limit=cap)
+        suggestions = job_records.latest_suggestions(self.store, self.engine.estimate, rows, request.by or "user")
+        return job_records.report_reply(rows, suggestions, cap)
 
     # ------------------------------------------------------------------ admin
     def _model_infos(self) -> list[pb.ModelInfo]:

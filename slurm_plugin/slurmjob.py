@@ -416,6 +416,20 @@ def slurm_minutes(seconds: float) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:00"
 
 
+def slurm_limit(seconds: float) -> str:
+    """Seconds -> ``[D-]HH:MM:SS`` rounded up to a minute: the daemon's spelling of a --time
+    (hpcpredict.daemon.timefmt.slurm_time; these scripts import nothing of the daemon), so the
+    job output names the suggestion in the very words of the sbatch line and ``explain``.
+
+    >>> slurm_limit(420), slurm_limit(129600), slurm_limit(61)
+    ('00:07:00', '1-12:00:00', '00:02:00')
+    """
+    minutes = max(1, -(-int(math.ceil(seconds)) // 60))
+    days, rest = divmod(minutes, 1440)
+    text = f"{rest // 60:02d}:{rest % 60:02d}:00"
+    return f"{days}-{text}" if days else text
+
+
 def suggestion_lines(estimate: dict, requested_s: int, node_list: str, *, time_min_s: int = 0) -> list[str]:
     """What the job's output shows (TaskProlog), from the allocation-time Estimate.
 
@@ -438,7 +452,7 @@ def suggestion_lines(estimate: dict, requested_s: int, node_list: str, *, time_m
         asked = f"you requested --time={slurm_minutes(requested_s)}"
     else:
         asked = "you gave no --time"
-    lines.append(f"{asked}; suggested --time={slurm_minutes(bound)} for the next run like this one")
+    lines.append(f"{asked}; suggested --time={slurm_limit(bound)} for the next run like this one")
     for text in estimate.get("explanation", ())[:4]:
         lines.append(str(text))
     best = [row for row in estimate.get("node_advice", ()) if row.get("recommended")]

@@ -5,9 +5,11 @@ Decided (what the daemon answered the hooks) and what happened (what PrologSlurm
 from slurmctld at allocation) are shown apart (:mod:`.job_limits`): on 22.05 a "soft"
 ``--time-min`` is a kill limit, and backfill starts the job under it.
 
-Reads the store directly (not the daemon): run it as an admin who can read the store file
-(the daemon's user, or root). Whether another user's job may be explained is therefore the
-store file's permissions; the daemon's own authorization does not apply to it.
+Who may read what: root or the store file's owner (the daemon's user) reads the store file
+directly, every job; anyone else asks the daemon (``JobRecord``: the local socket, where the
+kernel names the caller, or the remote listener with MUNGE), which answers a user's own jobs
+only and refuses another user's (:mod:`hpcpredict.daemon.job_records`). The lines and the
+``--json`` keys are the same either way.
 """
 from __future__ import annotations
 
@@ -16,10 +18,11 @@ from dataclasses import dataclass, field
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "explain", help="what was predicted for a job and why, what was set, how it ended (admin: reads the store)",
+        "explain", help="what was predicted for a job and why, what was set, how it ended (your own jobs; admins: any)",
         description="Look a job up in the store: its predictions at submission and at allocation (model and "
                     "version, inputs, the user's history then, the limits the policy sets for that answer), "
-                    "how the job ended and the prediction's error. Reads the store file directly.")
+                    "how the job ended and the prediction's error. An admin on the controller reads the store file; "
+                    "anyone else asks the daemon, which answers about the caller's own jobs.")
     parser.add_argument("job_id", metavar="JOBID")
     parser.add_argument("-M", "--cluster", default=None, help="the cluster the job ran on (sacct -M)")
     parser.add_argument("--history", type=int, default=5, help="past jobs of the user to show (default 5)")
@@ -59,13 +62,15 @@ def _request_summary(request: bytes) -> dict:
 def explain_job(store, job_id: str, *, history: int = 5, cluster: str | None = None) -> Explanation:
     """Everything the store knows about ``job_id`` (plain data, JSON-ready). The limits shown
     are the ones the daemon decided for the submission hook, as stored with the prediction."""
-    from ..errors import HpcPredictError
+    from ..job_records import read_job_record
 
-    rows = store.job_rows(job_id, cluster=cluster)
-    predictions = store.job_predictions(job_id, [row["prediction_id"] for row in rows], cluster=cluster)
-    if not rows and not predictions:
-        where = f" on cluster {cluster}" if cluster else ""
-        raise HpcPredictError(f"no job {job_id}{where} in the store (neither an outcome, history nor a prediction)")
+    return explanation_of(read_job_record(store, job_id, cluster=cluster, history=history), job_id)
+
+
+def explanation_of(data, job_id: str) -> Explanation:
+    """The explanation of one job's stored record (:class:`~hpcpredict.daemon.job_records.JobRecordData`,
+    read from the store or answered by the daemon)."""
+    rows, predictions = data.rows, data.predictions
     ended = next((row for row in rows if row["source"] == "outcome"), rows[0] if rows else None)
     result = Explanation(job_id=str(job_id), job=ended)
     for row in predictions:
@@ -77,7 +82,9 @@ def explain_job(store, job_id: str, *, history: int = 5, cluster: str | None = N
                  "set_time_limit_s": row.decided_time_limit_s, "set_time_min_s": row.decided_time_min_s,
                  "decided_time_limit_s": row.decided_time_limit_s, "decided_time_min_s": row.decided_time_min_s,
                  "started_time_limit_s": row.started_time_limit_s, "started_time_min_s": row.started_time_min_s,
-                 "policy_mode": row.policy_mode, "policy": row.policy_reason, "inputs": _request_summary(row.request)}
+                 "policy_mode": row.policy_mode, "policy": row.policy_reason,
+                 # the --time this answer suggested (the sbatch line's, the job output's); None: not stored
+                 "suggested_time_limit_s": row.suggested_time_limit_s, "inputs": _request_summary(row.request)}
         if ended is not None and ended["runtime_s"] > 0 and row.runtime_s > 0:
             actual = ended["runtime_s"]
             entry["error"] = {"predicted_over_actual": row.runtime_s / actual,
@@ -85,13 +92,8 @@ def explain_job(store, job_id: str, *, history: int = 5, cluster: str | None = N
                               "outlived_bound": actual > row.bound_s}
         result.predictions.append(entry)
     result.limits = job_limits_of(ended, result.predictions)
-    user = ended["user"] if ended else (predictions[0].user if predictions else "")
-    before = ended["submit_time"] if ended and ended["submit_time"] >= 0 else \
-        (predictions[0].created if predictions else 0.0)
-    if user:
-        result.history = [{"job_id": j.job_id, "application": j.application, "requested_time_s": j.requested_time_s,
-                           "runtime_s": j.runtime_s, "state": j.state, "end_time": j.end_time}
-                          for j in store.user_history(user, before, history)]
+    result.history = [{"job_id": j.job_id, "application": j.application, "requested_time_s": j.requested_time_s,
+                       "runtime_s": j.runtime_s, "state": j.state, "end_time": j.end_time} for j in data.history]
     return result
 
 
@@ -194,6 +196,9 @@ def explanation_lines(result: Explanation) -> list[str]:
         lines.append(f"  model {model}{' (fallback)' if entry['fallback'] else ''}: runtime "
                      f"{human(entry['runtime_s'])} ({human(entry['low_s'])}-{human(entry['high_s'])}), "
                      f"bound {human(entry['bound_s'])}")
+        if entry["suggested_time_limit_s"]:
+            said = {"submit": " (as the sbatch line said)", "allocation": " (as the job output said)"}
+            lines.append(f"  suggested --time={slurm_time(entry['suggested_time_limit_s'])}{said.get(entry['stage'], '')}")
         inputs = entry["inputs"]
         shown = {k: inputs[k] for k in ("inputs", "resources", "time_limit_s", "comm", "node_list") if k in inputs}
         if shown:
@@ -234,15 +239,21 @@ def explanation_lines(result: Explanation) -> list[str]:
 def _explain(args) -> int:
     from dataclasses import asdict
 
+    from . import records_source
     from .common import config_of, print_json, print_lines
-    from ..store import open_store
 
     config = config_of(args)
-    store = open_store(config)
-    try:
-        result = explain_job(store, args.job_id, history=args.history, cluster=args.cluster)
-    finally:
-        store.close()
+    if records_source.store_is_mine(config):
+        from ..store import open_store
+
+        store = open_store(config)
+        try:
+            result = explain_job(store, args.job_id, history=args.history, cluster=args.cluster)
+        finally:
+            store.close()
+    else:
+        result = explanation_of(records_source.job_record(config, args.job_id, history=args.history,
+                                                          cluster=args.cluster), args.job_id)
     if args.json:
         print_json(asdict(result))
     else:

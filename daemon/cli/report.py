@@ -1,8 +1,9 @@
 """`hpcpredict report`: per user (or account), how good the estimates were and what to ask for.
 
-Reads the store directly (not the daemon), like ``explain``: run it as an admin who can read
-the store file. pandas builds the tables and matplotlib the plot; neither is imported by the
-daemon (this is off the prediction path).
+Like ``explain``: root or the store file's owner reads the store file (every user's jobs);
+anyone else asks the daemon (``UserReport``), which sends the rows of the caller's own jobs
+(the latest 5,000 ended ones) and refuses another user's report. pandas builds the tables and
+matplotlib the plot here, from those rows, either way; neither is imported by the daemon.
 
 Columns: ``jobs`` ended in the period; ``predicted`` of them had a model's prediction recorded
 (a fallback, the request answering for want of history, is not one); ``our_accuracy`` mean
@@ -15,10 +16,12 @@ was called: the daemon decided a ``--time-min`` or ``--time`` for it (at submiss
 allocation answer's lower TimeLimit), and the limit it ran under, as PrologSlurmctld read it
 back from slurmctld (on 22.05 backfill starts a time_min job under its time_min), was below the
 request (not read back: it ended more than a minute short of the request);
-``suggested_time`` the --time ``hpcpredict predict`` suggests for the group's latest job run
-again (same user, application, size, request and cluster): the same engine and the same rule
-(:mod:`hpcpredict.daemon.suggestion`), from the published models and the user's recent runs of
-that application, so the report and ``predict`` never disagree about one job.
+``suggested_time`` the --time the group's latest job was suggested at its submission, as
+stored (what its sbatch line, its job output and ``explain`` name: one answer per job); for a
+latest job with none stored (history ingested from accounting), what ``hpcpredict predict``
+suggests for it run again (same user, application, size, request and cluster; the same engine
+and rule, :mod:`hpcpredict.daemon.suggestion`); ``suggested_basis`` (``--json``; below the
+table in text) says which.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ def register(subparsers) -> None:
 
     parser = subparsers.add_parser(
         "report", help="per user/account: accuracy of our estimates, hours requested vs used, kills, suggestions "
-                       "(admin: reads the store)",
+                       "(your own jobs; admins: any)",
         epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--user", default=None, help="only this user")
     parser.add_argument("--account", default=None, help="only this account")
@@ -136,33 +139,28 @@ def killed(row) -> bool:
         ran_limit_s=job_limits.ran_time_limit_s(row.started_time_limit_s, row.allocation_time_limit_s))
 
 
-def suggested_times(config, store, jobs, *, by: str = "user") -> dict:
-    """Per ``by`` group of ``jobs``: the suggested --time (seconds) for its latest job run again,
-    as the daemon's engine answers ``predict`` for it (the published models, the store's recent
-    history); groups whose latest job is no longer stored are left out."""
+def suggested_times(config, store, rows: list[tuple], *, by: str = "user") -> dict:
+    """Per ``by`` group of ``rows`` (:data:`~hpcpredict.daemon.store.OUTCOME_COLUMNS`
+    tuples, end-time order): (the suggested --time in seconds, its basis) for the group's latest
+    job (:func:`hpcpredict.daemon.job_records.latest_suggestions`: the one stored at its
+    submission, else the engine's answer for it run again from the published models and the
+    store's recent history); groups whose latest job is no longer stored are left out."""
     from ..engine import PredictionEngine
-    from ..jobspec import JobSpec
+    from ..job_records import latest_suggestions
     from ..registry import ModelRegistry
     from ..server import BUNDLED_MODELS
 
-    engine = PredictionEngine(config, store, ModelRegistry(
-        config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None))
-    engine.reload()
-    suggestions = {}
-    for key, group in jobs.groupby(by, sort=False):
-        latest = group.iloc[-1]     # outcome rows come in end-time order
-        rows = [row for row in store.job_rows(str(latest["job_id"]), str(latest["cluster"]))
-                if row["user"] == latest["user"]]
-        if not rows:
-            continue
-        job = rows[-1]
-        request = int(job["requested_time_s"] or 0)
-        spec = JobSpec(user=job["user"], application=job["application"] or "", account=job["account"] or "",
-                       partition=job["partition"] or "", cluster=job["cluster"] or "", nodes=int(job["nodes"] or 0),
-                       ntasks=int(job["requested_procs"] or job["allocated_procs"] or 0),
-                       time_limit_s=max(request, 0))
-        suggestions[key] = engine.estimate(spec).time_limit_s
-    return suggestions
+    engine = None
+
+    def estimate(spec):
+        nonlocal engine
+        if engine is None:      # only for a job with no suggestion stored
+            engine = PredictionEngine(config, store, ModelRegistry(
+                config.models.dir, bundled=BUNDLED_MODELS if config.models.bundled else None))
+            engine.reload()
+        return engine.estimate(spec)
+
+    return latest_suggestions(store, estimate, rows, by)
 
 
 def plot_report(table, path: str, title: str, top: int = 15) -> None:
@@ -200,22 +198,36 @@ def _report(args) -> int:
     import json
     import math
 
+    import pandas as pd
+
+    from . import records_source
     from .common import config_of, print_json, print_lines
     from ..errors import HpcPredictError
-    from ..store import open_store
+    from ..store import OUTCOME_COLUMNS
     from ..timefmt import slurm_time
 
     config = config_of(args)
     since = parse_date(args.since) if args.since else None
-    store = open_store(config)
-    try:
-        jobs = outcome_frame(store, user=args.user, account=args.account, since=since, cluster=args.cluster)
-        if jobs.empty:
-            raise HpcPredictError("no ended job matches (check --user/--account/--since, or ingest history first)")
-        table = summarize(jobs, by=args.by, risk=config.policy.risk)
-        table["suggested_time"] = table.index.map(suggested_times(config, store, jobs, by=args.by))
-    finally:
-        store.close()
+    rows_cap = 0
+    if records_source.store_is_mine(config):
+        from ..job_records import read_report_rows
+        from ..store import open_store
+
+        store = open_store(config)
+        try:
+            rows = read_report_rows(store, user=args.user, account=args.account, since=since, cluster=args.cluster)
+            suggestions = suggested_times(config, store, rows, by=args.by) if rows else {}
+        finally:
+            store.close()
+    else:   # the daemon's rows, of the caller's own jobs (the plot is drawn here, from them)
+        rows, suggestions, rows_cap = records_source.user_report(config, user=args.user, account=args.account,
+                                                                 since=since, cluster=args.cluster, by=args.by)
+    jobs = pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS))
+    if jobs.empty:
+        raise HpcPredictError("no ended job matches (check --user/--account/--since, or ingest history first)")
+    table = summarize(jobs, by=args.by, risk=config.policy.risk)
+    table["suggested_time"] = table.index.map({key: value[0] for key, value in suggestions.items()})
+    table["suggested_basis"] = table.index.map({key: value[1] for key, value in suggestions.items()})
     overall = summarize(jobs.assign(everyone="all"), by="everyone", risk=config.policy.risk).iloc[0]
     if args.plot:
         what = ", ".join(f"{k} {v}" for k, v in (("user", args.user), ("account", args.account),
@@ -223,13 +235,23 @@ def _report(args) -> int:
         plot_report(table, args.plot, f"hpcpredict report by {args.by} ({what})")
     if args.json:
         records = json.loads(table.reset_index().to_json(orient="records"))
-        print_json({"by": args.by, "rows": records, "all": json.loads(overall.to_json())})
+        print_json({"by": args.by, "rows": records, "all": json.loads(overall.to_json()),
+                    **({"rows_cap": rows_cap} if rows_cap else {})})
         return 0
-    shown = table.copy()
+    shown = table.drop(columns=["suggested_basis"])
     for column in ("median_request", "suggested_time"):
         shown[column] = shown[column].map(lambda s: slurm_time(int(s)) if isinstance(s, (int, float)) and
                                           not math.isnan(s) and s > 0 else "-")
     print_lines(shown.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-").splitlines())   # users, applications
+    bases = [basis for basis in table["suggested_basis"] if isinstance(basis, str)]
+    if len(table) == 1 and bases:
+        print_lines([f"suggested_time: {bases[0]}"])
+    elif bases:
+        stored = sum("at its submission" in basis for basis in bases)
+        print(f"suggested_time: each row's latest job's, as suggested at its submission ({stored} rows); what "
+              f"predict suggests for it run again where none was stored ({len(bases) - stored} rows)")
+    if rows_cap:
+        print(f"(the daemon sent the latest {rows_cap} ended jobs only)")
     ours = "-" if math.isnan(overall["our_accuracy"]) else f"{overall['our_accuracy']:.3f}"
     theirs = "-" if math.isnan(overall["request_accuracy"]) else f"{overall['request_accuracy']:.3f}"
     print(f"all: {int(overall['jobs'])} jobs, {int(overall['predicted'])} predicted; accuracy of our estimates "

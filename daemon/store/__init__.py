@@ -18,8 +18,8 @@ from .backends import open_store
 from .journal import JournalFile, decode_row, encode_row
 from .lookups import OUTCOME_COLUMNS
 from .postgres import PostgresStore
-from .rows import PredictionRow, prediction_values
+from .rows import PredictionRow, job_from_row, job_values, prediction_values
 from .sqlite import MIGRATIONS, SQLiteStore, Store, StoreEvents
 
 __all__ = ["MIGRATIONS", "OUTCOME_COLUMNS", "JournalFile", "PostgresStore", "PredictionRow", "SQLiteStore", "Store", "StoreEvents",
-           "decode_row", "encode_row", "open_store", "prediction_values"]
+           "decode_row", "encode_row", "job_from_row", "job_values", "open_store", "prediction_values"]

@@ -153,14 +153,15 @@ class JournalFile:
 # decode with cluster ''), then the limits decided (two u32, mode NUL reason [NUL the limits the
 # job started under: two u32]) and their length (records written before end at the cluster and
 # decode with no limits, mode and reason ''; records written before the started limits end at the
-# reason and decode with none).
+# reason and decode with none; then the --time suggested, a u32, absent in records written before it).
 _TEXTS = (0, 1, 2, 3, 4, 12, 13)            # prediction_id, job_id, stage, user, application, model name/version
 _FLOATS = (5, 6, 7, 8, 9, 10, 11)           # created, runtime, low, high, bound, requested, comm
 _FIXED = struct.Struct("<7dB7I I")          # floats, fallback, text lengths, request length
-_ROW_LENGTH = 23
+_ROW_LENGTH = 24
 _CLUSTER_LENGTH = struct.Struct("<I")
 _LIMITS = struct.Struct("<II")              # decided time limit, decided time min (0 = none)
 _STARTED = struct.Struct("<II")             # the time limit and time min the job started under (0 = not read)
+_SUGGESTED = struct.Struct("<I")            # the --time suggested (0 = none)
 
 
 def encode_row(row: tuple) -> bytes:
@@ -170,7 +171,7 @@ def encode_row(row: tuple) -> bytes:
     cluster = row[16].encode()
     comm = row[11]
     limits = _LIMITS.pack(row[17] or 0, row[18] or 0) + f"{row[19]}\0{row[20]}\0".encode() + \
-        _STARTED.pack(row[21] or 0, row[22] or 0)
+        _STARTED.pack(row[21] or 0, row[22] or 0) + _SUGGESTED.pack(row[23] or 0)
     return b"".join((_FIXED.pack(row[5], row[6], row[7], row[8], row[9], row[10],
                                  math.nan if comm is None else comm, 1 if row[14] else 0,
                                  *map(len, texts), len(request)), *texts, request, cluster,
@@ -198,7 +199,7 @@ def decode_row(data: bytes) -> tuple:
     row[14] = int(fallback)
     row[15] = data[offset:offset + lengths[-1]]
     rest = data[offset + lengths[-1]:]
-    row[17:23] = None, None, "", "", None, None
+    row[17:24] = None, None, "", "", None, None, None
     if len(rest) >= _CLUSTER_LENGTH.size:
         size = _CLUSTER_LENGTH.unpack_from(rest, len(rest) - _CLUSTER_LENGTH.size)[0]
         if size != len(rest) - _CLUSTER_LENGTH.size:   # a limits block after the cluster
@@ -208,13 +209,15 @@ def decode_row(data: bytes) -> tuple:
             limit, time_min = _LIMITS.unpack_from(block, 0)
             mode, _, rest_of_block = block[_LIMITS.size:].partition(b"\0")
             reason, has_started, started = rest_of_block.partition(b"\0")
-            started_limit = started_min = 0
+            started_limit = started_min = suggested = 0
             if has_started:
-                if len(started) != _STARTED.size:
+                if len(started) not in (_STARTED.size, _STARTED.size + _SUGGESTED.size):
                     raise ValueError("journal record length does not match its fields")
-                started_limit, started_min = _STARTED.unpack(started)
-            row[17:23] = (limit or None, time_min or None, mode.decode(), reason.decode(), started_limit or None,
-                          started_min or None)
+                started_limit, started_min = _STARTED.unpack_from(started)
+                if len(started) > _STARTED.size:
+                    suggested = _SUGGESTED.unpack_from(started, _STARTED.size)[0]
+            row[17:24] = (limit or None, time_min or None, mode.decode(), reason.decode(), started_limit or None,
+                          started_min or None, suggested or None)
             rest = rest[:len(rest) - _CLUSTER_LENGTH.size - size]
     if rest and (len(rest) < _CLUSTER_LENGTH.size or
                  _CLUSTER_LENGTH.unpack_from(rest, len(rest) - _CLUSTER_LENGTH.size)[0] != len(rest) - _CLUSTER_LENGTH.size):

@@ -4,8 +4,9 @@
 A mixin of the store backends: plain SQL (``?`` placeholders) run through the backend's
 ``_read(sql, params) -> list[tuple]``, so every backend answers the same questions the same
 way. The column ``user`` is always written quoted: in PostgreSQL a bare ``user`` is the
-session's user name, not the column. None of this is on the prediction path: ``explain`` and ``report`` are admin commands
-reading the store directly; the accuracy gauges run one aggregate query per scrape.
+session's user name, not the column. None of this is on the prediction path: ``explain`` and ``report`` read it directly (an admin
+on the controller) or through the daemon's JobRecord / UserReport (:mod:`.job_records`); the
+accuracy gauges run one aggregate query per scrape.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ JOB_ROW_COLUMNS = ("cluster", "source", "job_id", "user", "grp", "account", "par
 OUTCOME_COLUMNS = ("cluster", "job_id", "source", "user", "account", "partition", "state", "procs", "requested_time_s",
                    "runtime_s", "submit_time", "end_time", "predicted_s", "bound_s", "fallback", "model_version",
                    "decided_time_limit_s", "decided_time_min_s", "policy_mode", "allocation_time_limit_s",
-                   "started_time_limit_s", "started_time_min_s")
+                   "started_time_limit_s", "started_time_min_s", "suggested_time_limit_s")
 #: The job's latest allocation prediction (same job, cluster and user, made after its submission)
 _ALLOCATION_ROW = ("SELECT x.prediction_id FROM predictions x WHERE x.job_id = j.job_id AND x.cluster = j.cluster "
                    "AND x.stage = 'allocation' AND x.\"user\" = j.\"user\" AND x.created >= j.submit_time "
@@ -66,10 +67,10 @@ class StoreLookups:
         return [job_from_row(row) for row in reversed(rows)]
 
     def outcome_rows(self, *, user: str | None = None, account: str | None = None,
-                     since: float | None = None, cluster: str | None = None) -> list[tuple]:
+                     since: float | None = None, cluster: str | None = None, limit: int | None = None) -> list[tuple]:
         """Ended jobs (runtime known) with their prediction where one was recorded, as tuples
         ordered as :data:`OUTCOME_COLUMNS` (the prediction's and the allocation row's columns are
-        None for a job without one), in end-time order."""
+        None for a job without one), in end-time order; ``limit``: only the latest so many."""
         self.flush_pending()
         where, params = ["j.runtime_s >= 0"], []
         for clause, value in (('j."user" = ?', user), ("j.account = ?", account), ("j.end_time >= ?", since),
@@ -82,10 +83,11 @@ class StoreLookups:
             "CASE WHEN j.requested_procs > 0 THEN j.requested_procs ELSE j.allocated_procs END, "
             "j.requested_time_s, j.runtime_s, j.submit_time, j.end_time, p.runtime_s, p.bound_s, p.fallback, "
             "p.model_version, p.decided_time_limit_s, p.decided_time_min_s, p.policy_mode, a.decided_time_limit_s, "
-            "a.started_time_limit_s, a.started_time_min_s "
+            "a.started_time_limit_s, a.started_time_min_s, p.suggested_time_limit_s "
             "FROM jobs j LEFT JOIN predictions p ON p.prediction_id = j.prediction_id AND j.prediction_id != '' "
             f"LEFT JOIN predictions a ON a.prediction_id = ({_ALLOCATION_ROW}) "
-            f"WHERE {' AND '.join(where)} ORDER BY j.end_time, j.id", tuple(params))
+            f"WHERE {' AND '.join(where)} ORDER BY j.end_time DESC, j.id DESC"
+            + ("" if limit is None else f" LIMIT {int(limit)}"), tuple(params))[::-1]
 
     def partition_accuracy(self, last: int = 200, since: float = 0.0) -> dict[str, dict[str, float]]:
         """Per partition, over its last ``last`` outcomes that ended at or after ``since`` and

@@ -113,6 +113,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE predictions ADD COLUMN started_time_limit_s INTEGER;
     ALTER TABLE predictions ADD COLUMN started_time_min_s INTEGER;
     """,
+    # 4: the SQLite store's level 6 (the --time suggested in the answer)
+    """
+    ALTER TABLE predictions ADD COLUMN suggested_time_limit_s INTEGER;
+    """,
 )
 _MIGRATION_LOCK = 0x68706370   # pg_advisory_xact_lock key: "hpcp"
 

@@ -18,7 +18,7 @@ from ..records import JobRecord
 PREDICTION_COLUMNS = ("prediction_id", "job_id", "stage", "user", "application", "created", "runtime_s", "low_s",
                       "high_s", "bound_s", "requested_time_s", "comm_time_s", "model_name", "model_version",
                       "fallback", "request", "cluster", "decided_time_limit_s", "decided_time_min_s", "policy_mode",
-                      "policy_reason", "started_time_limit_s", "started_time_min_s")
+                      "policy_reason", "started_time_limit_s", "started_time_min_s", "suggested_time_limit_s")
 
 
 def quoted(columns) -> str:
@@ -58,6 +58,9 @@ class PredictionRow:
     # its --time-min) and its TimeMin (what the hook or the user applied: Slurm never changes it).
     started_time_limit_s: int | None = None
     started_time_min_s: int | None = None
+    # The --time the answer suggested (Estimate.suggested_time_limit_s: what the sbatch line and
+    # the job output name); None: a row stored before it was kept.
+    suggested_time_limit_s: int | None = None
 
 
 def prediction_values(row: PredictionRow) -> tuple:
@@ -66,7 +69,7 @@ def prediction_values(row: PredictionRow) -> tuple:
             row.low_s, row.high_s, row.bound_s, row.requested_time_s, row.comm_time_s, row.model_name,
             row.model_version, int(row.fallback), row.request, row.cluster, row.decided_time_limit_s,
             row.decided_time_min_s, row.policy_mode, row.policy_reason, row.started_time_limit_s,
-            row.started_time_min_s)
+            row.started_time_min_s, row.suggested_time_limit_s)
 
 
 def prediction_for_job_where(job_id: str, since: float, cluster: str | None, user: str | None) -> tuple[str, tuple]:

@@ -167,6 +167,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE predictions ADD COLUMN started_time_limit_s INTEGER;
     ALTER TABLE predictions ADD COLUMN started_time_min_s INTEGER;
     """,
+    # 6: the --time suggested in the answer (the sbatch line's and the job output's), so that
+    # `explain` and `report` show what the job was told instead of recomputing it (#40)
+    """
+    ALTER TABLE predictions ADD COLUMN suggested_time_limit_s INTEGER;
+    """,
 )
 
 #: Rows fetched per step by streaming reads (memory stays bounded whatever the history).

@@ -387,3 +387,47 @@ class Build(_message.Message):
     version: str
     commit: str
     def __init__(self, version: _Optional[str] = ..., commit: _Optional[str] = ...) -> None: ...
+
+class JobRecordRequest(_message.Message):
+    __slots__ = ("job_id", "cluster", "history")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    cluster: str
+    history: int
+    def __init__(self, job_id: _Optional[str] = ..., cluster: _Optional[str] = ..., history: _Optional[int] = ...) -> None: ...
+
+class JobRecordReply(_message.Message):
+    __slots__ = ("job_rows_json", "predictions_json", "history_json")
+    JOB_ROWS_JSON_FIELD_NUMBER: _ClassVar[int]
+    PREDICTIONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_JSON_FIELD_NUMBER: _ClassVar[int]
+    job_rows_json: str
+    predictions_json: str
+    history_json: str
+    def __init__(self, job_rows_json: _Optional[str] = ..., predictions_json: _Optional[str] = ..., history_json: _Optional[str] = ...) -> None: ...
+
+class UserReportRequest(_message.Message):
+    __slots__ = ("user", "account", "since", "cluster", "by")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    account: str
+    since: float
+    cluster: str
+    by: str
+    def __init__(self, user: _Optional[str] = ..., account: _Optional[str] = ..., since: _Optional[float] = ..., cluster: _Optional[str] = ..., by: _Optional[str] = ...) -> None: ...
+
+class UserReportReply(_message.Message):
+    __slots__ = ("rows_json", "suggestions_json", "rows_cap")
+    ROWS_JSON_FIELD_NUMBER: _ClassVar[int]
+    SUGGESTIONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    ROWS_CAP_FIELD_NUMBER: _ClassVar[int]
+    rows_json: str
+    suggestions_json: str
+    rows_cap: int
+    def __init__(self, rows_json: _Optional[str] = ..., suggestions_json: _Optional[str] = ..., rows_cap: _Optional[int] = ...) -> None: ...

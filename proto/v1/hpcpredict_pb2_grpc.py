@@ -69,6 +69,16 @@ class PredictorStub(object):
                 request_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.StatusRequest.SerializeToString,
                 response_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.Status.FromString,
                 _registered_method=True)
+        self.JobRecord = channel.unary_unary(
+                '/hpcpredict.v1.Predictor/JobRecord',
+                request_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.JobRecordRequest.SerializeToString,
+                response_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.JobRecordReply.FromString,
+                _registered_method=True)
+        self.UserReport = channel.unary_unary(
+                '/hpcpredict.v1.Predictor/UserReport',
+                request_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportRequest.SerializeToString,
+                response_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportReply.FromString,
+                _registered_method=True)
 
 
 class PredictorServicer(object):
@@ -121,6 +131,21 @@ class PredictorServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def JobRecord(self, request, context):
+        """A job's stored record (`hpcpredict explain`) and ended jobs' outcomes (`hpcpredict report`):
+        anyone, about their own jobs (the caller's uid from the kernel, or MUNGE remotely);
+        root, the daemon's user, the Slurm user and [daemon] admin_users about anyone's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UserReport(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PredictorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -158,6 +183,16 @@ def add_PredictorServicer_to_server(servicer, server):
                     servicer.GetStatus,
                     request_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.StatusRequest.FromString,
                     response_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.Status.SerializeToString,
+            ),
+            'JobRecord': grpc.unary_unary_rpc_method_handler(
+                    servicer.JobRecord,
+                    request_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.JobRecordRequest.FromString,
+                    response_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.JobRecordReply.SerializeToString,
+            ),
+            'UserReport': grpc.unary_unary_rpc_method_handler(
+                    servicer.UserReport,
+                    request_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportRequest.FromString,
+                    response_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -349,6 +384,60 @@ class Predictor(object):
             '/hpcpredict.v1.Predictor/GetStatus',
             hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.StatusRequest.SerializeToString,
             hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def JobRecord(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hpcpredict.v1.Predictor/JobRecord',
+            hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.JobRecordRequest.SerializeToString,
+            hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.JobRecordReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UserReport(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hpcpredict.v1.Predictor/UserReport',
+            hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportRequest.SerializeToString,
+            hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -31,7 +31,8 @@ def _row(number: int, **changes) -> PredictionRow:
                                       "cluster": "x"},
                                      {"stage": "allocation", "decided_time_limit_s": 540, "started_time_limit_s": 1200,
                                       "started_time_min_s": 240, "policy_reason": "allocation_time_limit"},
-                                     {"stage": "allocation", "started_time_limit_s": 240}])
+                                     {"stage": "allocation", "started_time_limit_s": 240},
+                                     {"suggested_time_limit_s": 420, "policy_mode": "advise"}])
 def test_row_codec_round_trip(changes):
     params = prediction_values(_row(3, **changes))
     assert decode_row(encode_row(params)) == params
@@ -41,7 +42,7 @@ def test_records_journaled_before_the_limits_decode_without_them():
     params = prediction_values(_row(2, cluster="tetralith", decided_time_min_s=600, policy_mode="bound", policy_reason="x"))
     data = encode_row(params)
     older = data[:data.index(b"tetralith") + len("tetralith") + 4]   # up to the cluster's length
-    assert decode_row(older) == params[:17] + (None, None, "", "", None, None)
+    assert decode_row(older) == params[:17] + (None, None, "", "", None, None, None)
 
 
 def test_records_journaled_before_the_started_limits_decode_without_them():
@@ -53,8 +54,22 @@ def test_records_journaled_before_the_started_limits_decode_without_them():
     head = data[:data.index(b"c\x01\x00\x00\x00") + 5]    # up to the cluster's length
     block = struct.pack("<II", 0, 600) + b"bound\0time_min"
     older = head + block + struct.pack("<I", len(block))
-    assert decode_row(older) == params[:21] + (None, None)
+    assert decode_row(older) == params[:21] + (None, None, None)
     assert decode_row(older)[18] == 600
+
+
+def test_records_journaled_before_the_suggestion_decode_without_it():
+    """A journal of the release before the suggested --time was kept (started limits, no suggestion)."""
+    import struct
+
+    params = prediction_values(_row(2, cluster="c", decided_time_min_s=600, policy_mode="bound", policy_reason="time_min",
+                                    started_time_limit_s=1200, suggested_time_limit_s=900))
+    data = encode_row(params)
+    head = data[:data.index(b"c\x01\x00\x00\x00") + 5]
+    block = struct.pack("<II", 0, 600) + b"bound\0time_min\0" + struct.pack("<II", 1200, 0)
+    older = head + block + struct.pack("<I", len(block))
+    assert decode_row(older) == params[:23] + (None,)
+    assert decode_row(data)[23] == 900
 
 
 def test_row_codec_refuses_bytes_that_are_not_a_row():

@@ -673,3 +673,24 @@ def test_a_user_holding_the_ports_during_a_restart_is_believed_by_no_one(site, u
     assert result.returncode == 0, result.stderr + daemon.log()
     with admin_client(daemon.hook_socket) as client:
         assert not any(f.startswith("remote listener") for f in client.call("GetStatus", pb.StatusRequest()).faults)
+
+
+def test_a_user_on_a_login_node_reads_their_own_records_and_not_anothers(site, user):
+    """explain and report from a login node: the daemon knows the caller from MUNGE, answers
+    their own job and report, refuses root's job and another user's report (#40)."""
+    from tests.daemon.test_own_records import seed_job
+
+    mine = seed_job(site["daemon"].hook_socket, user.pw_name, "8801")
+    seed_job(site["daemon"].hook_socket, "root", "8802")
+    done = on_login_node(site, [HPCPREDICT, "explain", "8801", "--json"], user=user)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["job"]["user"] == user.pw_name
+    assert [p["suggested_time_limit_s"] for p in result["predictions"]] == [mine.suggested_time_limit_s]
+    done = on_login_node(site, [HPCPREDICT, "report", "--json"], user=user)
+    assert done.returncode == 0, done.stderr
+    assert [row["user"] for row in json.loads(done.stdout)["rows"]] == [user.pw_name]
+    refused = on_login_node(site, [HPCPREDICT, "explain", "8802"], user=user)
+    assert refused.returncode != 0 and "job 8802 is another user's" in refused.stderr, refused.stderr
+    refused = on_login_node(site, [HPCPREDICT, "report", "--user", "root"], user=user)
+    assert refused.returncode != 0 and f"you ({user.pw_name}) may only report on your own jobs" in refused.stderr

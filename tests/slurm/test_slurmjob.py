@@ -198,7 +198,7 @@ def test_suggestion_lines_from_estimate():
                 "node_advice": [{"nodes": 2, "runtime_s": 2900, "node_hours": 1.6, "recommended": True}]}
     lines = slurmjob.suggestion_lines(estimate, 3600, "n[01-04]")
     assert lines[0] == "predicted runtime 25.0 min (20.0 min - 35.0 min, 80% interval) on n[01-04]"   # no debug fields
-    assert lines[1] == "you requested --time=1:00:00; suggested --time=0:40:00 for the next run like this one"
+    assert lines[1] == "you requested --time=1:00:00; suggested --time=00:40:00 for the next run like this one"
     assert lines[3] == "a/b"                                  # the separator never leaks into a line
     assert lines[4].startswith("node-count advice: 2 nodes")
     comment = slurmjob.with_our_field("JS1:site-data", slurmjob.admin_field("s1", "abc", lines))
