@@ -220,6 +220,9 @@ def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high
     >>> advise = plan_limits(mode="advise", runtime_s=2500, bound_s=4000, requested_s=14400)
     >>> user_line(advise, runtime_s=2500, bound_s=4000, requested_s=14400)
     'predicted runtime 41.7 min; kept your --time=04:00:00, suggested --time=01:07:00 (advice only: hpcpredict changes no limit here)'
+    >>> same = plan_limits(mode="advise", runtime_s=2500, bound_s=14400, requested_s=14400)
+    >>> user_line(same, runtime_s=2500, bound_s=14400, requested_s=14400)
+    'predicted runtime 41.7 min; kept your --time=04:00:00 (the suggestion; advice only: hpcpredict changes no limit here)'
     """
     from ..timefmt import human, slurm_time
 
@@ -245,8 +248,12 @@ def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high
         clamped = change.time_limit_s < max(ceil_minute(bound_s), ceil_minute(floor_s))
         said += " (the partition/QOS maximum)" if clamped else f" (runtime bound{at_risk})"
     elif change.mode == "advise":
-        said += (f"; kept your --time={slurm_time(requested_s)}, " if asked else "; ") + \
-            f"suggested --time={slurm_time(bound_s)} (advice only: hpcpredict changes no limit here)"
+        if asked and slurm_time(requested_s) == slurm_time(bound_s):    # said once: the request is the suggestion
+            said += f"; kept your --time={slurm_time(requested_s)} (the suggestion; advice only: "
+        else:
+            said += (f"; kept your --time={slurm_time(requested_s)}, " if asked else "; ") + \
+                f"suggested --time={slurm_time(bound_s)} (advice only: "
+        said += "hpcpredict changes no limit here)"
     elif change.reason == "bound_not_calibrated":
         said += (f"; kept your --time={slurm_time(requested_s)}, set no --time-min" if asked else
                  f"; set no --time (suggested --time={slurm_time(bound_s)})") + \
