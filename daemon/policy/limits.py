@@ -107,6 +107,26 @@ def ceil_minute(seconds: float) -> int:
     return int(math.ceil(max(seconds, 1.0) / 60.0)) * 60
 
 
+def within_max_time(suggested_s: int, max_time_s: float, partition: str = "") -> tuple[int, str]:
+    """The suggested ``--time`` no longer than the job's partition allows (``max_time_s``: the
+    smallest of its partitions' MaxTime and its QOS's MaxWall, 0 = unlimited): Slurm refuses a
+    longer one. (suggestion, the line saying so; "" when nothing was cut.)
+
+    >>> within_max_time(300, 180, "short")
+    (180, 'suggested --time capped at 00:03:00, the most partition short allows (MaxTime/QOS MaxWall): the job would need 00:05:00 and may be killed there')
+    >>> within_max_time(120, 180)
+    (120, '')
+    """
+    from ..timefmt import slurm_time
+
+    if not max_time_s or suggested_s <= max_time_s:
+        return suggested_s, ""
+    limit = max(60, int(max_time_s // 60) * 60)
+    where = f"partition {partition}" if partition else "the job's partition"
+    return limit, (f"suggested --time capped at {slurm_time(limit)}, the most {where} allows (MaxTime/QOS "
+                   f"MaxWall): the job would need {slurm_time(suggested_s)} and may be killed there")
+
+
 def _sane(seconds: float, site_cap_s: float) -> bool:
     return isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 < seconds <= site_cap_s
 

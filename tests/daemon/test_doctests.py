@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 MODULES = ["faults", "journal", "config", "plugins", "remote_wire", "sources", "suggestion", "cli.report",
-           "policy.controller", "policy.decision", "policy.limits", "policy.scope", "policy.allocation", "cli.job_limits"]
+           "policy.controller", "policy.decision", "policy.limits", "policy.scope", "policy.slurm_defaults", "policy.allocation", "cli.job_limits"]
 
 
 @pytest.mark.parametrize("name", MODULES)
