@@ -4,8 +4,9 @@
 #   1. the daemon's user and group (system account, no login)
 #   2. PREFIX/venv: a virtual environment from python3 (>= 3.11) with hpcpredict installed from
 #      a wheel built here (not editable: the checkout may go away), readable by every user
-#   3. PREFIX/sbin/hpcpredictd-foreground (running without systemd), and /usr/local/bin links
-#      for `hpcpredict` and `hpcpredictd`
+#   3. PREFIX/sbin/hpcpredictd-foreground (running without systemd), the man pages in
+#      PREFIX/share/man/man1, and /usr/local/bin (/usr/local/share/man/man1) links for
+#      `hpcpredict` and `hpcpredictd`
 #   4. directories: the state directory (data_dir, 0750) and the config file from
 #      contrib/site/hpcpredict.toml.example (installed once, never overwritten)
 #   5. when systemd runs: hpcpredictd.service, hpcpredict-refresh.service/.timer (not enabled)
@@ -19,7 +20,7 @@
 #   --slurm-etc DIR    also install the Slurm hooks next to slurm.conf there (e.g. /etc/slurm)
 #   --slurm-user NAME  SlurmUser, owns the hooks' log file [slurm]
 #   --no-systemd       do not install the unit even when systemd runs
-#   --no-links         do not link the commands into /usr/local/bin
+#   --no-links         do not link the commands into /usr/local/bin (nor their pages into /usr/local/share/man)
 # Uninstall: contrib/slurm/ADMIN.md, "Uninstall".
 set -eu
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -84,7 +85,7 @@ trap 'rm -rf "$WHEELS"' EXIT
 "$PREFIX/venv/bin/pip" wheel -q --no-deps -w "$WHEELS" "$REPO" >"$WHEELS/build.log" 2>&1 \
   || { tail -n 20 "$WHEELS/build.log"; die "building the wheel failed"; }
 WHEEL="$(ls "$WHEELS"/hpcpredict-*.whl)"
-"$PREFIX/venv/bin/pip" install -q "$WHEEL"                                  # dependencies
+"$PREFIX/venv/bin/pip" install -q "$WHEEL[man]"                             # dependencies (man: the pages' generator)
 "$PREFIX/venv/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"      # this build, even at the same version
 chmod -R a+rX "$PREFIX"
 runs_as_daemon_user "$PREFIX/venv/bin/python" -c 'import hpcpredict.daemon.server, hpcpredict.slurm_plugin' \
@@ -98,8 +99,16 @@ sed -e "s#^PREFIX=.*#PREFIX=\"\${HPCPREDICT_PREFIX:-$PREFIX}\"#" \
     "$REPO/contrib/site/hpcpredictd-foreground" > "$PREFIX/sbin/hpcpredictd-foreground"
 chmod 755 "$PREFIX/sbin/hpcpredictd-foreground"
 install -D -m 644 "$REPO/contrib/slurm/ADMIN.md" "$PREFIX/share/doc/hpcpredict/ADMIN.md"   # the unit's Documentation=
+# the man pages, written from the installed commands' parsers (never kept in the repository)
+"$PREFIX/venv/bin/python" -m hpcpredict.daemon.cli.manpages "$PREFIX/share/man/man1" >/dev/null \
+  || die "writing the man pages failed"
+chmod 644 "$PREFIX/share/man/man1/"*.1
 if [ "$LINKS" = 1 ]; then
   for command in hpcpredict hpcpredictd; do ln -sfn "$PREFIX/venv/bin/$command" "/usr/local/bin/$command"; done
+  install -d -m 755 /usr/local/share/man/man1        # on man's default path
+  for command in hpcpredict hpcpredictd; do
+    ln -sfn "$PREFIX/share/man/man1/$command.1" "/usr/local/share/man/man1/$command.1"
+  done
 fi
 
 # 4. directories and the config file

@@ -3,7 +3,7 @@
 #   1. Debian packages listed in contrib/apt-packages.txt (needs root; skipped if all present)
 #   2. a virtual environment (.venv, or $HPCPREDICT_VENV) from Debian's python3, so that every
 #      user (Slurm job users, the daemon's unprivileged user) can run it
-#   3. hpcpredict itself, editable, with the test and MPI extras: setup.py links the folders
+#   3. hpcpredict itself, editable, with the test, MPI and man-page extras: setup.py links the folders
 #      under build/namespace/hpcpredict/ and the venv gets one .pth line naming build/namespace,
 #      which Python, mypy and IDEs all follow (new modules need no reinstall)
 #   4. Debian's SimGrid Python module made importable in the venv (reference fabrics of the communication models)
@@ -48,7 +48,7 @@ if [ ! -f "$stamp" ] || [ "$REPO/pyproject.toml" -nt "$stamp" ] || [ "$REPO/setu
    || [ ! -d "$REPO/build/namespace/hpcpredict" ]; then   # the link tree is git-ignored: `git clean -X` removes it
   log "installing hpcpredict and its Python dependencies"
   # `python -m pip`, not bin/pip: a copied venv's bin/pip still names the original's python
-  "$VENV/bin/python" -m pip install -q -e "$REPO[test,mpi]" 2>&1 | grep -v -e '^WARNING: Location' -e 'WheelFile' || true
+  "$VENV/bin/python" -m pip install -q -e "$REPO[test,mpi,man]" 2>&1 | grep -v -e '^WARNING: Location' -e 'WheelFile' || true
   "$VENV/bin/python" -c "import hpcpredict.daemon, grpc, sklearn" || { log "install failed"; exit 1; }
   touch "$stamp"
 fi

@@ -33,8 +33,8 @@ from .scaling.advice import node_advice
 from .sources import first_estimate
 from .suggestion import request_warning, suggested_time_limit, suggestion_basis
 from .timefmt import human
-from .policy import (JobAsk, LimitChange, PolicyMode, Predicted, ceil_minute, decide, decide_at_allocation,
-                     mode_for)
+from .policy import (JobAsk, LimitChange, PolicyMode, Predicted, SlurmDefaultsCache, ceil_minute, decide,
+                     decide_at_allocation, mode_for, within_max_time)
 from ..topology.hostlist import expand as expand_nodes
 from ..topology.placement import Placement
 
@@ -77,6 +77,7 @@ class PredictionEngine:
         self.recent = RecentHistoryModel(config.policy.history_window, config.policy.default_runtime_s)
         self.faults = faults if faults is not None else FaultBoard()
         self.policy_mode = PolicyMode(config.policy)   # the daemon starts its controller check
+        self.slurm_defaults = SlurmDefaultsCache(config.policy)   # ... and its read of partitions, accounts
         self._history_lock = threading.Lock()
         self._reload_lock = threading.Lock()
         self._pending: list[JobRecord] | None = None
@@ -240,6 +241,7 @@ class PredictionEngine:
         # one warning about the request we give (hpcpredict.daemon.suggestion).
         runs = list(basis.runtimes) if not fallback else []
         time_limit = suggested_time_limit(bound, runs, floor_s=policy.min_time_limit_s)
+        time_limit, capped = within_max_time(time_limit, spec.max_time_s, spec.partition)
         # The limits start from the suggestion (the bound, never below what recent runs needed), so
         # the sbatch line, `hpcpredict predict` and the job-output line name the same --time.
         predicted = Predicted(runtime_s=point, soft_s=soft, suggested_s=time_limit, low_s=low, high_s=high,
@@ -265,6 +267,8 @@ class PredictionEngine:
                                       risk=risk)
         if basis_line:
             explanation.append(basis_line)
+        if capped:
+            explanation.append(capped)
         explanation.extend(spec.warnings[:3])
         return Answer(runtime_s=point, low_s=low, high_s=high, coverage=coverage, bound_s=bound,
                       time_limit_s=time_limit, time_min_s=limits.time_min_s or 0, model_name=name, model_version=str(version),

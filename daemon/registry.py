@@ -205,7 +205,7 @@ class ModelRegistry:
             raise ModelArtifactError(f"model key {key!r} must match {_SAFE_KEY.pattern}")
         source = Path(source)
         if not source.is_dir():
-            raise ModelArtifactError(f"{source}: not a model folder")
+            raise ModelArtifactError(self._not_a_folder(source, kind, key))
         if (source / MANIFEST).exists():   # a published version folder (an old one, another site's):
             earlier = self.open(source)     # its model, verified, becomes a new version
             if earlier.kind != kind:
@@ -253,8 +253,11 @@ class ModelRegistry:
             if validate:
                 try:
                     model_kind.load(staging / MODEL_DIR)
-                except Exception as error:
-                    raise ModelArtifactError(f"refusing to publish {kind} model from {source}: {error}") from error
+                except Exception as error:   # the staging copy's path means nothing to the admin: the source's
+                    said = str(error).replace(str(staging / MODEL_DIR), str(source))
+                    raise ModelArtifactError(f"refusing to publish {kind} model from {source}: {said} (a model "
+                                             f"folder is what `hpcpredict train` or `train-runtime` wrote, or a "
+                                             f"published version's folder)") from error
             self._hand_over([*made, staging, *staging.rglob("*")], uid, gid)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -267,6 +270,25 @@ class ModelRegistry:
         if self.keep_versions:
             self.prune(kind, key, self.keep_versions)
         return self._artifact(final, manifest)
+
+    def _not_a_folder(self, source: Path, kind: str, key: str) -> str:
+        """Why ``source`` (not a directory) cannot be published, and what to do instead. A
+        version folder of this registry that is gone was pruned: only a copy kept elsewhere, or
+        a version still kept (rollback), can serve again."""
+        if source.exists():
+            return f"{source}: not a model folder (not a directory)"
+        home = self.root / kind / key
+        try:
+            pruned = source.resolve().parent == home.resolve()
+        except OSError:
+            pruned = False
+        if not pruned:
+            return f"{source}: no such model folder"
+        kept = self.versions(kind, key)
+        return (f"{source}: no such version: it is not among the {kind} model {key} versions kept ({len(kept)}: "
+                f"[models] keep_versions keeps the newest and removes older ones). `hpcpredict rollback {kind} "
+                f"VERSION` serves a kept one again (`ls {home}`); a removed one only from a copy made before "
+                f"(`cp -a {home}/VERSION /root/`, then `hpcpredict publish {kind} /root/VERSION`)")
 
     def _remove_leftovers(self, home: Path, now: _dt.datetime) -> list[str]:
         """Remove what a killed publish or rollback left in ``home``: ``.tmp-VERSION`` staging

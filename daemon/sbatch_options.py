@@ -1,12 +1,15 @@
 """sbatch options, from the command line and from a script's ``#SBATCH`` lines.
 
-Only what prediction needs is interpreted (size, time, names, distribution); other options
-are accepted and ignored, as sbatch itself would accept them. Command-line options override
-the script's directives, as in sbatch.
+Only what prediction needs is interpreted (size, time, names, distribution); sbatch's other
+options are accepted and ignored, as sbatch itself would accept them, and a word that is no
+sbatch option (a typo: ``--tme``) is named in ``SbatchOptions.warnings``, since the answer was
+made without it. Command-line options override the script's directives, as in sbatch.
 
 >>> opts = parse_sbatch(b"#!/bin/bash\\n#SBATCH -N 2 --ntasks-per-node=4\\n#SBATCH -t 1:30:00\\nsrun ./a.out\\n", ["-J", "x"])
 >>> (opts.nodes, opts.ntasks, opts.time_limit_s, opts.job_name)
 (2, 8, 5400, 'x')
+>>> parse_sbatch(b"#!/bin/sh\n", ["--mem=4G", "-o", "out", "--tme=1:00:00"]).warnings
+['--tme=1:00:00 is not an sbatch option: ignored (predicted without it)']
 """
 from __future__ import annotations
 
@@ -32,6 +35,31 @@ class SbatchOptions:
     distribution: str = ""
     gpus: int = 0
     ignored: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+#: sbatch's options (22.05.8's ``sbatch --help``, tests/data/slurm/sbatch_help_22.05.8.txt, and
+#: the man page's options it does not list): a word among them is sbatch's, read or not.
+SBATCH_LONG = frozenset("""
+account acctg-freq array batch bb bbf begin chdir cluster-constraint clusters comment constraint container
+contiguous core-spec cores-per-socket cpu-freq cpus-per-gpu cpus-per-task deadline delay-boot dependency
+distribution error exclude exclusive export export-file extra-node-info get-user-env gid gpu-bind gpu-freq gpus
+gpus-per-node gpus-per-socket gpus-per-task gres gres-flags help hint hold ignore-pbs input job-name
+kill-on-invalid-dep licenses mail-type mail-user mcs-label mem mem-bind mem-per-cpu mem-per-gpu mincpus network
+nice no-kill no-requeue nodefile nodelist nodes ntasks ntasks-per-core ntasks-per-gpu ntasks-per-node
+ntasks-per-socket open-mode output overcommit oversubscribe parsable partition power priority profile propagate
+qos quiet reboot requeue reservation signal sockets-per-node spread-job switches test-only thread-spec
+threads-per-core time time-min tmp tres-per-task uid usage use-min-nodes verbose version wait wait-all-nodes
+wckey wrap x11 extra export-file
+""".split())
+SBATCH_SHORT = frozenset("ACDFGHJLMNOQSVWabcdehikmnopqstvwx")
+
+
+def _not_sbatch(word: str) -> bool:
+    """Whether ``word`` (an option-looking word predict did not read) is no sbatch option."""
+    if word.startswith("--"):
+        return word[2:].split("=", 1)[0] not in SBATCH_LONG
+    return not (len(word) >= 2 and word[1] in SBATCH_SHORT)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,6 +81,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-m", "--distribution")
     parser.add_argument("-G", "--gpus")
     return parser
+
+
+MAX_WARNINGS = 8
+
+
+def shown_word(word: str) -> str:
+    return word if len(word) <= 60 else word[:57] + "..."
 
 
 def directives(script: bytes) -> list[str]:
@@ -79,6 +114,8 @@ def parse_sbatch(script: bytes, argv: list[str] | tuple[str, ...] = ()) -> Sbatc
         if value is not None:
             setattr(values, key, value)
     opts = SbatchOptions(ignored=[w for w in ignored + ignored_cli if w.startswith("-")])
+    opts.warnings = [f"{shown_word(word)} is not an sbatch option: ignored (predicted without it)"
+                     for word in opts.ignored if word != "-" and _not_sbatch(word)][:MAX_WARNINGS]
     if values.nodes:
         first = str(values.nodes).split("-")[0]
         if not first.isdigit() or int(first) <= 0:

@@ -410,8 +410,24 @@ class PredictionService:
 
     def predict(self, request: pb.JobRequest, budget_uid: int | None = None,
                 writer_uid: int | None = None) -> pb.Estimate:
+        request = self._as_slurm_fills_it(request)
         spec = job_spec_from_request(request, self.limits)
         return self._answer(spec, "submit", False, request, budget_uid, writer_uid)
+
+    def _as_slurm_fills_it(self, request: pb.JobRequest) -> pb.JobRequest:
+        """``request`` with what sbatch fills in for an empty partition or account, and the
+        partition's MaxTime/DefaultTime (policy/slurm_defaults.py), so that `hpcpredict predict`
+        is decided as the submission will be; what the request gives (the hook's values) is kept."""
+        job = request.job
+        filled = self.engine.slurm_defaults.current().complete(
+            user=job.user, account=job.account, partition=job.partition, max_time_s=request.max_time_s,
+            default_time_s=request.default_time_s)
+        if filled == (job.account, job.partition, request.max_time_s, request.default_time_s):
+            return request
+        completed = pb.JobRequest()
+        completed.CopyFrom(request)
+        completed.job.account, completed.job.partition, completed.max_time_s, completed.default_time_s = filled
+        return completed
 
     def predict_at_allocation(self, request: pb.AllocationRequest, writer_uid: int | None = None) -> pb.Estimate:
         if not request.node_list:

@@ -12,9 +12,9 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 
-from ..client import reload_models, resolve_socket
+from ..client import SITE_SOCKET, reload_models, resolve_socket
 from ..config import load_config
-from ..errors import HpcPredictError
+from ..errors import DaemonUnavailable, HpcPredictError
 from ..timefmt import human, human_range, slurm_time
 
 
@@ -60,6 +60,17 @@ def changing_models(config, what: str):
 
 
 def socket_of(args, config) -> str:
+    """The local socket an admin command talks to. On a host that reaches the daemon only
+    remotely (``[client] remote`` set, no local socket: a login or compute node) it is not a
+    missing socket that is wrong but the host: admin commands run on the daemon's host."""
+    if not args.socket and not os.environ.get("HPCPREDICT_SOCKET") and config.client.remote:
+        local = config.daemon.hook_socket
+        if not (local and os.path.exists(local)) and not os.path.exists(SITE_SOCKET):
+            command = getattr(args, "command", None) or "this command"
+            raise DaemonUnavailable(
+                f"{command} is an admin command: it runs on the daemon's host (the controller), not here. "
+                f"This host reaches the daemon only remotely ([client] remote = {config.client.remote}), "
+                f"which answers `hpcpredict predict` alone; log in to the controller, or pass --socket PATH")
     return resolve_socket(args.socket, config)
 
 
@@ -191,5 +202,9 @@ def reload_daemon(socket_path: str, published=None) -> int:
         return 1
     if reply.errors:
         return 1
-    print("daemon reloaded: the new history is in use", file=sys.stderr)
+    if published is not None:
+        print(f"daemon reloaded: it serves {published.kind} model {published.key} version {published.version}",
+              file=sys.stderr)
+    else:
+        print("daemon reloaded: the new history is in use", file=sys.stderr)
     return 0

@@ -63,6 +63,7 @@ def build_request(script: bytes, sbatch_argv, *, user: str, app: str = "", risk:
 
 def _predict(args) -> int:
     import getpass
+    import sys
 
     from .common import config_of, estimate_lines, message_dict, print_json, print_lines
     from ..client import user_client
@@ -79,8 +80,10 @@ def _predict(args) -> int:
     config = config_of(args)
     with user_client(args.socket, config, timeout=args.timeout) as client:
         estimate = client.predict(request)
-    if args.json:
-        print_json(message_dict(estimate))
+    for warning in opts.warnings:
+        print_lines([f"warning: {warning}"], file=sys.stderr)
+    if args.json:   # the Estimate's keys, and what of the command line the answer was made without
+        print_json({**message_dict(estimate), "warnings": list(opts.warnings)})
     else:
         print_lines(estimate_lines(estimate, opts.time_limit_s))
     return 0

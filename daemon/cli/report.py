@@ -163,14 +163,34 @@ def suggested_times(config, store, rows: list[tuple], *, by: str = "user") -> di
     return latest_suggestions(store, estimate, rows, by)
 
 
-def plot_report(table, path: str, title: str, top: int = 15) -> None:
-    """Hours requested vs used and accuracy (ours vs the requests) of the ``top`` users."""
+def plot_report(table, path: str, title: str, top: int = 15) -> str:
+    """Hours requested vs used and accuracy (ours vs the requests) of the ``top`` rows (the
+    table is sorted by hours requested); what the plot shows, in words ("the 15 users ... of
+    217"). A path matplotlib cannot write (an unknown extension, a missing folder) is one
+    HpcPredictError naming it."""
+    import os
+
     import matplotlib
+
+    from ..errors import HpcPredictError
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    extension = os.path.splitext(path)[1].lower().lstrip(".")
+    formats = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    if extension not in formats:
+        raise HpcPredictError(f"--plot {path}: the extension names the format, one of "
+                              f"{', '.join('.' + name for name in sorted(formats))} (e.g. report.png)")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise HpcPredictError(f"--plot {path}: no folder {folder}")
     shown = table.head(top)
+    rows = f"{table.index.name or 'row'}{'s' if len(table) != 1 else ''}"
+    said = (f"the {len(shown)} {rows} with the most processor-hours requested, of {len(table)}"
+            if len(shown) < len(table) else f"all {len(table)} {rows}")
+    title = f"{title}: {said}"
     names = [str(name) for name in shown.index]
     figure, (hours, accuracy) = plt.subplots(2, 1, figsize=(11, 8), sharex=True)
     positions = range(len(shown))
@@ -190,8 +210,13 @@ def plot_report(table, path: str, title: str, top: int = 15) -> None:
     accuracy.legend()
     accuracy.set_xticks(list(positions), names, rotation=45, ha="right")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    try:
+        figure.savefig(path, dpi=110)
+    except OSError as error:
+        raise HpcPredictError(f"--plot {path}: cannot write it: {error.strerror or error}") from None
+    finally:
+        plt.close(figure)
+    return said
 
 
 def _report(args) -> int:
@@ -232,7 +257,7 @@ def _report(args) -> int:
     if args.plot:
         what = ", ".join(f"{k} {v}" for k, v in (("user", args.user), ("account", args.account),
                                                     ("since", args.since)) if v) or "all jobs"
-        plot_report(table, args.plot, f"hpcpredict report by {args.by} ({what})")
+        plotted = plot_report(table, args.plot, f"hpcpredict report by {args.by} ({what})")
     if args.json:
         records = json.loads(table.reset_index().to_json(orient="records"))
         print_json({"by": args.by, "rows": records, "all": json.loads(overall.to_json()),
@@ -258,5 +283,5 @@ def _report(args) -> int:
           f"{ours}, of the requests {theirs}; processor-hours requested {overall['requested_h']:.0f}, used "
           f"{overall['used_h']:.0f}; killed under our limit: {int(overall['killed_by_our_limit'])}")
     if args.plot:
-        print(f"plot written to {args.plot}")
+        print(f"plot written to {args.plot} ({plotted})")
     return 0

@@ -107,6 +107,26 @@ def ceil_minute(seconds: float) -> int:
     return int(math.ceil(max(seconds, 1.0) / 60.0)) * 60
 
 
+def within_max_time(suggested_s: int, max_time_s: float, partition: str = "") -> tuple[int, str]:
+    """The suggested ``--time`` no longer than the job's partition allows (``max_time_s``: the
+    smallest of its partitions' MaxTime and its QOS's MaxWall, 0 = unlimited): Slurm refuses a
+    longer one. (suggestion, the line saying so; "" when nothing was cut.)
+
+    >>> within_max_time(300, 180, "short")
+    (180, 'suggested --time capped at 00:03:00, the most partition short allows (MaxTime/QOS MaxWall): the job would need 00:05:00 and may be killed there')
+    >>> within_max_time(120, 180)
+    (120, '')
+    """
+    from ..timefmt import slurm_time
+
+    if not max_time_s or suggested_s <= max_time_s:
+        return suggested_s, ""
+    limit = max(60, int(max_time_s // 60) * 60)
+    where = f"partition {partition}" if partition else "the job's partition"
+    return limit, (f"suggested --time capped at {slurm_time(limit)}, the most {where} allows (MaxTime/QOS "
+                   f"MaxWall): the job would need {slurm_time(suggested_s)} and may be killed there")
+
+
 def _sane(seconds: float, site_cap_s: float) -> bool:
     return isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 < seconds <= site_cap_s
 
@@ -220,6 +240,9 @@ def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high
     >>> advise = plan_limits(mode="advise", runtime_s=2500, bound_s=4000, requested_s=14400)
     >>> user_line(advise, runtime_s=2500, bound_s=4000, requested_s=14400)
     'predicted runtime 41.7 min; kept your --time=04:00:00, suggested --time=01:07:00 (advice only: hpcpredict changes no limit here)'
+    >>> same = plan_limits(mode="advise", runtime_s=2500, bound_s=14400, requested_s=14400)
+    >>> user_line(same, runtime_s=2500, bound_s=14400, requested_s=14400)
+    'predicted runtime 41.7 min; kept your --time=04:00:00 (the suggestion; advice only: hpcpredict changes no limit here)'
     """
     from ..timefmt import human, slurm_time
 
@@ -245,8 +268,12 @@ def user_line(change: LimitChange, *, runtime_s: float, low_s: float = 0.0, high
         clamped = change.time_limit_s < max(ceil_minute(bound_s), ceil_minute(floor_s))
         said += " (the partition/QOS maximum)" if clamped else f" (runtime bound{at_risk})"
     elif change.mode == "advise":
-        said += (f"; kept your --time={slurm_time(requested_s)}, " if asked else "; ") + \
-            f"suggested --time={slurm_time(bound_s)} (advice only: hpcpredict changes no limit here)"
+        if asked and slurm_time(requested_s) == slurm_time(bound_s):    # said once: the request is the suggestion
+            said += f"; kept your --time={slurm_time(requested_s)} (the suggestion; advice only: "
+        else:
+            said += (f"; kept your --time={slurm_time(requested_s)}, " if asked else "; ") + \
+                f"suggested --time={slurm_time(bound_s)} (advice only: "
+        said += "hpcpredict changes no limit here)"
     elif change.reason == "bound_not_calibrated":
         said += (f"; kept your --time={slurm_time(requested_s)}, set no --time-min" if asked else
                  f"; set no --time (suggested --time={slurm_time(bound_s)})") + \

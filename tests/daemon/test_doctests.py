@@ -5,8 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["faults", "store.journal", "config", "plugins", "remote_wire", "sources", "suggestion", "cli.report",
-           "policy.controller", "policy.decision", "policy.limits", "policy.scope", "policy.allocation", "cli.job_limits",
-           "listeners.line_json"]
+           "policy.controller", "policy.decision", "policy.limits", "policy.scope", "policy.slurm_defaults", "policy.allocation",
+           "cli.job_limits", "listeners.line_json"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -32,7 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 OVERLAID = ("/etc", "/opt", "/var/lib", "/var/log", "/run", "/usr/local")
 INSTALL_DIRS = ("/opt/hpcpredict", "/etc/hpcpredict", "/var/lib/hpcpredict", "/run/hpcpredict")
 INSTALL_FILES = ("/run/hpcpredictd.pid", "/var/log/hpcpredictd.log", "/usr/local/bin/hpcpredict",
-                 "/usr/local/bin/hpcpredictd", "/etc/cron.d/hpcpredict", "/etc/logrotate.d/hpcpredict-hooks",
+                 "/usr/local/bin/hpcpredictd", "/usr/local/share/man/man1/hpcpredict.1",
+                 "/usr/local/share/man/man1/hpcpredictd.1", "/etc/cron.d/hpcpredict", "/etc/logrotate.d/hpcpredict-hooks",
                  "/etc/systemd/system/hpcpredictd.service",
                  "/etc/systemd/system/hpcpredict-refresh.service", "/etc/systemd/system/hpcpredict-refresh.timer")
 INSTALL_PATHS = INSTALL_DIRS + INSTALL_FILES

@@ -161,6 +161,9 @@ def test_admin_guide_from_clone_to_suggestion_refresh_upgrade_uninstall(in_its_s
         snippet.write_text(snippet.read_text().replace("/etc/slurm", str(SLURM_ETC)))
         sh(blocks["install"])
         assert "/var/log/slurm/hpcpredict-hooks.log " in Path("/etc/logrotate.d/hpcpredict-hooks").read_text()
+        for command in ("hpcpredict", "hpcpredictd"):     # the man pages, written from the installed parsers
+            manual = Path(f"/usr/local/share/man/man1/{command}.1").read_text()
+            assert manual.startswith(f'.TH {command.upper()} "1"') and "usage" not in manual[:200], manual[:300]
         timings["install_s"] = time.monotonic() - clone_at
         # SlurmUser joins no group: the local socket is open to all, and the outcomes stored
         # below from the epilog (run as slurm) show its calls are accepted by uid.
@@ -213,7 +216,8 @@ def test_admin_guide_from_clone_to_suggestion_refresh_upgrade_uninstall(in_its_s
         if os.environ.get("HPCPREDICT_GUIDE_TIMINGS"):
             Path(os.environ["HPCPREDICT_GUIDE_TIMINGS"]).write_text(json.dumps(timings, indent=2))
     for gone in ("/opt/hpcpredict", "/etc/hpcpredict", "/var/lib/hpcpredict", "/usr/local/bin/hpcpredict",
-                 "/etc/logrotate.d/hpcpredict-hooks", str(SLURM_ETC / "hpcpredict")):
+                 "/usr/local/share/man/man1/hpcpredict.1", "/etc/logrotate.d/hpcpredict-hooks",
+                 str(SLURM_ETC / "hpcpredict")):
         assert not os.path.lexists(gone), gone
     with pytest.raises(KeyError):
         pwd.getpwnam("hpcpredict")
