@@ -76,6 +76,8 @@ class DaemonConfig:
     socket_mode: int = 0o600
     # The local socket (line-JSON, every method): the kernel says who calls (SO_PEERCRED), so
     # everyone may connect and each call is checked against its caller (README "Who may call what").
+    # Its keys keep the name sites' files and the hooks' settings use (hook_socket): the listener
+    # is the local socket (daemon/listeners/local_socket.py), the hooks are but some of its callers.
     hook_socket: str = "{data_dir}/hook.sock"     # "" = off
     hook_socket_mode: int = 0o666
     workers: int = 2                              # Python threads answering calls; more only adds GIL contention
@@ -199,6 +201,11 @@ class PolicyConfig:
 
 @dataclass(frozen=True)
 class LimitsConfig:
+    """``[limits]``: the bounds on one request's size and cost (bytes, counts), checked at the
+    listeners and in jobspec before the request is parsed or predicted. Not a job's time limits:
+    those are what ``[policy]`` decides (daemon/policy/). The section keeps its name (sites'
+    files say ``[limits]``); code that holds it names it ``bounds`` where it can."""
+
     max_script_bytes: int = 1 << 20
     max_inputs: int = 512
     max_text_bytes: int = 4096                    # any single string field, each argv word, each environment key and value

@@ -32,7 +32,8 @@ from .buildinfo import VersionAction
 from .config import Config, load_config
 from .engine import PredictionEngine
 from .errors import ConfigError, HpcPredictError
-from .listeners import HookServer, Metrics, MetricsServer, RemoteServer, grpc_server, set_serving, start_metrics_server
+from .listeners import (LocalSocketServer, Metrics, MetricsServer, RemoteServer, grpc_server, set_serving,
+                        start_metrics_server)
 from .registry import ModelRegistry
 from .service import PredictionService
 from .store import open_store
@@ -158,7 +159,7 @@ class Daemon:
         if self.grpc_error:
             self.engine.faults.set("grpc", "listen", self.grpc_error)
             logger.error("gRPC socket not served: %s", self.grpc_error)
-        self.hook_server: HookServer | None = None
+        self.local_socket: LocalSocketServer | None = None
         self.remote_server: RemoteServer | None = None
         self.metrics_server: MetricsServer | None = None
         self.metrics_port: int | None = None
@@ -169,8 +170,8 @@ class Daemon:
     def serving_on(self) -> str:
         return f"unix:{self.socket_path}" if not self.grpc_error else f"{self.config.daemon.hook_socket} only (no gRPC)"
 
-    def _start_hook_server(self, daemon_cfg) -> HookServer:
-        return HookServer(
+    def _start_local_socket(self, daemon_cfg) -> LocalSocketServer:
+        return LocalSocketServer(
             daemon_cfg.hook_socket, self.service, user_line_bytes=daemon_cfg.user_line_bytes,
             max_connections=daemon_cfg.max_connections, reserved_connections=daemon_cfg.reserved_connections,
             max_connections_per_user=daemon_cfg.max_connections_per_user, on_fatal=self._local_socket_died,
@@ -222,7 +223,7 @@ class Daemon:
                           f"nothing to serve")
         if daemon_cfg.hook_socket:
             try:
-                self.hook_server = self._start_hook_server(daemon_cfg)
+                self.local_socket = self._start_local_socket(daemon_cfg)
             except OSError as error:
                 also = f"; gRPC socket {self.grpc_error}" if self.grpc_error else ""
                 raise OSError(f"local socket {daemon_cfg.hook_socket}: {error.strerror or error}{also}") from error
@@ -294,7 +295,7 @@ class Daemon:
         """<data_dir>/hpcpredictd.json: where this daemon listens (for admins, tests, scripts)."""
         remote = self.remote_server.address if self.remote_server else None
         info = {"pid": os.getpid(), "socket": self.socket_path,
-                "hook_socket": self.config.daemon.hook_socket if self.hook_server else "",
+                "hook_socket": self.config.daemon.hook_socket if self.local_socket else "",
                 "remote": "%s:%d" % remote if remote else "",
                 "metrics_port": self.metrics_port, "started": time.time()}
         path = Path(self.config.data_dir) / "hpcpredictd.json"
@@ -350,8 +351,8 @@ class Daemon:
         self.engine.slurm_defaults.stop()
         grace = self.config.daemon.grace_s if grace is None else grace
         self.health.enter_graceful_shutdown()   # Check and Watch say NOT_SERVING while we drain
-        if self.hook_server is not None:
-            self.hook_server.stop(grace)
+        if self.local_socket is not None:
+            self.local_socket.stop(grace)
         if self.remote_server is not None:
             self.remote_server.stop(grace)
         self.server.stop(grace).wait()

@@ -7,7 +7,7 @@
 - ``epilog_slurmctld.py``  EpilogSlurmctld: ReportRuntimeFeatures (the job's features file),
                            then ReportOutcome (state from sacct when it answers).
 - ``features_file.py``     where a job's runtime-features file lives; reading it safely.
-- ``hookclient.py``        the scripts' standard-library client of the hook socket.
+- ``hookclient.py``        the scripts' standard-library client of the local socket.
 - ``slurmjob.py``          how those scripts read a job (never from text a user wrote), and
                            pure helpers to build their requests.
 

@@ -7,7 +7,7 @@ slurmctld shows at this moment is incomplete (the state reads COMPLETING; a job 
 running looks completed), so the script takes a snapshot right away (``slurmjob.read_job``:
 never from text the user wrote), returns at once, and a
 detached child waits up to ``outcome_wait_s`` for ``sacct --json`` to have the final record
-(accounting arrives asynchronously), then calls ReportOutcome over the hook socket with
+(accounting arrives asynchronously), then calls ReportOutcome over the local socket with
 sacct's state when it came, the snapshot's otherwise. ``outcome_wait_s = 0`` reports the
 snapshot immediately (sites without slurmdbd). While the daemon cannot be reached (a restart)
 the child retries for ``outcome_retry_s``. ``hpcpredict refresh`` later re-reads

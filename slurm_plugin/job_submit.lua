@@ -2,7 +2,7 @@
 --
 -- Installed next to slurm.conf. For every batch job it sends the job description (the start of
 -- the script, argv, resources, time limit and --time-min, the partition's MaxTime and
--- DefaultTime, identity) to hpcpredictd's hook socket as one JSON line, reads one JSON line back
+-- DefaultTime, identity) to hpcpredictd's local socket as one JSON line, reads one JSON line back
 -- (an Estimate) and applies the limits the daemon decided (daemon/policy/, in the
 -- daemon's [policy] mode: soft, bound or advise). This file decides nothing; it only guards:
 --   * a limit is set only when it is finite, a whole number of minutes, not above the site cap,

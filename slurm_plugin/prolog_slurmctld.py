@@ -5,7 +5,7 @@ Runs on the controller as SlurmUser when a job is allocated, with the job's iden
 environment (SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_USER, SLURM_JOB_NODELIST...) but no PATH
 and no SLURM_CONF (``hpcpredict-hooks.conf`` names them). It reads the job
 (``slurmjob.read_job``: never from text the user wrote; ``scontrol write batch_script``), calls
-PredictAtAllocation over the daemon's hook socket (the daemon stores the refined estimate with
+PredictAtAllocation over the daemon's local socket (the daemon stores the refined estimate with
 the job id, which also links the outcome when AdminComment lost our field), and writes the
 suggestion for the job's output into our field of AdminComment (``{hpcpredict=...}``; the rest
 of AdminComment is kept), where the TaskProlog reads it.

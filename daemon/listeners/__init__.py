@@ -1,7 +1,7 @@
 """The daemon's listeners: where calls come in, each with its own rule for who is calling.
 
 - :mod:`.local_socket`: the local socket (a Unix socket, JSON lines; the caller named by the
-  kernel, SO_PEERCRED), where Slurm's hooks, the CLI and users call (:class:`HookServer`);
+  kernel, SO_PEERCRED), where Slurm's hooks, the CLI and users call (:class:`LocalSocketServer`);
 - :mod:`.remote`: the remote listener (TCP; the caller named by MUNGE, frames of
   :mod:`hpcpredict.daemon.remote_wire`) for users on other hosts (:class:`RemoteServer`,
   the credentials it accepted :class:`SeenCredentials`);
@@ -19,9 +19,9 @@ prometheus_client. The rest of the project imports from here, not from the modul
 (tests/daemon/test_layering.py).
 """
 from .grpc_adapter import grpc_server, set_serving
-from .local_socket import HookServer
+from .local_socket import LocalSocketServer
 from .metrics import Metrics, MetricsServer, start_metrics_server
 from .remote import RemoteServer, SeenCredentials
 
-__all__ = ["HookServer", "Metrics", "MetricsServer", "RemoteServer", "SeenCredentials", "grpc_server",
+__all__ = ["LocalSocketServer", "Metrics", "MetricsServer", "RemoteServer", "SeenCredentials", "grpc_server",
            "set_serving", "start_metrics_server"]

@@ -1,6 +1,6 @@
 """The mechanics the daemon's small socket servers share: one thread, one ``selectors`` loop.
 
-The hook socket (:mod:`.local_socket`), the remote listener (:mod:`.remote`) and the metrics
+The local socket (:mod:`.local_socket`), the remote listener (:mod:`.remote`) and the metrics
 endpoint (:mod:`.metrics`) each serve many short connections from one thread, so a slow client
 holds no thread. What they share is here: the listener, the wake-up pair other threads use to
 interrupt the wait, accepts (paused, not spun on, while descriptors run out), which events a

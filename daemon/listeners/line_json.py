@@ -11,8 +11,9 @@ The local socket (:mod:`.local_socket`) reads it as a line, the remote listener
 message to the same service with the caller's uid. What they share is here: the RPCs and their
 request messages (:data:`REQUESTS`, read from the proto's service, so an RPC added there is
 served by both), the envelope (:func:`read_envelope`), the item counts checked before a message
-is built (:func:`too_many_items`, ``[limits]``), parsing (:func:`parse_request`), the call and
-its reply object (:func:`call`) and the reply's bytes (:func:`encode`, :data:`BUSY_REPLY`).
+is built (:func:`too_many_items`, against the ``[limits]`` section's bounds on a request),
+parsing (:func:`parse_request`), the call and its reply object (:func:`call`) and the reply's
+bytes (:func:`encode`, :data:`BUSY_REPLY`).
 What is each listener's own stays with it: who the caller is, which calls it may make before
 anything of its request is parsed, how a refusal is counted.
 
@@ -84,10 +85,11 @@ def read_envelope(data: bytes, listed: Iterable[str]) -> tuple[str, dict]:
     return method, body
 
 
-def parse_request(method: str, body: dict, limits, privileged: bool):
+def parse_request(method: str, body: dict, bounds, privileged: bool):
     """The request message of ``method`` from its JSON ``body``, its item counts checked first
-    (:func:`too_many_items`); Refused when it has too many items or does not parse."""
-    too_many = too_many_items(body if method == "Predict" else body.get("request"), limits, privileged)
+    (:func:`too_many_items` against ``bounds``, the ``[limits]`` section); Refused when it has
+    too many items or does not parse."""
+    too_many = too_many_items(body if method == "Predict" else body.get("request"), bounds, privileged)
     if too_many:
         raise Refused({"ok": False, "error": too_many, "code": "INVALID_ARGUMENT"}, "limits")
     try:
@@ -112,14 +114,15 @@ def call(service, method: str, request, caller_uid: int | None, origin: str, det
         response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)}
 
 
-def too_many_items(request, limits, privileged: bool) -> str:
-    """Why the JobRequest ``request`` (a parsed JSON object) has more items than [limits] allow
-    ("" = it does not): len() of each list and map, before any of them is turned into a message
-    (that costs microseconds per item). The same rules as jobspec's, checked earlier."""
+def too_many_items(request, bounds, privileged: bool) -> str:
+    """Why the JobRequest ``request`` (a parsed JSON object) has more items than ``bounds`` (the
+    ``[limits]`` section: a request's size, not a job's time limits) allow ("" = it does not):
+    len() of each list and map, before any of them is turned into a message (that costs
+    microseconds per item). The same rules as jobspec's, checked earlier."""
     if not isinstance(request, dict):
         return ""
-    for name, limit, what in (("argv", limits.max_inputs, "arguments"), ("inputs", limits.max_inputs, "inputs"),
-                              ("environment", limits.max_environment, "variables")):
+    for name, limit, what in (("argv", bounds.max_inputs, "arguments"), ("inputs", bounds.max_inputs, "inputs"),
+                              ("environment", bounds.max_environment, "variables")):
         items = request.get(name)
         if isinstance(items, (list, dict)) and len(items) > limit:
             return f"{name}: {len(items)} {what} exceed the limit {limit}"
@@ -128,7 +131,7 @@ def too_many_items(request, limits, privileged: bool) -> str:
         grid, messages = comm.get("grid"), comm.get("messages")
         if isinstance(grid, list) and len(grid) > _MAX_GRID:
             return f"comm.grid: at most {_MAX_GRID} dimensions"
-        limit = limits.max_messages if privileged else min(limits.max_messages, USER_MAX_MESSAGES)
+        limit = bounds.max_messages if privileged else min(bounds.max_messages, USER_MAX_MESSAGES)
         if isinstance(messages, list) and len(messages) > limit:
             return f"comm.messages: {len(messages)} messages exceed the limit {limit}"
     return ""

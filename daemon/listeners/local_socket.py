@@ -57,7 +57,7 @@ two threads taking turns on one interpreter lock wait for each other's switch in
 
 Example (``service`` is the daemon's ``PredictionService``)::
 
-    server = HookServer("/run/hpcpredict/hook.sock", service)
+    server = LocalSocketServer("/run/hpcpredict/hook.sock", service)
     server.start()
     ...
     server.stop(grace=2.0)
@@ -118,7 +118,7 @@ class _Connection(Connection):
         self.close_when_sent = False
 
 
-class HookServer(SelectorServer):
+class LocalSocketServer(SelectorServer):
     """Serve every RPC of ``service`` as JSON lines on the Unix socket ``path``."""
 
     name = "local socket"
@@ -160,7 +160,7 @@ class HookServer(SelectorServer):
         self._tick = 0.0
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "HookServer":
+    def start(self) -> "LocalSocketServer":
         """Bind the socket (replacing a stale one), start the workers and serve from a daemon thread."""
         directory = os.path.dirname(self.path) or "."
         os.makedirs(directory, exist_ok=True)

@@ -68,7 +68,7 @@ from ..config import host_port
 from .connections import READ_BYTES, Connection, SelectorServer, listening_socket, refuse, send_best_effort
 from .line_json import BUSY_REPLY, Refused, encode
 from ..remote_wire import HEADER_BYTES, MAGIC, UNSIGNED, FrameError, frame, parse_header, reply_digest, request_digest
-from ..service import ANYONE, METHODS as RULES
+from ..service import ANYONE, METHODS as WHO_MAY_CALL
 
 if TYPE_CHECKING:
     from ..service import PredictionService
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: The calls served remotely: those anyone may make. The rest are refused before any work.
-REMOTE_METHODS = frozenset(name for name, (_, who) in RULES.items() if who == ANYONE)
+REMOTE_METHODS = frozenset(name for name, (_, who) in WHO_MAY_CALL.items() if who == ANYONE)
 _LISTED = tuple(sorted(REMOTE_METHODS))   # what a request naming no RPC is told
 _TICK = 0.1
 _ACCEPTS_PER_ROUND = 32

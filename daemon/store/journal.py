@@ -1,7 +1,7 @@
 """Prediction records off Predict's path, without losing one: a memory-mapped journal.
 
 A single-row SQLite transaction per Predict takes the WAL locks and writes its pages while
-the caller waits; on the hook socket, under load, that holds a hook worker long enough that
+the caller waits; on the local socket, under load, that holds a hook worker long enough that
 more submissions are turned away as busy and p99 doubles (``python -m benchmarks run journal``
 compares both on the same machine, interleaved). Here the row is copied into a file mapped with ``MAP_SHARED``
 instead: once the copy is done the bytes are in the kernel's page cache, so a ``kill -9`` of

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcpredict.daemon.listeners import HookServer
+from hpcpredict.daemon.listeners import LocalSocketServer
 from hpcpredict.slurm_plugin import hookclient
 from tests.daemon.daemonproc import DaemonProcess
 
@@ -130,7 +130,7 @@ def test_hookclient_reports_refusal_and_missing_socket(daemon, tmp_path):
 
 @pytest.fixture
 def private_server(daemon, tmp_path):
-    """A second HookServer in this process, on the service of an in-process daemon, so its
+    """A second LocalSocketServer in this process, on the service of an in-process daemon, so its
     limits (line size, workers) can be set small."""
     from hpcpredict.daemon.config import load_config
     from hpcpredict.daemon.server import Daemon
@@ -142,7 +142,7 @@ def private_server(daemon, tmp_path):
     servers = []
 
     def make(**options):
-        server = HookServer(str(tmp_path / f"h{len(servers)}.sock"), inner.service, **options).start()
+        server = LocalSocketServer(str(tmp_path / f"h{len(servers)}.sock"), inner.service, **options).start()
         servers.append(server)
         return server
     yield make
@@ -227,7 +227,7 @@ def test_stop_removes_socket_and_second_server_refuses_live_socket(private_serve
 
     server = private_server()
     with pytest.raises(OSError, match="in use"):
-        HookServer(server.path, server.service).start()
+        LocalSocketServer(server.path, server.service).start()
     server.stop(0.5)
     assert not os.path.exists(server.path)
 

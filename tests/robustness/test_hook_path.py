@@ -222,7 +222,7 @@ def _health(daemon) -> int:
 
 
 def test_an_exception_in_the_loop_does_not_close_the_listener(in_process):
-    server = in_process.hook_server
+    server = in_process.local_socket
     errors = in_process.metrics.local_socket_errors
     before = errors._value.get()
     broken = {"accept": 1, "read": 1}
@@ -252,7 +252,7 @@ def test_an_exception_in_the_loop_does_not_close_the_listener(in_process):
 
 
 def test_a_loop_that_cannot_go_on_turns_health_not_serving(in_process):
-    server = in_process.hook_server
+    server = in_process.local_socket
 
     def select(timeout=None):
         raise OSError(errno.EBADF, "injected: the selector is gone")
@@ -269,7 +269,7 @@ def test_main_exits_non_zero_when_the_local_socket_dies(tmp_path, monkeypatch):
 
     def turn(self):
         raise OSError(errno.EBADF, "injected")
-    monkeypatch.setattr(listeners.HookServer, "_turn", turn)
+    monkeypatch.setattr(listeners.LocalSocketServer, "_turn", turn)
     for key, value in {"HPCPREDICT_DATA_DIR": str(tmp_path / "d"), "HPCPREDICT_CONFIG_PATH": "",
                        "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_MODELS_BUNDLED": "false"}.items():
         monkeypatch.setenv(key, value)
