@@ -82,7 +82,7 @@ def _libmunge():
                                      ctypes.POINTER(ctypes.c_uint32)]
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.free.argtypes = [ctypes.c_void_p]
-        lib.free = libc.free
+        setattr(lib, "free", libc.free)   # libc's free beside libmunge's functions (a CDLL types only its own)
         _lib = lib
     return _lib
 

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 # mypy 2.4 (the release pyproject.toml pins): errors `mypy --check-untyped-defs` reports in this
 # checkout. The budget only goes down: fixing errors means lowering it in the same commit, and a
 # change that adds one fixes it (or another) instead of raising the budget.
-ERROR_BUDGET = 16
+ERROR_BUDGET = 1
 
 _FOUND = re.compile(r"^Found (\d+) errors? in \d+ files?", re.MULTILINE)
 
@@ -69,7 +69,7 @@ def test_mypy_follows_the_request_path(tmp_path):
     caller.write_text(_SEAMS)
     run = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
                           "--check-untyped-defs", str(caller)], cwd=REPO, capture_output=True, text=True, timeout=600)
-    flagged = sorted({int(line.split(":")[1]) for line in run.stdout.splitlines()
-                      if line.startswith(str(caller)) and ": error:" in line})
+    # by file name: mypy's cache may name the file where an earlier run of this test wrote it
+    flagged = sorted({int(found.group(1)) for found in re.finditer(r"seams\.py:(\d+): error:", run.stdout)})
     expected = [n for n, line in enumerate(_SEAMS.splitlines(), 1) if "# error:" in line]
     assert len(expected) == 4 and flagged == expected, run.stdout

@@ -13,6 +13,7 @@ True
 """
 from __future__ import annotations
 
+from numbers import Real
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -71,7 +72,7 @@ class InputEncoder:
                 vector[start] = np.nan if cats is None else 0.0
                 continue
             if cats is None:
-                if isinstance(value, str):
+                if not isinstance(value, Real):   # a word (or anything else) is no number
                     if name in needed_set:
                         return None
                     vector[start] = np.nan

@@ -118,16 +118,17 @@ class SingleVariable:
         scale = np.abs(prods).max(axis=0)
         scale[scale == 0] = 1.0
         prods = prods / scale
-        best = (np.inf, None, None)
+        best: tuple[float, tuple[int, int, int] | None, np.ndarray | None] = (np.inf, None, None)
         for combo in itertools.combinations(range(len(pairs)), 3):
             design = np.column_stack([np.ones(len(y)), prods[:, combo]])
             coef, *_ = np.linalg.lstsq(design / y[:, None], np.ones_like(y), rcond=None)
             err = float(np.mean(np.abs(design @ coef - y) / y))
             if err < best[0]:
                 best = (err, combo, coef)
-        _, combo, coef = best
-        self.terms_ = [list(pairs[c]) for c in combo]
-        self.coef_ = [float(coef[0])] + [float(c / scale[i]) for c, i in zip(coef[1:], combo)]
+        _, chosen, coef = best
+        assert chosen is not None and coef is not None   # _TRANSFORMS gives more than 3 pairs
+        self.terms_ = [list(pairs[c]) for c in chosen]
+        self.coef_ = [float(coef[0])] + [float(c / scale[i]) for c, i in zip(coef[1:], chosen)]
         return self
 
     def predict(self, X, names):

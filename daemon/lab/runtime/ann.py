@@ -82,7 +82,7 @@ class ANNEnsemble(LogNormalPredictions, RegressorMixin, BaseEstimator):
             copies = np.maximum(1, np.round(weights[train] / weights[train].min())).astype(int)
             copies = np.minimum(copies, 20)
             Z_train, t_train = np.repeat(Z_train, copies, axis=0), np.repeat(t_train, copies)
-        best = (np.inf, None)
+        best: tuple[float, tuple[list[np.ndarray], list[np.ndarray]] | None] = (np.inf, None)
         since_best = 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)

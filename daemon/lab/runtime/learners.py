@@ -38,7 +38,7 @@ def register_learner(name: str, served: type[ServedPredictor] | None = None) -> 
         raise ValueError(f"learner {name!r} served by the predictor of {served.learner!r}")
 
     def register(cls: type) -> type:
-        cls.served = served
+        setattr(cls, "served", served)   # read back by packing.py (getattr: any class may be a learner)
         return LEARNERS.register(name)(cls)
     return register
 

@@ -28,6 +28,8 @@ The ridge fits are cheap, and cross-validation for the learner choice skips cali
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import RidgeCV
@@ -50,6 +52,11 @@ def runtime_tags(tags):
 class LogNormalPredictions:
     """``predict`` and ``predict_interval`` of a learner whose ``predict_log_dist(X)`` gives the
     centre and scale of log runtime, its intervals calibrated by ``calibration_scores_``."""
+
+    if TYPE_CHECKING:   # what the learner taking this mixin defines
+        calibration_scores_: np.ndarray
+
+        def predict_log_dist(self, X) -> tuple[np.ndarray, np.ndarray]: ...
 
     def predict(self, X):
         return np.exp(self.predict_log_dist(X)[0])

@@ -232,14 +232,15 @@ class StartupStepsRuntime(LogNormalPredictions, RegressorMixin, BaseEstimator):
         steps, penalty = candidates[0], (CHOICE_PENALTY if CHOICE_PENALTY in penalties else penalties[0])
         interactions = options[0]
         if folds and len(candidates) > 1:
-            errors = {column: self._cv_error(X, y, groups, folds, column, penalty, interactions) for column in candidates}
-            steps = min(errors, key=errors.get)
+            by_column = {column: self._cv_error(X, y, groups, folds, column, penalty, interactions)
+                         for column in candidates}
+            steps = min(by_column, key=by_column.__getitem__)
         if folds and len(options) > 1:
-            errors = {option: self._cv_error(X, y, groups, folds, steps, penalty, option) for option in options}
-            interactions = min(errors, key=errors.get)
+            by_option = {option: self._cv_error(X, y, groups, folds, steps, penalty, option) for option in options}
+            interactions = min(by_option, key=by_option.__getitem__)
         if folds and len(penalties) > 1:
-            errors = {p: self._cv_error(X, y, groups, folds, steps, p, interactions) for p in penalties}
-            penalty = min(errors, key=errors.get)
+            by_penalty = {p: self._cv_error(X, y, groups, folds, steps, p, interactions) for p in penalties}
+            penalty = min(by_penalty, key=by_penalty.__getitem__)
         self.steps_column_, self.penalty_, self.interactions_ = int(steps), float(penalty), interactions
         self.steps_name_ = str(feature_names[steps]) if feature_names is not None else f"x{steps}"
         (self.fill_, self.log_columns_, self.startup_pairs_, self.step_pairs_, self.startup_coef_,
