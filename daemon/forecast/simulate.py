@@ -177,6 +177,7 @@ class _Plan:
             pending.append(SimJob(seq, job.job_id, self.now, job.cpus, work, limit, limit, job.time_min_s or 0.0))
         running = []
         for index, job in enumerate(self.running, start=len(self.pending)):
+            assert job.start_s is not None       # self.running holds the started jobs only
             limit = _limit(job)
             elapsed = max(0.0, self.now - job.start_s)
             work = draw(job, limit, min(elapsed, limit))

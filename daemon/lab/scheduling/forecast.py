@@ -108,10 +108,11 @@ def evaluate_forecast(records: Iterable[JobRecord], procs: int, *, policy: str =
     outcomes = simulate(jobs, procs, SLURM_BF_RESOLUTION_S, slurm, soft_limit, observe=observe)
     actual = {o.job.seq: o.start_s for o in outcomes}
     rows = [(now, actual[seq], f) for seq, (now, f) in forecasts.items()]
-    scores = {"policy": policy, "slurm_release": slurm, "planning_rule": facts.rule, "runs": runs,
-              "sampled_every": every, "spread": spread,
-              "correlation": USER_CORRELATION if correlation is None else correlation, "seed": seed, "long_wait_s": LONG_WAIT_S,
-              "n": len(rows), "n_jobs": len(jobs), "not_forecast_queue_too_large": too_large, "procs": procs, "simplifies": SIMPLIFIES}
+    scores: dict = {"policy": policy, "slurm_release": slurm, "planning_rule": facts.rule, "runs": runs,
+                    "sampled_every": every, "spread": spread,
+                    "correlation": USER_CORRELATION if correlation is None else correlation, "seed": seed,
+                    "long_wait_s": LONG_WAIT_S, "n": len(rows), "n_jobs": len(jobs),
+                    "not_forecast_queue_too_large": too_large, "procs": procs, "simplifies": SIMPLIFIES}
     classes = {"short": [r for r in rows if r[1] - r[0] < LONG_WAIT_S],
                "long": [r for r in rows if r[1] - r[0] >= LONG_WAIT_S]}
     for method in ("hpcpredict", "slurm"):
