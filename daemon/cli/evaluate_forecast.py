@@ -89,13 +89,7 @@ def _print_table(trace: str, scores: dict) -> None:
     from .common import output_console
 
     every = scores["sampled_every"]
-    table = Table(title=f"Start-time forecast in the replay: {trace}, {scores['procs']} processors, Slurm "
-                        f"{scores['slurm_release']} (rule {scores['planning_rule']}), policy {scores['policy']}",
-                  caption=f"{scores['n']} waiting jobs forecast at their submission ("
-                          + ("every one" if every == 1 else f"every {every}th submission") +
-                          f") of {scores['n_jobs']}, {scores['runs']} runs each, spread x{scores['spread']:g}; "
-                          f"short/long: waited under/over {scores['long_wait_s'] / 3600:g} h. "
-                          f"Simplifies: {scores['simplifies']}.")
+    table = Table(title="Start-time forecast at each submission, against the actual start in the replay")
     table.add_column("method", no_wrap=True)
     for column in ("median |error| min", "80% coverage", "short: |error| min", "short: cov", "short n",
                    "long: |error| min", "long: cov", "long n"):
@@ -106,4 +100,16 @@ def _print_table(trace: str, scores: dict) -> None:
         table.add_row(label, _minutes(s["median_abs_error_s"]), _share(s["coverage80"]),
                       _minutes(short["median_abs_error_s"]), _share(short["coverage80"]), str(short["n"]),
                       _minutes(long_["median_abs_error_s"]), _share(long_["coverage80"]), str(long_["n"]))
-    output_console().print(table)
+    console = output_console()
+    console.print(table)
+    policy = "users' own limits (today's Slurm)" if scores["policy"] == "user" else "hpcpredict's default policy"
+    console.print(f"trace {trace}, {scores['procs']} processors")
+    console.print(f"Slurm {scores['slurm_release']}, rule {scores['planning_rule']}")
+    console.print(f"policy {scores['policy']}: {policy}")
+    console.print(f"{scores['n']} waiting jobs forecast of {scores['n_jobs']} submitted, "
+                  + ("at every submission" if every == 1 else f"at every {every}th submission")
+                  + f"; {scores['runs']} runs each; spread x{scores['spread']:g}, "
+                    f"user correlation {scores['correlation']:g}")
+    console.print(f"short / long: waited under / from {scores['long_wait_s'] / 3600:g} h; "
+                  "|error| = median absolute error, minutes; cov = share of actual starts in the 80 % interval")
+    console.print(f"the forecast simplifies: {scores['simplifies']}")

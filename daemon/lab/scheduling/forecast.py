@@ -30,7 +30,7 @@ from typing import Callable, Iterable
 
 from ...errors import InvalidRequest
 from ...forecast import QueuedJob, QueueSnapshot, belief_from_interval
-from ...forecast.simulate import MAX_JOBS, MAX_RUNS, forecast_start
+from ...forecast.simulate import MAX_JOBS, MAX_RUNS, USER_CORRELATION, forecast_start
 from ...records import JobRecord
 from ...scheduling import DEFAULT_RELEASE, SLURM_BF_RESOLUTION_S, planning_rule, simulate
 from .policies import POLICIES, online_predictions, replay_facts, soft_risk_for
@@ -45,7 +45,7 @@ SIMPLIFIES = ("one pool of interchangeable CPUs (no partitions, no node placemen
 
 def evaluate_forecast(records: Iterable[JobRecord], procs: int, *, policy: str = "user", risk: float = 0.03,
                       slurm: str = DEFAULT_RELEASE, soft_limit: bool | None = None, runs: int = 32,
-                      every: int = 1, seed: int = 0, spread: float = 1.0,
+                      every: int = 1, seed: int = 0, spread: float = 1.0, correlation: float | None = None,
                       progress: Callable[[int, int], None] | None = None) -> dict:
     """The forecast's scores on one replay (see the module's docstring). ``spread``: every
     belief's ``log_sigma`` multiplied by it (1: as the stored interval says)."""
@@ -102,15 +102,17 @@ def evaluate_forecast(records: Iterable[JobRecord], procs: int, *, policy: str =
             return
         picture = snapshot(now, queue, running)
         for seq in sorted(waiting):
-            forecast = forecast_start(picture, str(seq), runs=runs, seed=seed + seq)
+            forecast = forecast_start(picture, str(seq), runs=runs, seed=seed + seq, correlation=correlation)
             forecasts[seq] = (now, forecast)
 
     outcomes = simulate(jobs, procs, SLURM_BF_RESOLUTION_S, slurm, soft_limit, observe=observe)
     actual = {o.job.seq: o.start_s for o in outcomes}
     rows = [(now, actual[seq], f) for seq, (now, f) in forecasts.items()]
-    scores = {"policy": policy, "slurm_release": slurm, "planning_rule": facts.rule, "runs": runs,
-              "sampled_every": every, "spread": spread, "seed": seed, "long_wait_s": LONG_WAIT_S,
-              "n": len(rows), "n_jobs": len(jobs), "not_forecast_queue_too_large": too_large, "procs": procs, "simplifies": SIMPLIFIES}
+    scores: dict = {"policy": policy, "slurm_release": slurm, "planning_rule": facts.rule, "runs": runs,
+                    "sampled_every": every, "spread": spread,
+                    "correlation": USER_CORRELATION if correlation is None else correlation, "seed": seed,
+                    "long_wait_s": LONG_WAIT_S, "n": len(rows), "n_jobs": len(jobs),
+                    "not_forecast_queue_too_large": too_large, "procs": procs, "simplifies": SIMPLIFIES}
     classes = {"short": [r for r in rows if r[1] - r[0] < LONG_WAIT_S],
                "long": [r for r in rows if r[1] - r[0] >= LONG_WAIT_S]}
     for method in ("hpcpredict", "slurm"):
