@@ -206,6 +206,7 @@ class Daemon:
     def start(self) -> "Daemon":
         self.service.reload()
         self.engine.policy_mode.start()   # reads the controller's SchedulerParameters off the request path
+        self.service.forecast.start()     # reads the queue and forecasts it off the request path
         # The models and the history replay are a few million long-lived objects: out of the
         # cyclic collector's sight, a full collection no longer walks them (a 100+ ms pause
         # that landed on whichever call was running).
@@ -349,6 +350,7 @@ class Daemon:
             return
         self._stopped.set()
         self.engine.policy_mode.stop()
+        self.service.forecast.stop()
         grace = self.config.daemon.grace_s if grace is None else grace
         self.health.enter_graceful_shutdown()   # Check and Watch say NOT_SERVING while we drain
         if self.hook_server is not None:

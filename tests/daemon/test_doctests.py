@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["faults", "journal", "config", "plugins", "remote_wire", "sources", "suggestion", "cli.report",
-           "policy.controller", "policy.decision", "policy.limits", "policy.scope", "policy.allocation", "cli.job_limits"]
+           "policy.controller", "policy.decision", "policy.limits", "policy.scope", "policy.allocation", "cli.job_limits",
+           "commands", "forecast.queue", "cli.when"]
 
 
 @pytest.mark.parametrize("name", MODULES)
