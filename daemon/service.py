@@ -47,6 +47,7 @@ from .faults import FaultBoard
 from .forecast import when as forecast_when
 from .forecast.belief import belief_from_interval
 from .forecast.keeper import ForecastKeeper, stored_belief
+from .policy.controller import PolicyMode
 from .jobspec import job_spec_from_request, stored_request
 from .quotas import ROW_BYTES, StoreCap, StoredBytesBudget
 from .records import JobRecord
@@ -178,10 +179,12 @@ class PredictionService:
         writer_budget = config.store.writer_stored_kib_per_hour << 10
         self.writer_budget = StoredBytesBudget(writer_budget) if writer_budget else None
         self.store_cap = StoreCap(store.files(), config.store.max_store_mib << 20, config.store.min_free_mib << 20)
+        # A policy mode that needs no controller leaves its facts (the cluster's size) unread: the
+        # forecast then reads its own copy, never the facts the limits are decided on.
+        controller = engine.policy_mode if engine.policy_mode.needs_controller else PolicyMode(config.policy)
         self.forecast = ForecastKeeper(
-            config.forecast, facts=engine.policy_mode.facts, belief_of=self._belief_of,
-            # a policy mode that needs no controller leaves the facts (the cluster's size) unread
-            refresh_facts=None if engine.policy_mode.needs_controller else engine.policy_mode.refresh,
+            config.forecast, facts=controller.facts, belief_of=self._belief_of,
+            refresh_facts=None if controller is engine.policy_mode else controller.refresh,
             facts_every_s=config.policy.controller_check_s)
         # Past the cap the hooks' rows keep a compact request: no environment, no script, inputs kept.
         self._compact_limits = replace(self.limits, stored_request_bytes=min(16384, self.limits.stored_request_bytes),

@@ -104,9 +104,11 @@ class ForecastKeeper:
             if str(error) != self._error:       # once per change, not every interval
                 logger.warning("start-time forecast not refreshed: %s", error)
             self._error = str(error)
-        except Exception as error:              # a bug: logged, the thread goes on
-            logger.exception("start-time forecast failed")
-            self._error = f"internal error: {type(error).__name__}"
+        except Exception as error:              # a bug: logged (once per kind), the thread goes on
+            message = f"internal error: {type(error).__name__}"
+            if message != self._error:
+                logger.exception("start-time forecast failed")
+            self._error = message
 
     def _read(self) -> Kept:
         if self._refresh_facts is not None and time.monotonic() - self._facts_read > self._facts_every_s:
