@@ -94,19 +94,26 @@ def parse_squeue(text: str) -> list[SlurmJob]:
     for index, (start, _) in enumerate(starts):
         end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
         record = text[start:end]
-        jobs.append(_job(record[:-1] if record.endswith("\n") else record, text.count("\n", 0, start) + 1))
+        try:
+            jobs.append(_job(record[:-1] if record.endswith("\n") else record))
+        except _BadRecord as error:    # the line is counted only for the message
+            raise QueueError(f"squeue output line {text.count(chr(10), 0, start) + 1}{error}") from None
     return jobs
 
 
-def _job(record: str, line: int) -> SlurmJob:
+class _BadRecord(ValueError):
+    pass
+
+
+def _job(record: str) -> SlurmJob:
     parts = record.split("|", len(FIELDS))
     if len(parts) != len(FIELDS) + 1 or "\n" in "|".join(parts[:-1]):
-        raise QueueError(f"squeue output line {line}: {len(parts)} fields where {FIELDS[0]}|...|AdminComment has "
-                         f"{len(FIELDS) + 1}: {record[:120]!r}")
+        raise _BadRecord(f": {len(parts)} fields where {FIELDS[0]}|...|AdminComment has {len(FIELDS) + 1}: "
+                         f"{record[:120]!r}")
     job_id, state, user, partition, cpus, limit, minimum, submit, start, priority, comment = parts
-    where = f"squeue output line {line} (job {job_id})"
+    where = f" (job {job_id})"
     if not (cpus.isdigit() and priority.isdigit()):
-        raise QueueError(f"{where}: NumCPUs {cpus!r} and PriorityLong {priority!r} must be whole numbers")
+        raise _BadRecord(f"{where}: NumCPUs {cpus!r} and PriorityLong {priority!r} must be whole numbers")
     return SlurmJob(job_id=job_id, state=state, user=user, partition=partition, cpus=int(cpus),
                     time_limit_s=_limit(limit, where), time_min_s=_duration(minimum, "MinTime", where) or None,
                     submit_s=_epoch(submit, "SubmitTime", where) or 0.0, start_s=_epoch(start, "StartTime", where),
@@ -123,7 +130,7 @@ def _duration(text: str, field: str, where: str) -> float:
     try:
         return float(slurm_duration_s(text))
     except ValueError:
-        raise QueueError(f"{where}: {field} {text!r} is not a Slurm duration") from None
+        raise _BadRecord(f"{where}: {field} {text!r} is not a Slurm duration") from None
 
 
 def _epoch(text: str, field: str, where: str) -> float | None:
@@ -131,7 +138,7 @@ def _epoch(text: str, field: str, where: str) -> float | None:
     if text.upper() in _NO_TIME:
         return None
     if not text.isdigit():
-        raise QueueError(f"{where}: {field} {text!r} is not epoch seconds (is SLURM_TIME_FORMAT=%s honoured?)")
+        raise _BadRecord(f"{where}: {field} {text!r} is not epoch seconds (is SLURM_TIME_FORMAT=%s honoured?)")
     return float(text)
 
 
