@@ -247,6 +247,24 @@ class ClientConfig:
 
 
 @dataclass(frozen=True)
+class ForecastConfig:
+    # When will a job start (`hpcpredict when`, daemon/forecast/): a thread reads the queue
+    # (`squeue_command` plus the format of daemon/forecast/queue.py) every `interval_s` and runs the
+    # forecast (`runs` draws of every job's runtime) on it, whatever the number of users; `When`
+    # about a submitted job reads what it kept. false = no thread, `When` answers that it is off.
+    enabled: bool = True
+    interval_s: float = 60.0
+    runs: int = 32
+    max_jobs: int = 5000                          # running jobs plus the first pending ones in priority order
+    max_output_mib: int = 16                      # squeue writing more is killed: no picture this interval
+    squeue_timeout_s: float = 30.0
+    squeue_command: str = "squeue"                # e.g. "squeue -M cluster"
+    # A job not yet submitted (`hpcpredict when JOB_SCRIPT`) is one forecast computed for the call,
+    # on the kept queue: at most this many a minute per user, and one at a time.
+    user_requests_per_minute: float = 6.0
+
+
+@dataclass(frozen=True)
 class Config:
     data_dir: str
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
@@ -257,6 +275,7 @@ class Config:
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     accounting: AccountingConfig = field(default_factory=AccountingConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
+    forecast: ForecastConfig = field(default_factory=ForecastConfig)
     source: str = "<defaults>"
     # What of the files was not understood and ignored (one line each, "FILE: [section] key ..."):
     # the daemon names them as a fault.
@@ -266,7 +285,7 @@ class Config:
 POLICY_MODES = ("auto", "soft", "bound", "advise")
 SECTIONS = {"daemon": DaemonConfig, "store": StoreConfig, "models": ModelsConfig,
             "policy": PolicyConfig, "limits": LimitsConfig, "topology": TopologyConfig,
-            "accounting": AccountingConfig, "client": ClientConfig}
+            "accounting": AccountingConfig, "client": ClientConfig, "forecast": ForecastConfig}
 
 
 def _coerce(section: str, key: str, raw, default):
@@ -476,6 +495,11 @@ def _validate(config: Config) -> None:
         raise ConfigError("[client] daemon_user: the daemon's user (name or uid) is needed to check its answers")
     if config.daemon.remote_max_rate <= 0 or config.daemon.remote_max_rate_per_user <= 0:
         raise ConfigError("[daemon] remote_max_rate and remote_max_rate_per_user must be > 0")
+    forecast = config.forecast
+    if forecast.interval_s <= 0 or forecast.squeue_timeout_s <= 0 or forecast.user_requests_per_minute <= 0:
+        raise ConfigError("[forecast] interval_s, squeue_timeout_s and user_requests_per_minute must be > 0")
+    if not 1 <= forecast.runs <= 1000 or forecast.max_jobs < 1 or forecast.max_output_mib < 1:
+        raise ConfigError("[forecast] runs must be 1..1000, max_jobs and max_output_mib >= 1")
     if config.daemon.log_format not in ("text", "json"):
         raise ConfigError(f"[daemon] log_format must be text or json, got {config.daemon.log_format!r}")
 

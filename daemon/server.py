@@ -205,6 +205,7 @@ class Daemon:
         self.service.reload()
         self.engine.policy_mode.start()   # reads the controller's SchedulerParameters off the request path
         self.engine.slurm_defaults.start()   # ... and the partitions and default accounts predict fills in
+        self.service.forecast.start()     # reads the queue and forecasts it off the request path
         # The models and the history replay are a few million long-lived objects: out of the
         # cyclic collector's sight, a full collection no longer walks them (a 100+ ms pause
         # that landed on whichever call was running).
@@ -349,6 +350,7 @@ class Daemon:
         self._stopped.set()
         self.engine.policy_mode.stop()
         self.engine.slurm_defaults.stop()
+        self.service.forecast.stop()
         grace = self.config.daemon.grace_s if grace is None else grace
         self.health.enter_graceful_shutdown()   # Check and Watch say NOT_SERVING while we drain
         if self.local_socket is not None:

@@ -49,6 +49,10 @@ from . import __version__, job_records, records
 from .buildinfo import build
 from .errors import HpcPredictError, InvalidRequest, PermissionDenied, StoreError
 from .faults import FaultBoard
+from .forecast import when as forecast_when
+from .forecast.belief import belief_from_interval
+from .forecast.keeper import ForecastKeeper, stored_belief
+from .policy.controller import PolicyMode
 from .jobspec import job_spec_from_request, stored_request
 from .quotas import ROW_BYTES, StoreCap, StoredBytesBudget
 from .records import JobRecord
@@ -93,6 +97,7 @@ METHODS = {
     "GetStatus": ("get_status", ADMIN),
     "JobRecord": ("job_record", ANYONE),        # about the caller's own jobs (job_records.py)
     "UserReport": ("user_report", ANYONE),
+    "When": ("when", ANYONE),            # whose job: checked by when(), against the queue's owner
 }
 #: The calls answered for a reader: the caller's user name, None when privileged (job_records.py)
 _READS = frozenset({"job_record", "user_report"})
@@ -192,6 +197,13 @@ class PredictionService:
         writer_budget = config.store.writer_stored_kib_per_hour << 10
         self.writer_budget = StoredBytesBudget(writer_budget) if writer_budget else None
         self.store_cap = StoreCap(store.files(), config.store.max_store_mib << 20, config.store.min_free_mib << 20)
+        # A policy mode that needs no controller leaves its facts (the cluster's size) unread: the
+        # forecast then reads its own copy, never the facts the limits are decided on.
+        controller = engine.policy_mode if engine.policy_mode.needs_controller else PolicyMode(config.policy)
+        self.forecast = ForecastKeeper(
+            config.forecast, facts=controller.facts, belief_of=self._belief_of,
+            refresh_facts=None if controller is engine.policy_mode else controller.refresh,
+            facts_every_s=config.policy.controller_check_s)
         # Past the cap the hooks' rows keep a compact request: no environment, no script, inputs kept.
         # What ordinary users' JobRecord / UserReport calls may cost (job_records.py): calls a minute.
         # (a bucket of so many a minute: quotas' hourly bucket on a clock sixty times as fast)
@@ -216,6 +228,8 @@ class PredictionService:
                 answer = getattr(self, name)(request, reader=self._reader(method, name, caller_uid))
             elif name == "predict" and caller_uid not in self.writer_uids:   # an ordinary user's own: budgeted
                 answer = self.predict(request, budget_uid=caller_uid)
+            elif name == "when":
+                answer = self.when(request, caller_uid)
             elif name in ("predict", "predict_at_allocation"):     # a history writer's: budgeted apart
                 answer = getattr(self, name)(request, writer_uid=-1 if caller_uid is None else caller_uid)
             else:
@@ -249,6 +263,8 @@ class PredictionService:
                                    f"({self.slurm_user or 'none configured'}) or an admin may call it")
         if METHODS[method][0] in _READS:
             return      # the reader's own rows only: job_records.py
+        if method == "When":   # the job's owner is in the queue, not in the request: when() checks it
+            return
         # Predict from an ordinary user: about that user's own jobs, and nobody else's
         name = user_name(caller_uid) if caller_uid is not None else None
         if name is None:
@@ -599,6 +615,40 @@ class PredictionService:
                                             reader=reader, limit=cap)
         suggestions = job_records.latest_suggestions(self.store, self.engine.estimate, rows, request.by or "user")
         return job_records.report_reply(rows, suggestions, cap)
+    # ------------------------------------------------------------------ start-time forecast
+    def when(self, request: pb.WhenRequest, caller_uid: int | None) -> pb.StartEstimate:
+        """When will a job start: ``job_id`` (the caller's own, or anyone's for a privileged
+        caller) from the kept forecast, or ``request`` (a job not yet submitted, as Predict's)."""
+        name = user_name(caller_uid) if caller_uid is not None else None
+        privileged = self.privileged(caller_uid)
+        if not privileged and name is None:
+            raise PermissionDenied("When: the caller's user is not known here")
+        if request.job_id:
+            return forecast_when.submitted(self.forecast, request.job_id, name, privileged)
+        if not request.HasField("request"):
+            raise InvalidRequest("job_id", "give a job id, or request (a job not yet submitted)")
+        job = request.request
+        if not job.job.user:
+            job.job.user = name or ""
+        elif job.job.user != name and not privileged:
+            raise PermissionDenied(f"request.job.user: you ({name}) may only ask about your own jobs, "
+                                   f"not {job.job.user!r}")
+        spec = self._served(job_spec_from_request(job, self.limits))
+        return forecast_when.hypothetical(self.forecast, spec, self._spec_belief(spec),
+                                          -1 if caller_uid is None else caller_uid)
+
+    def _belief_of(self, job):
+        """A queued job's runtime belief: the hooks' stored prediction, else the walltime model now."""
+        stored = stored_belief(self.store, job)
+        if stored is not None:
+            return stored
+        return self._spec_belief(forecast_when.spec_of(job, self._default_cluster or ""))
+
+    def _spec_belief(self, spec):
+        answer = self.engine.estimate(spec, decide_limits=False)
+        if answer.fallback:          # no model knows it: the forecast runs it to its limit
+            return None
+        return belief_from_interval(answer.runtime_s, answer.low_s, answer.high_s, answer.coverage)
 
     # ------------------------------------------------------------------ admin
     def _model_infos(self) -> list[pb.ModelInfo]:

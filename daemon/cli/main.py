@@ -18,13 +18,13 @@ import re
 import sys
 
 from . import (comm, evaluate, explain, ingest, predict, refresh, reload, report, scaling, serve, status,
-               suggest_runs, topology, train)
+               suggest_runs, topology, train, when)
 from .common import shown
 from ..buildinfo import VersionAction
 from ..errors import HpcPredictError
 
 # Command modules, in the order `--help` lists them. Adding a command = adding a module here.
-COMMAND_MODULES = (serve, predict, ingest, train, reload, status, refresh, evaluate, topology, comm, scaling,
+COMMAND_MODULES = (serve, predict, when, ingest, train, reload, status, refresh, evaluate, topology, comm, scaling,
                    suggest_runs, explain, report)
 
 

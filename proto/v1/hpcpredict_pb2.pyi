@@ -431,3 +431,43 @@ class UserReportReply(_message.Message):
     suggestions_json: str
     rows_cap: int
     def __init__(self, rows_json: _Optional[str] = ..., suggestions_json: _Optional[str] = ..., rows_cap: _Optional[int] = ...) -> None: ...
+
+class WhenRequest(_message.Message):
+    __slots__ = ("job_id", "request")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    request: JobRequest
+    def __init__(self, job_id: _Optional[str] = ..., request: _Optional[_Union[JobRequest, _Mapping]] = ...) -> None: ...
+
+class StartEstimate(_message.Message):
+    __slots__ = ("job_id", "user", "state", "median_start_s", "low80_start_s", "high80_start_s", "slurm_start_s", "squeue_start_s", "started_s", "snapshot_s", "snapshot_age_s", "runs", "planning_rule", "caveats")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    MEDIAN_START_S_FIELD_NUMBER: _ClassVar[int]
+    LOW80_START_S_FIELD_NUMBER: _ClassVar[int]
+    HIGH80_START_S_FIELD_NUMBER: _ClassVar[int]
+    SLURM_START_S_FIELD_NUMBER: _ClassVar[int]
+    SQUEUE_START_S_FIELD_NUMBER: _ClassVar[int]
+    STARTED_S_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_S_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_AGE_S_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    PLANNING_RULE_FIELD_NUMBER: _ClassVar[int]
+    CAVEATS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    user: str
+    state: str
+    median_start_s: float
+    low80_start_s: float
+    high80_start_s: float
+    slurm_start_s: float
+    squeue_start_s: float
+    started_s: float
+    snapshot_s: float
+    snapshot_age_s: float
+    runs: int
+    planning_rule: str
+    caveats: str
+    def __init__(self, job_id: _Optional[str] = ..., user: _Optional[str] = ..., state: _Optional[str] = ..., median_start_s: _Optional[float] = ..., low80_start_s: _Optional[float] = ..., high80_start_s: _Optional[float] = ..., slurm_start_s: _Optional[float] = ..., squeue_start_s: _Optional[float] = ..., started_s: _Optional[float] = ..., snapshot_s: _Optional[float] = ..., snapshot_age_s: _Optional[float] = ..., runs: _Optional[int] = ..., planning_rule: _Optional[str] = ..., caveats: _Optional[str] = ...) -> None: ...

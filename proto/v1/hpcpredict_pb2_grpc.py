@@ -79,6 +79,11 @@ class PredictorStub(object):
                 request_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportRequest.SerializeToString,
                 response_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportReply.FromString,
                 _registered_method=True)
+        self.When = channel.unary_unary(
+                '/hpcpredict.v1.Predictor/When',
+                request_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.WhenRequest.SerializeToString,
+                response_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.StartEstimate.FromString,
+                _registered_method=True)
 
 
 class PredictorServicer(object):
@@ -146,6 +151,14 @@ class PredictorServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def When(self, request, context):
+        """When will a job start: a submitted job of the caller's (admins: anyone's), read from the
+        forecast the daemon keeps, or a job not yet submitted (one forecast, rate-limited per user).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PredictorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -193,6 +206,11 @@ def add_PredictorServicer_to_server(servicer, server):
                     servicer.UserReport,
                     request_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportRequest.FromString,
                     response_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportReply.SerializeToString,
+            ),
+            'When': grpc.unary_unary_rpc_method_handler(
+                    servicer.When,
+                    request_deserializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.WhenRequest.FromString,
+                    response_serializer=hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.StartEstimate.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -438,6 +456,33 @@ class Predictor(object):
             '/hpcpredict.v1.Predictor/UserReport',
             hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportRequest.SerializeToString,
             hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.UserReportReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def When(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hpcpredict.v1.Predictor/When',
+            hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.WhenRequest.SerializeToString,
+            hpcpredict_dot_proto_dot_v1_dot_hpcpredict__pb2.StartEstimate.FromString,
             options,
             channel_credentials,
             insecure,

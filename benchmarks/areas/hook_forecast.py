@@ -1,0 +1,66 @@
+"""The local (hook) socket with the start-time forecast's thread running against it off, interleaved A/B.
+
+    python -m benchmarks run hook_forecast [--jobs 2000] [--interval 1] [--rates 500] [--rounds 3] [--seconds 8]
+
+Two ``hpcpredictd`` of this tree (benchmarks/load/interleaved.py, latency from each request's due
+time as in the ``hook`` area): ``forecast_off`` (``[forecast] enabled = false``) and ``forecast_on``,
+whose thread reads a queue of ``--jobs`` jobs and forecasts it every ``--interval`` seconds (the
+default refresh is 60 s: 1 s is the stress case). The queue is synthetic, in the real format of
+daemon/forecast/queue.py (tests/data/slurm/squeue_forecast_22.05.txt is the real one: 9 jobs),
+printed by a stand-in ``squeue``; the controller is the real 22.05.8 configuration and node list
+of tests/data/slurm, printed by a stand-in ``scontrol`` (no controller runs in a benchmark).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+
+from benchmarks.load.interleaved import interleaved_ab
+from benchmarks.load.world import REPO
+
+DESCRIPTION = "local (hook) socket with the forecast thread refreshing vs off, open loop, interleaved A/B"
+DATA = REPO / "tests" / "data" / "slurm"
+SIZES = (1, 2, 4, 8, 16, 32)
+
+
+def synthetic_queue(jobs: int, now: int = 1796207263) -> str:
+    """``jobs`` records: a quarter running, the rest pending in falling priority, limits 10 min - 1 d."""
+    lines = []
+    for index in range(jobs):
+        running = index < jobs // 4
+        limit = (600, 3600, 7200, 86400)[index % 4]
+        start = str(now - (index * 37) % limit) if running else "N/A"
+        lines.append(f"{1000 + index}|{'RUNNING' if running else 'PENDING'}|u{index % 50}|debug|{SIZES[index % 6]}|"
+                     f"{limit // 60}:00|0:00|{now - 3600}|{start}|{4294901759 - index}|")
+    return "\n".join(lines) + "\n"
+
+
+def run(argv: list[str]) -> dict:
+    parser = argparse.ArgumentParser(prog="benchmarks run hook_forecast")
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--rates", type=float, nargs="+", default=[500.0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    args = parser.parse_args(argv)
+    base = Path(tempfile.mkdtemp(prefix="hpd-hook-forecast-"))
+    try:
+        (base / "queue.txt").write_text(synthetic_queue(args.jobs))
+        (base / "squeue").write_text(f"#!/bin/sh\nexec cat {base / 'queue.txt'}\n")
+        (base / "scontrol").write_text(
+            "#!/bin/sh\ncase \"$*\" in\n"
+            f"  *'show nodes'*) exec cat {DATA / 'scontrol_show_nodes_22.05.txt'} ;;\n"
+            f"  *) exec cat {DATA / 'show_config_22.05.8.txt'} ;;\nesac\n")
+        for name in ("squeue", "scontrol"):
+            (base / name).chmod(0o755)
+        common = {"HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{base / 'scontrol'} show config",
+                  "HPCPREDICT_FORECAST_SQUEUE_COMMAND": str(base / "squeue"),
+                  "HPCPREDICT_FORECAST_INTERVAL_S": str(args.interval)}
+        settings = {"forecast_off": {**common, "HPCPREDICT_FORECAST_ENABLED": "false"},
+                    "forecast_on": {**common, "HPCPREDICT_FORECAST_ENABLED": "true"}}
+        return {"jobs": args.jobs, "interval_s": args.interval,
+                **interleaved_ab(settings, args.rates, args.rounds, args.seconds, prefix="hpd-forecast-ab-")}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
