@@ -253,7 +253,8 @@ def _explain(args) -> int:
             store.close()
     else:
         result = explanation_of(records_source.job_record(config, args.job_id, history=args.history,
-                                                          cluster=args.cluster), args.job_id)
+                                                          cluster=args.cluster, socket=getattr(args, "socket", None)),
+                                args.job_id)
     if args.json:
         print_json(asdict(result))
     else:

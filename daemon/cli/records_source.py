@@ -26,22 +26,22 @@ def store_is_mine(config) -> bool:
     return os.geteuid() in (0, owner) and os.access(config.store.path, os.R_OK)
 
 
-def job_record(config, job_id: str, *, history: int, cluster: str | None):
+def job_record(config, job_id: str, *, history: int, cluster: str | None, socket: str | None = None):
     """The daemon's answer for one job (:class:`~hpcpredict.daemon.job_records.JobRecordData`)."""
     from ..client import user_client
     from ..job_records import MAX_HISTORY, record_from_reply
 
     request = pb.JobRecordRequest(job_id=str(job_id), cluster=cluster or "", history=max(0, min(history, MAX_HISTORY)))
-    with user_client(None, config, timeout=30.0) as client:
+    with user_client(socket, config, timeout=30.0) as client:
         return record_from_reply(client.call("JobRecord", request))
 
 
-def user_report(config, *, user, account, since, cluster, by: str):
+def user_report(config, *, user, account, since, cluster, by: str, socket: str | None = None):
     """The daemon's report rows, per-group suggestions and row cap (0: every row)."""
     from ..client import user_client
     from ..job_records import report_from_reply
 
     request = pb.UserReportRequest(user=user or "", account=account or "", since=since or 0.0,
                                    cluster=cluster or "", by=by)
-    with user_client(None, config, timeout=60.0) as client:
+    with user_client(socket, config, timeout=60.0) as client:
         return report_from_reply(client.call("UserReport", request))

@@ -246,7 +246,8 @@ def _report(args) -> int:
             store.close()
     else:   # the daemon's rows, of the caller's own jobs (the plot is drawn here, from them)
         rows, suggestions, rows_cap = records_source.user_report(config, user=args.user, account=args.account,
-                                                                 since=since, cluster=args.cluster, by=args.by)
+                                                                 since=since, cluster=args.cluster, by=args.by,
+                                                                 socket=getattr(args, "socket", None))
     jobs = pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS))
     if jobs.empty:
         raise HpcPredictError("no ended job matches (check --user/--account/--since, or ingest history first)")
