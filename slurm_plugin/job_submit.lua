@@ -552,8 +552,10 @@ local function submit(job_desc, part_list, started)
   if changes.id ~= "" then
     -- ";limit=auto" / ";time_min=auto" (a kill limit) / ";time_min=soft" tell the prolog
     -- scripts which limit is ours, not the user's, and what it does
+    -- ";time=none": the user gave no --time, so the TimeLimit the prolog reads is the partition's
+    -- (or a running unlimited job's year), not a request
     job_desc.admin_comment = with_our_field(job_desc.admin_comment, "hpcpredict=" .. changes.id ..
-      (changes.time_limit and ";limit=auto" or "") ..
+      (changes.time_limit and ";limit=auto" or (requested_s == 0 and ";time=none" or "")) ..
       (changes.time_min and (changes.soft and ";time_min=soft" or ";time_min=auto") or ""))
     if job_desc.environment ~= nil then job_desc.environment.HPCPREDICT_PREDICTION_ID = changes.id end
   end

@@ -45,8 +45,12 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
     time_min_ours = ";time_min=auto" in field     # a kill limit (bound mode)
     time_min_soft = ";time_min=soft" in field     # time_min_as_soft_limit: planned with, never enforced
     request = slurmjob.job_request(job, script)
-    requested_s = 0 if automatic else request["time_limit_s"]
-    if automatic:
+    # The job's TimeLimit is the user's --time only when the user gave one: without, it is the
+    # partition's (";time=none" from the hook), or unlimited, which running jobs show as 365
+    # days; neither is a request to predict from or to quote back to the user.
+    given = slurmjob.user_time_limit(job.time_limit_s, field)
+    requested_s = 0 if automatic else given
+    if automatic or not given:
         request["time_limit_s"] = 0
     submit_id = slurmjob.prediction_id(comment)
     lower = automatic and hookclient.flag(settings["prolog_adjust_time_limit"])
@@ -59,7 +63,8 @@ def refine(settings: dict, job_id: str, node_list: str) -> str:
     if insane:
         return f"{insane}: job and AdminComment unchanged, nothing printed"
     time_min_s = job.time_min_s if time_min_ours else 0
-    lines = slurmjob.suggestion_lines(estimate, requested_s, node_list, time_min_s=time_min_s)
+    lines = slurmjob.suggestion_lines(estimate, requested_s, node_list, time_min_s=time_min_s,
+                                      chosen_by_us=automatic)
     soft_min_s = job.time_min_s if time_min_soft else 0
     if soft_min_s and requested_s:
         lines.insert(1, f"hpcpredict set --time-min={slurmjob.slurm_minutes(soft_min_s)} as a soft limit: the "

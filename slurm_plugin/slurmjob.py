@@ -430,12 +430,33 @@ def slurm_limit(seconds: float) -> str:
     return f"{days}-{text}" if days else text
 
 
-def suggestion_lines(estimate: dict, requested_s: int, node_list: str, *, time_min_s: int = 0) -> list[str]:
+#: What Slurm shows as the TimeLimit of a running job without one (INFINITE runs as a year).
+UNLIMITED_RUNNING_S = 365 * 86400
+
+
+def user_time_limit(time_limit_s: int, field: str) -> int:
+    """The ``--time`` the user gave (seconds), from the job's TimeLimit and our AdminComment
+    ``field``; 0 when the user gave none (the hook's ``;time=none``: the limit is the
+    partition's) or the limit is unlimited (0, or the year a running unlimited job shows).
+
+    >>> user_time_limit(600, "hpcpredict=ab"), user_time_limit(600, "hpcpredict=ab;time=none")
+    (600, 0)
+    >>> user_time_limit(UNLIMITED_RUNNING_S, "hpcpredict=ab"), user_time_limit(0, "")
+    (0, 0)
+    """
+    if ";time=none" in (field or "") or time_limit_s >= UNLIMITED_RUNNING_S:
+        return 0
+    return max(int(time_limit_s), 0)
+
+
+def suggestion_lines(estimate: dict, requested_s: int, node_list: str, *, time_min_s: int = 0,
+                     chosen_by_us: bool = False) -> list[str]:
     """What the job's output shows (TaskProlog), from the allocation-time Estimate.
 
-    ``requested_s``: the job's time limit now (0 = hpcpredict chose it); ``time_min_s``: the
-    --time-min hpcpredict set at submission (0 = none), in which case backfill may have lowered
-    the limit to it, and the line says the limit the job has, not what the user asked.
+    ``requested_s``: the user's --time (0 = none given: the partition's default or unlimited,
+    or, ``chosen_by_us``, the limit hpcpredict set); ``time_min_s``: the --time-min hpcpredict
+    set at submission (0 = none), in which case backfill may have lowered the limit to it, and
+    the line says the limit the job has, not what the user asked.
     """
     interval = estimate.get("interval") or {}
     runtime = float(estimate.get("runtime_s", 0) or 0)
@@ -450,8 +471,10 @@ def suggestion_lines(estimate: dict, requested_s: int, node_list: str, *, time_m
                  f"backfill may lower --time to it to start a job early)")
     elif requested_s:
         asked = f"you requested --time={slurm_minutes(requested_s)}"
+    elif chosen_by_us:
+        asked = "you gave no --time (hpcpredict set the limit)"
     else:
-        asked = "you gave no --time"
+        asked = "no --time given (partition default/unlimited)"
     lines.append(f"{asked}; suggested --time={slurm_limit(bound)} for the next run like this one")
     for text in estimate.get("explanation", ())[:4]:
         lines.append(str(text))

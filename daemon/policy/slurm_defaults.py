@@ -160,7 +160,7 @@ class SlurmDefaultsCache:
         if self.commands is None:
             return
         said: list[str] = []
-        texts = []
+        texts: list[str | None] = []
         for command in self.commands:
             try:
                 texts.append(self._run(command, 10.0))

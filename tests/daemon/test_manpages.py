@@ -18,7 +18,8 @@ def options_and_commands(parser: argparse.ArgumentParser, prefix: str = ""):
             for name, sub in action.choices.items():
                 yield f"{prefix}{name}", ""
                 yield from options_and_commands(sub, f"{prefix}{name} ")
-        elif action.option_strings and action.help != argparse.SUPPRESS and not isinstance(action, argparse._HelpAction):
+        elif action.option_strings and action.help != argparse.SUPPRESS and \
+                not isinstance(action, argparse._HelpAction):      # argparse-manpage leaves --help out
             yield prefix.strip(), max(action.option_strings, key=len)
 
 

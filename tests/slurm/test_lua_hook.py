@@ -154,6 +154,16 @@ def test_policy_with_history_keeps_other_admin_comment(daemon, walltime_model):
     assert b";limit=auto}" in absent.stdout
 
 
+def test_a_job_without_time_is_marked_so_for_the_prolog(daemon):
+    """No --time and no limit set by us: ";time=none", so PrologSlurmctld never reads the
+    partition's limit (or a running unlimited job's year) as the user's request."""
+    user = f"luanotime{uuid.uuid4().hex[:8]}"                 # no history: no limit is set
+    absent = submit(daemon.hook_socket, user, "4294967294")
+    assert b"limit=4294967294 " in absent.stdout and b";time=none}" in absent.stdout, absent.stdout + absent.stderr
+    given = submit(daemon.hook_socket, user, "45")
+    assert b"comment=" in given.stdout and b"time=none" not in given.stdout, given.stdout
+
+
 # A hung daemon usually shows as no answer; on a loaded machine the 300 ms can also run out
 # while sending or connecting. Any of these is the budget doing its job.
 @pytest.mark.parametrize("mode, reasons", [

@@ -25,8 +25,9 @@ from .test_policy_soft import PROBE, hook_line, seed_probe_history, submit
 
 
 def predict(cluster, daemon, *args: str) -> tuple[dict, str]:
-    done = subprocess.run([str(VENV_BIN / "hpcpredict"), "--socket", daemon.hook_socket, "predict",
-                           str(Path(cluster.jobs) / cluster.write_script("softprobe.sh", PROBE)), *args, "--user", "alice", "--json"],
+    script = Path(cluster.jobs) / cluster.write_script("softprobe.sh", PROBE)
+    done = subprocess.run([str(VENV_BIN / "hpcpredict"), "--socket", daemon.hook_socket, "predict", str(script),
+                           *args, "--user", "alice", "--json"],
                           env=daemon.cli_env(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout), done.stderr

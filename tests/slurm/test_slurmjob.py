@@ -216,6 +216,24 @@ def test_suggestion_says_the_limit_the_job_has_when_hpcpredict_set_time_min():
     assert "you requested" not in lines[1]
 
 
+@pytest.mark.parametrize("time_limit_s, field, given", [
+    (600, "hpcpredict=ab", 600),
+    (600, "hpcpredict=ab;time=none", 0),                 # the partition's DefaultTime, not a request
+    (slurmjob.UNLIMITED_RUNNING_S, "hpcpredict=ab", 0),  # a running unlimited job shows a year
+    (0, "", 0)])
+def test_the_users_time_limit(time_limit_s, field, given):
+    assert slurmjob.user_time_limit(time_limit_s, field) == given
+
+
+@pytest.mark.parametrize("chosen_by_us, said", [
+    (False, "no --time given (partition default/unlimited); suggested --time=0:05:00"),
+    (True, "you gave no --time (hpcpredict set the limit); suggested --time=0:05:00")])
+def test_suggestion_without_a_time_given(chosen_by_us, said):
+    estimate = {"prediction_id": "abc", "runtime_s": 200, "suggested_time_limit_s": 300}
+    lines = slurmjob.suggestion_lines(estimate, 0, "n01", chosen_by_us=chosen_by_us)
+    assert lines[1].startswith(said) and "you requested" not in lines[1]
+
+
 @pytest.mark.parametrize("estimate, insane", [
     ({"runtime_s": 600, "suggested_time_limit_s": 960}, False),
     ({"runtime_s": 600, "suggested_time_limit_s": 5e8}, True),
