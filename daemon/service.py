@@ -184,13 +184,14 @@ class PredictionService:
         self.started = time.time()
         self._requests = 0
         self._fallbacks = 0
-        self._children: dict[tuple[str, str], tuple[Any, Any]] = {}   # (method, code) -> (counter, histogram) children: labels() once
+        # (method, code) -> (counter, histogram) children: labels() once
+        self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
         # Prediction ids must not be guessable (an id fetches the job's stored request): a keyed
         # hash of a counter, with a key drawn once, costs no system call per Predict.
         self._id_key = os.urandom(32)
         self._id_counter = itertools.count()
         self._replaying = threading.Lock()
-        store.events = self   # the store tells of its journal through StoreEvents, and knows no more of us
+        store.events = self   # its journal's faults, through the store's own StoreEvents: it knows no more of us
         # What is kept of Predicts (quotas.py): ordinary users' rows within a byte budget each,
         # everybody's within the store's cap.
         self.user_budget = StoredBytesBudget(config.store.user_stored_kib_per_hour << 10)
