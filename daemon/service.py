@@ -591,7 +591,7 @@ class PredictionService:
         if caller_uid in self.writer_uids:
             return None
         reader = user_name(caller_uid) if caller_uid is not None else None
-        if reader is None:
+        if reader is None or caller_uid is None:
             raise PermissionDenied(f"{method}: the caller's user is not known here, so no records are read for it")
         cost = job_records.REPORT_COST if name == "user_report" else 1
         if self.read_budget.choose(caller_uid, (cost,)) != 0:
