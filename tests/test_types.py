@@ -49,7 +49,7 @@ def test_mypy_errors_within_budget():
 # service, the service drives the engine and the store, the store tells its events to the
 # service through its own protocol. Untyped, every line here would be Any and pass unseen.
 _SEAMS = '''\
-from hpcpredict.daemon.listeners import HookServer
+from hpcpredict.daemon.listeners import LocalSocketServer as HookServer
 from hpcpredict.daemon.service import PredictionService
 from hpcpredict.daemon.store import StoreEvents
 

@@ -22,7 +22,7 @@ from hpcpredict.daemon.forecast import QueuedJob, QueueSnapshot, RuntimeBelief
 from hpcpredict.daemon.forecast.simulate import forecast_starts
 from hpcpredict.daemon.lab.history import read_trace
 from hpcpredict.daemon.lab.scheduling import trace_machine_size
-from hpcpredict.daemon.lab.scheduling.forecast import evaluate_forecast
+from hpcpredict.daemon.lab.scheduling import evaluate_forecast
 
 DESCRIPTION = "start-time forecast vs Slurm's all-at-limit method in the replay (KTH-SP2, HPC2N), and its cost"
 

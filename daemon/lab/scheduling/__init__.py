@@ -31,13 +31,14 @@ from .hindsight import GROUPINGS, METHODS, batch_ids, group_ids, hindsight_jobs
 from .policies import (DEFAULT_POLICIES, POLICIES, hpcpredict_bound, last_two_predictions, online_predictions,
                        replay_facts, soft_risk_for)
 from .replay import evaluate_scheduling, replay_jobs, replay_policies
+from .forecast import evaluate_forecast
 from .scores import killed_split
 from .workload import Workload, sim_jobs, trace_machine_size
 
 __all__ = [
     "DEFAULT_POLICIES", "DEFAULT_RELEASE", "GROUPINGS", "HALFWAY_SINCE", "HARD_END", "METHODS", "PLANNING_RULES",
     "POLICIES", "SLURM_RELEASES", "SOFT_LIMIT_SINCE", "SOFT_THEN_HALFWAY", "Workload", "batch_ids",
-    "evaluate_scheduling", "group_ids", "hindsight_jobs", "hpcpredict_bound", "killed_split", "last_two_predictions",
+    "evaluate_forecast", "evaluate_scheduling", "group_ids", "hindsight_jobs", "hpcpredict_bound", "killed_split", "last_two_predictions",
     "online_predictions", "parse_release", "planning_rule", "replay_facts", "replay_jobs", "replay_policies", "semantics",
     "sim_jobs", "simulate", "soft_risk_for", "trace_machine_size",
 ]
