@@ -109,4 +109,6 @@ def test_the_likelihood_search_does_not_stop_at_a_poor_optimum():
     served, thorough = fitted().estimator_, fitted(restarts=12).estimator_
     assert served.log_marginal_likelihood_ > thorough.log_marginal_likelihood_ - 1.0, \
         (served.log_marginal_likelihood_, thorough.log_marginal_likelihood_)
-    assert fitted(restarts=1).estimator_.log_marginal_likelihood_ < thorough.log_marginal_likelihood_ - 10
+    # One restart ended at the poor optimum with the scikit-learn/SciPy of 2026-11; with the versions a fresh
+    # setup installs on 2026-12-02 it reaches 64.51 too, so that witness is no longer asserted (the served
+    # search's own check above is what the daemon relies on).
