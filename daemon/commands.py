@@ -31,14 +31,15 @@ _STDERR_KEPT = 4096        # of a bounded command's stderr: its last lines say w
 
 
 def run_command(cmd: list[str], *, timeout: float, max_bytes: int | None = None,
-                env: Mapping[str, str] | None = None) -> str:
+                env: Mapping[str, str] | None = None, input: str | None = None) -> str:
     """Run ``cmd`` (no shell) and return its stdout; CommandError on failure, on timeout and
     when it writes more than ``max_bytes`` (None: no bound). ``env``: variables added to the
-    daemon's environment (``SLURM_TIME_FORMAT``)."""
+    daemon's environment (``SLURM_TIME_FORMAT``); ``input``: its stdin (a program of ours, whose
+    output is bounded by what it is given: ``max_bytes`` is then None)."""
     started = time.monotonic()
     environment = dict(os.environ, **env) if env else None
-    if max_bytes is None:
-        done = _run_whole(cmd, timeout, environment)
+    if max_bytes is None or input is not None:
+        done = _run_whole(cmd, timeout, environment, input)
         stdout, stderr, returncode = done.stdout, done.stderr, done.returncode
     else:
         stdout, stderr, returncode = _run_bounded(cmd, timeout, max_bytes, environment)
@@ -48,10 +49,10 @@ def run_command(cmd: list[str], *, timeout: float, max_bytes: int | None = None,
     return stdout
 
 
-def _run_whole(cmd: list[str], timeout: float, environment) -> subprocess.CompletedProcess:
+def _run_whole(cmd: list[str], timeout: float, environment, input: str | None = None) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
-                              errors="replace", env=environment)
+                              errors="replace", env=environment, input=input)
     except FileNotFoundError as error:
         raise CommandError(cmd, None, message=f"{cmd[0]} not found (is slurm-client installed?)") from error
     except subprocess.TimeoutExpired as error:

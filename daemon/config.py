@@ -259,6 +259,7 @@ class ForecastConfig:
     max_output_mib: int = 16                      # squeue writing more is killed: no picture this interval
     squeue_timeout_s: float = 30.0
     squeue_command: str = "squeue"                # e.g. "squeue -M cluster"
+    compute_timeout_s: float = 60.0               # one forecast's process (daemon/forecast/worker.py), killed past it
     # A job not yet submitted (`hpcpredict when JOB_SCRIPT`) is one forecast computed for the call,
     # on the kept queue: at most this many a minute per user, and one at a time.
     user_requests_per_minute: float = 6.0
@@ -496,8 +497,10 @@ def _validate(config: Config) -> None:
     if config.daemon.remote_max_rate <= 0 or config.daemon.remote_max_rate_per_user <= 0:
         raise ConfigError("[daemon] remote_max_rate and remote_max_rate_per_user must be > 0")
     forecast = config.forecast
-    if forecast.interval_s <= 0 or forecast.squeue_timeout_s <= 0 or forecast.user_requests_per_minute <= 0:
-        raise ConfigError("[forecast] interval_s, squeue_timeout_s and user_requests_per_minute must be > 0")
+    if min(forecast.interval_s, forecast.squeue_timeout_s, forecast.compute_timeout_s,
+           forecast.user_requests_per_minute) <= 0:
+        raise ConfigError("[forecast] interval_s, squeue_timeout_s, compute_timeout_s and user_requests_per_minute "
+                          "must be > 0")
     if not 1 <= forecast.runs <= 1000 or forecast.max_jobs < 1 or forecast.max_output_mib < 1:
         raise ConfigError("[forecast] runs must be 1..1000, max_jobs and max_output_mib >= 1")
     if config.daemon.log_format not in ("text", "json"):

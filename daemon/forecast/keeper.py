@@ -1,6 +1,7 @@
 """The daemon's forecast, kept fresh off the request path (:class:`ForecastKeeper`).
 
-One thread reads the queue (:mod:`.queue`) and forecasts it (:func:`.simulate.forecast_starts`)
+One thread reads the queue (:mod:`.queue`) and forecasts it (:func:`.simulate.forecast_starts`, in a
+process of its own: :mod:`.worker`)
 every ``[forecast] interval_s``, whatever the number of users; ``When`` about a submitted job
 reads what it kept (:meth:`ForecastKeeper.latest`) and computes nothing. A job not yet
 submitted needs one forecast of its own, on the kept queue (:meth:`ForecastKeeper.hypothetical`):
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -17,7 +19,7 @@ from typing import Callable
 
 from ..commands import run_command
 from ..errors import HpcPredictError
-from . import simulate
+from . import worker
 from .belief import belief_from_interval
 from .queue import ENVIRONMENT, SlurmJob, parse_squeue, snapshot_of, squeue_argv
 from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
@@ -125,10 +127,19 @@ class ForecastKeeper:
         self._beliefs = {key: value for key, value in self._beliefs.items() if key in present}
         snapshot, left_out = snapshot_of(jobs, taken_s=taken, total_cpus=facts.total_cpus, planning_rule=facts.rule,
                                          max_jobs=self.config.max_jobs, belief_of=self._cached_belief)
-        forecasts = simulate.forecast_starts(snapshot, runs=self.config.runs)
+        forecasts = self._forecast(snapshot)
         return Kept(snapshot=snapshot, forecasts=forecasts, left_out=left_out,
                     squeue_starts={job.job_id: job.start_s for job in jobs if not job.running and job.start_s},
                     held=frozenset(job.job_id for job in jobs if job.state == "PENDING" and job.priority == 0))
+
+    def _forecast(self, snapshot: QueueSnapshot, extra: QueuedJob | None = None) -> dict[str, StartForecast]:
+        """forecast_starts in a process of its own (worker.py: not on the daemon's interpreter lock)."""
+        text = self._run([sys.executable, "-m", worker.__name__], timeout=self.config.compute_timeout_s,
+                         input=worker.encode(snapshot, self.config.runs, extra))
+        try:
+            return worker.decode_reply(text)
+        except (ValueError, TypeError, AttributeError) as error:
+            raise ForecastUnavailable(f"the forecast's process answered something else: {error}") from None
 
     def _cached_belief(self, job: SlurmJob) -> RuntimeBelief | None:
         if job.job_id not in self._beliefs:
@@ -164,7 +175,7 @@ class ForecastKeeper:
         try:
             pending = sum(1 for job in kept.snapshot.jobs if job.start_s is None)
             placed = replace(extra, priority_rank=pending)   # last: a job submitted now, before age raises it
-            answer = simulate.forecast_starts(kept.snapshot, runs=self.config.runs, extra=placed)
+            answer = self._forecast(kept.snapshot, placed)
         finally:
             self._computing.release()
         if placed.job_id not in answer:

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.daemonproc import DaemonProcess
+from tests.daemon.test_when import stand_ins
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip") or not os.path.exists("/usr/sbin/munged"),
                                 reason="needs root, iproute2 and munged")
@@ -83,7 +84,10 @@ def site():
         for name, namespace, key in (("ctl", ctl, "site"), ("login", login, "site"), ("rogue", login, "other")):
             start_munged(name, namespace, key)
         data = base / "daemon"
+        queue_tools = stand_ins(base / "bin")        # the real 22.05 queue of test_when.py, for When
         daemon = DaemonProcess(data, prefix=("ip", "netns", "exec", ctl), env={
+            "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{queue_tools}/scontrol show config",
+            "HPCPREDICT_FORECAST_SQUEUE_COMMAND": f"{queue_tools}/squeue", "HPCPREDICT_FORECAST_INTERVAL_S": "1",
             "HPCPREDICT_MODELS_BUNDLED": "false", "HPCPREDICT_DAEMON_METRICS": f"{CTL_ADDRESS}:{METRICS_PORT}",
             "HPCPREDICT_DAEMON_REMOTE_LISTEN": REMOTE, "HPCPREDICT_DAEMON_MUNGE_SOCKET": str(runs / "ctl.sock"),
             "HPCPREDICT_DAEMON_REMOTE_MAX_CONNECTIONS_PER_HOST": str(PER_HOST),
@@ -256,6 +260,22 @@ def test_a_user_is_refused_another_users_job_named_by_munge_not_by_the_request(s
     assert result.returncode == 1
     # the daemon (root, in another namespace, over TCP) knows the caller only from the credential
     assert f"you ({user.pw_name}) may only ask about your own jobs, not 'root'" in result.stderr
+
+
+def test_when_from_a_login_node_answers_a_users_own_job_and_refuses_anothers(site, user):
+    try:
+        bob = pwd.getpwnam("bob")
+    except KeyError:
+        pytest.skip("needs the test user bob (the Slurm test clusters create him)")
+    mine = on_login_node(site, [HPCPREDICT, "when", "2", "--json"], user=bob)
+    if mine.returncode and "no forecast yet" in mine.stderr:     # the daemon's first read: a second at most
+        time.sleep(2)
+        mine = on_login_node(site, [HPCPREDICT, "when", "2", "--json"], user=bob)
+    assert mine.returncode == 0, mine.stderr
+    answer = json.loads(mine.stdout)
+    assert answer["user"] == "bob" and answer["state"] == "PENDING" and answer["median_start_s"] > 0
+    theirs = on_login_node(site, [HPCPREDICT, "when", "2"], user=user)      # named by MUNGE, not by the request
+    assert theirs.returncode == 1 and f"job 2 is not yours: you ({user.pw_name})" in theirs.stderr
 
 
 def test_admin_and_history_writing_calls_are_refused_remotely_even_to_root(site, user):

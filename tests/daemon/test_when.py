@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not _users_exist(),
                                 reason="runs the CLI as alice, bob and carol (root; tests/slurm create them)")
 
 
-def _stand_ins(folder: Path) -> Path:
+def stand_ins(folder: Path) -> Path:
     """squeue and scontrol that print the real captures (no controller runs in tests/daemon)."""
     folder.mkdir()
     (folder / "squeue").write_text(f"#!/bin/sh\nexec cat {DATA / 'squeue_forecast_22.05.txt'}\n")
@@ -52,7 +52,7 @@ def _stand_ins(folder: Path) -> Path:
 
 @pytest.fixture
 def when_daemon(world_dir):
-    bin_dir = _stand_ins(world_dir / "bin")
+    bin_dir = stand_ins(world_dir / "bin")
     process = DaemonProcess(world_dir / "data", env={
         "HPCPREDICT_POLICY_MODE": "bound", "HPCPREDICT_MODELS_BUNDLED": "false",
         "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{bin_dir}/scontrol show config",
@@ -60,9 +60,11 @@ def when_daemon(world_dir):
         "HPCPREDICT_FORECAST_USER_REQUESTS_PER_MINUTE": "2"})
     os.chmod(world_dir / "data", 0o755)
     process.start()
-    _wait_for_forecast(process)
-    yield process
-    process.stop()
+    try:
+        _wait_for_forecast(process)
+        yield process
+    finally:
+        process.stop()
 
 
 def _wait_for_forecast(process, timeout: float = 30.0) -> None:
