@@ -208,5 +208,8 @@ def _summary(job_id: str, starts: list[float], slurm_start: float | None) -> Sta
         low = median = high = starts[0]
     else:
         deciles = statistics.quantiles(starts, n=10, method="inclusive")
-        low, median, high = deciles[0], statistics.median(starts), deciles[8]
+        median = statistics.median(starts)
+        # quantiles interpolates as (a*(n-d) + b*d)/n, which for equal epochs can land an ulp
+        # past the median: the interval must hold its median
+        low, high = min(deciles[0], median), max(deciles[8], median)
     return StartForecast(job_id, median, low, high, slurm_start, len(starts))

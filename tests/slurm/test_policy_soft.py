@@ -137,7 +137,9 @@ def test_without_the_option_the_daemon_reading_the_controller_only_advises(root_
     soft_daemon.start()
     job_id, stderr = submit(cluster, "X", "-N2", "--time=10", "softprobe.sh", "100")
     line = hook_line(stderr)
-    assert "kept your --time=00:10:00, suggested --time=" in line and "advice only" in line, line
+    # the suggestion may be the request itself (an uncalibrated bound keeps it): either way the
+    # line says the request was kept and nothing was changed
+    assert "kept your --time=00:10:00" in line and "advice only: hpcpredict changes no limit here" in line, line
     row = prediction(soft_daemon, re.search(r"\[([0-9a-f]{32})\]$", line).group(1))
     assert (row.policy_mode, row.decided_time_min_s, row.decided_time_limit_s) == ("advise", None, None)
     assert cluster.job(job_id)["TimeMin"] == "N/A"

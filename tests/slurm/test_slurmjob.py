@@ -226,8 +226,8 @@ def test_the_users_time_limit(time_limit_s, field, given):
 
 
 @pytest.mark.parametrize("chosen_by_us, said", [
-    (False, "no --time given (partition default/unlimited); suggested --time=0:05:00"),
-    (True, "you gave no --time (hpcpredict set the limit); suggested --time=0:05:00")])
+    (False, "no --time given (partition default/unlimited); suggested --time=00:05:00"),
+    (True, "you gave no --time (hpcpredict set the limit); suggested --time=00:05:00")])
 def test_suggestion_without_a_time_given(chosen_by_us, said):
     estimate = {"prediction_id": "abc", "runtime_s": 200, "suggested_time_limit_s": 300}
     lines = slurmjob.suggestion_lines(estimate, 0, "n01", chosen_by_us=chosen_by_us)
