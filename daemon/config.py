@@ -200,11 +200,11 @@ class PolicyConfig:
 
 
 @dataclass(frozen=True)
-class LimitsConfig:
+class RequestBounds:
     """``[limits]``: the bounds on one request's size and cost (bytes, counts), checked at the
     listeners and in jobspec before the request is parsed or predicted. Not a job's time limits:
     those are what ``[policy]`` decides (daemon/policy/). The section keeps its name (sites'
-    files say ``[limits]``); code that holds it names it ``bounds`` where it can."""
+    files say ``[limits]``); ``Config.request_bounds`` holds it."""
 
     max_script_bytes: int = 1 << 20
     max_inputs: int = 512
@@ -272,7 +272,7 @@ class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
-    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    request_bounds: RequestBounds = field(default_factory=RequestBounds)   # the file's [limits]
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     accounting: AccountingConfig = field(default_factory=AccountingConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
@@ -285,7 +285,7 @@ class Config:
 
 POLICY_MODES = ("auto", "soft", "bound", "advise")
 SECTIONS = {"daemon": DaemonConfig, "store": StoreConfig, "models": ModelsConfig,
-            "policy": PolicyConfig, "limits": LimitsConfig, "topology": TopologyConfig,
+            "policy": PolicyConfig, "limits": RequestBounds, "topology": TopologyConfig,
             "accounting": AccountingConfig, "client": ClientConfig, "forecast": ForecastConfig}
 
 
@@ -437,6 +437,7 @@ def load_config(path: str | os.PathLike | None = None, environ: Mapping[str, str
     if any(section == "policy" for section, _ in ignored):
         # Never more limits than the site asked for: what it wrote may narrow them, or be a mode we lack.
         built["policy"] = replace(built["policy"], mode="advise")
+    built["request_bounds"] = built.pop("limits")     # the file's [limits]: the field says what it bounds
     config = Config(data_dir=data_dir, source=source, ignored=tuple(line for _, line in ignored), **built)
     _validate(config)
     return config

@@ -247,13 +247,13 @@ class PredictionEngine:
         predicted = Predicted(runtime_s=point, soft_s=soft, suggested_s=time_limit, low_s=low, high_s=high,
                               coverage=coverage, risk=risk, calibrated=calibrated, fallback=fallback)
         if deciding:
-            decision = decide(asked, predicted, policy, facts, site_cap_s=self.config.limits.max_time_s)
+            decision = decide(asked, predicted, policy, facts, site_cap_s=self.config.request_bounds.max_time_s)
             if decision.limits.mode == "advise" and policy.mode != "advise":
                 explanation.append(f"limits left as submitted: {decision.why}")
         else:
             decision = decide_at_allocation(asked, predicted, policy, facts, lower_time_limit=lower_time_limit,
                                             job_time_limit_s=job_time_limit_s,
-                                            site_cap_s=self.config.limits.max_time_s)
+                                            site_cap_s=self.config.request_bounds.max_time_s)
         limits, message = decision.limits, decision.user_message
         scope = basis.named() if runs else ""
         warning = request_warning(requested, runs, scope)

@@ -17,7 +17,7 @@ anything else (a bug)      INTERNAL             logged with its traceback
 
 Who calls is the caller's uid as the transport learned it from the kernel (SO_PEERCRED on
 the connection that carries the call), or None when it cannot know. Every call goes through
-:meth:`PredictionService.call`, which checks who may make it (:data:`METHODS`), times and
+:meth:`PredictionService.call`, which checks who may make it (:data:`RPCS`), times and
 counts it and keeps the fault board:
 
 * anyone: ``Predict`` about their own jobs. An unprivileged caller's ``job.user`` must be
@@ -87,7 +87,7 @@ REPORT_TIME_SUFFIX = "@t"
 MAX_FEATURES_TEXT_CHARS = 1 << 20
 
 #: RPC name -> (method of the service, who may call it)
-METHODS = {
+RPCS = {
     "Predict": ("predict", ANYONE),
     "PredictAtAllocation": ("predict_at_allocation", HISTORY_WRITER),   # records the prediction
     "ReportOutcome": ("report_outcome", HISTORY_WRITER),
@@ -176,7 +176,7 @@ class PredictionService:
         self.store = store
         self.metrics = metrics
         self.faults: FaultBoard = engine.faults
-        self.limits = config.limits
+        self.request_bounds = config.request_bounds
         self.slurm_user = config.daemon.slurm_user
         self.admin_uids = uids_of(config.daemon.admin_users)
         self.writer_uids = self.admin_uids | uids_of([self.slurm_user] if self.slurm_user else [])
@@ -209,7 +209,7 @@ class PredictionService:
         # What ordinary users' JobRecord / UserReport calls may cost (job_records.py): calls a minute.
         # (a bucket of so many a minute: quotas' hourly bucket on a clock sixty times as fast)
         self.read_budget = StoredBytesBudget(job_records.RECORD_CALLS_PER_MINUTE, clock=lambda: time.monotonic() * 60)
-        self._compact_limits = replace(self.limits, stored_request_bytes=min(16384, self.limits.stored_request_bytes),
+        self._compact_limits = replace(self.request_bounds, stored_request_bytes=min(16384, self.request_bounds.stored_request_bytes),
                                        stored_script_bytes=0)
 
     # ------------------------------------------------------------------ dispatch
@@ -223,7 +223,7 @@ class PredictionService:
         start = time.perf_counter()
         code = "OK"
         try:
-            name, who = METHODS[method]
+            name, who = RPCS[method]
             self._authorize(method, who, request, caller_uid)
             if name in _READS:
                 answer = getattr(self, name)(request, reader=self._reader(method, name, caller_uid))
@@ -262,7 +262,7 @@ class PredictionService:
         if who == HISTORY_WRITER:
             raise PermissionDenied(f"{method} writes job history: only root, the Slurm user "
                                    f"({self.slurm_user or 'none configured'}) or an admin may call it")
-        if METHODS[method][0] in _READS:
+        if RPCS[method][0] in _READS:
             return      # the reader's own rows only: job_records.py
         if method == "When":   # the job's owner is in the queue, not in the request: when() checks it
             return
@@ -352,7 +352,7 @@ class PredictionService:
             self.faults.set("store", "size cap", f"{cap}: users' predictions not kept, the hooks' "
                                                  f"without environment and script; outcomes still stored")
         if budget_uid is None:
-            kept = stored_request(request, spec, self._compact_limits if cap else self.limits)
+            kept = stored_request(request, spec, self._compact_limits if cap else self.request_bounds)
             if writer_uid is None or self.writer_budget is None:
                 return kept
             if self.writer_budget.choose(writer_uid, (ROW_BYTES + len(kept),)) == 0:
@@ -369,7 +369,7 @@ class PredictionService:
         if cap:
             self.metrics.predictions_not_kept.inc()
             return None
-        kept = stored_request(request, spec, self.limits)
+        kept = stored_request(request, spec, self.request_bounds)
         allowed = self.user_budget.allow(budget_uid, ROW_BYTES + len(kept))
         if allowed != "request":
             self.metrics.predictions_not_kept.inc()
@@ -389,7 +389,7 @@ class PredictionService:
             answer = self.engine.estimate(spec, at_allocation=at_allocation, decide_limits=stage == "submit")
         else:
             # bounded like every runtime here: a value past the site cap is no limit this daemon set or reads
-            started_limit, started_min = (value if 0 < value <= self.limits.max_time_s else None
+            started_limit, started_min = (value if 0 < value <= self.request_bounds.max_time_s else None
                                           for value in (allocation.job_time_limit_s, allocation.job_time_min_s))
             answer = self.engine.estimate(spec, at_allocation=True, decide_limits=False,
                                           lower_time_limit=allocation.lower_time_limit,
@@ -428,7 +428,7 @@ class PredictionService:
     def predict(self, request: pb.JobRequest, budget_uid: int | None = None,
                 writer_uid: int | None = None) -> pb.Estimate:
         request = self._as_slurm_fills_it(request)
-        spec = job_spec_from_request(request, self.limits)
+        spec = job_spec_from_request(request, self.request_bounds)
         return self._answer(spec, "submit", False, request, budget_uid, writer_uid)
 
     def _as_slurm_fills_it(self, request: pb.JobRequest) -> pb.JobRequest:
@@ -459,7 +459,7 @@ class PredictionService:
         if not job_request.job.user and request.prediction_id:
             # The prolog may send only ids: the submission's own request says who and what.
             job_request, submitted = self._stored_request(request.prediction_id)
-        spec = job_spec_from_request(job_request, self.limits, node_list=request.node_list,
+        spec = job_spec_from_request(job_request, self.request_bounds, node_list=request.node_list,
                                      job_id=request.job_id, tasks_per_node=request.tasks_per_node)
         if submitted is not None and (submitted.stage != "submit" or submitted.user != spec.user
                                       or submitted.job_id not in ("", spec.job_id)):
@@ -492,7 +492,7 @@ class PredictionService:
         if state not in STATES:
             raise InvalidRequest("state", f"unknown final state {outcome.state!r}")
         elapsed = outcome.elapsed_s or (outcome.end_time - outcome.start_time if outcome.end_time and outcome.start_time else -1)
-        if not 0 <= elapsed <= self.limits.max_time_s:
+        if not 0 <= elapsed <= self.request_bounds.max_time_s:
             raise InvalidRequest("elapsed_s", f"{elapsed} is not a runtime in seconds")
         row = self._linked_prediction(outcome)
         prediction_id = row.prediction_id if row is not None else ""
@@ -501,12 +501,12 @@ class PredictionService:
             # The same user's prediction of this job: its request carries the script and inputs.
             request = pb.JobRequest.FromString(row.request)
         request = self._with_reported_features(request, outcome)
-        spec = self._served(job_spec_from_request(request, self.limits, job_id=outcome.job_id))
+        spec = self._served(job_spec_from_request(request, self.request_bounds, job_id=outcome.job_id))
         allocated = {}
         if not spec.nodes and outcome.node_list:
             # Submitted without -N: the history keeps the node count Slurm allocated, not 0.
             nodes = count_hosts(outcome.node_list)
-            if 0 < nodes <= self.limits.max_nodes:
+            if 0 < nodes <= self.request_bounds.max_nodes:
                 allocated = {"nodes": nodes, "requested_procs": spec.ntasks * spec.cpus_per_task or nodes}
         record = spec.record(submit_time=float(outcome.submit_time or spec.submit_time), runtime_s=float(elapsed),
                              start_time=float(outcome.start_time or -1), end_time=float(outcome.end_time or time.time()),
@@ -575,13 +575,13 @@ class PredictionService:
         for feature in parse_feature_lines(request.text, max_lines=MAX_LINES) if request.text else ():
             if not feature.key.endswith(REPORT_TIME_SUFFIX):
                 reported[feature.key] = (_value_message(feature.value), feature.at_s)
-        if len(reported) > self.limits.max_inputs:
-            raise InvalidRequest("features", f"more than {self.limits.max_inputs}")
+        if len(reported) > self.request_bounds.max_inputs:
+            raise InvalidRequest("features", f"more than {self.request_bounds.max_inputs}")
         for key, (value, at_s) in reported.items():
             job.inputs[key].CopyFrom(value)
             if at_s >= 0 and len(key) + len(REPORT_TIME_SUFFIX) <= MAX_KEY_CHARS:
                 job.inputs[key + REPORT_TIME_SUFFIX].number = float(at_s)
-        spec = job_spec_from_request(job, self.limits, job_id=request.job_id or row.job_id)
+        spec = job_spec_from_request(job, self.request_bounds, job_id=request.job_id or row.job_id)
         return self._answer(spec, "runtime-features", False, job)
 
     # ------------------------------------------------------------------ records
@@ -634,7 +634,7 @@ class PredictionService:
         elif job.job.user != name and not privileged:
             raise PermissionDenied(f"request.job.user: you ({name}) may only ask about your own jobs, "
                                    f"not {job.job.user!r}")
-        spec = self._served(job_spec_from_request(job, self.limits))
+        spec = self._served(job_spec_from_request(job, self.request_bounds))
         return forecast_when.hypothetical(self.forecast, spec, self._spec_belief(spec),
                                           -1 if caller_uid is None else caller_uid)
 

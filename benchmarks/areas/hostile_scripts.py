@@ -31,7 +31,7 @@ from tests.robustness.hostile_scripts import HOSTILE_SCRIPTS, PLAIN_SCRIPT, vari
 from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.jobspec import job_spec_from_request
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
-limits = load_config(None, environ={"HPCPREDICT_DATA_DIR": "/nonexistent", "HPCPREDICT_CONFIG_PATH": ""}).limits
+limits = load_config(None, environ={"HPCPREDICT_DATA_DIR": "/nonexistent", "HPCPREDICT_CONFIG_PATH": ""}).request_bounds
 copies = int(sys.argv[2])
 out = {}
 for name, script in {"plain": PLAIN_SCRIPT, **HOSTILE_SCRIPTS}.items():

@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     for message in messages[:200]:
         service.call("Predict", message, 0)
 
-    specs = [job_spec_from_request(m, config.limits) for m in messages]
+    specs = [job_spec_from_request(m, config.request_bounds) for m in messages]
     jobs = [JobRecord(job_id="", user=s.user, submit_time=0.0, requested_time_s=float(s.time_limit_s),
                       application=s.application, nodes=s.nodes) for s in specs]
     answers = [engine.estimate(s) for s in specs]
@@ -71,11 +71,11 @@ def main(argv=None) -> int:
         ("Predict, whole service call (trace job: recent history)",
          _mean_us(lambda m: service.call("Predict", m, 0), history)),
         ("  jobspec.job_spec_from_request, LAMMPS (includes extract_inputs)",
-         _mean_us(lambda m: job_spec_from_request(m, config.limits), lammps)),
+         _mean_us(lambda m: job_spec_from_request(m, config.request_bounds), lammps)),
         ("  runtime.inputs.extract_inputs alone (LAMMPS script)",
          _mean_us(lambda m: extract_inputs(bytes(m.script), {}), lammps)),
         ("  jobspec.job_spec_from_request, trace job",
-         _mean_us(lambda m: job_spec_from_request(m, config.limits), history)),
+         _mean_us(lambda m: job_spec_from_request(m, config.request_bounds), history)),
         ("  engine.estimate, LAMMPS", _mean_us(engine.estimate, specs[::2])),
         ("  engine.estimate, trace job", _mean_us(engine.estimate, specs[1::2])),
         ("    recent_history.predict (np.quantile inside)", _mean_us(lambda j: engine.recent.predict(j, 0.03), jobs)),

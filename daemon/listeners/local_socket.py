@@ -79,7 +79,7 @@ from typing import TYPE_CHECKING
 from . import line_json
 from .connections import ACCEPT_PAUSE_ERRNOS, Connection, SelectorServer, listening_socket, refuse, send_best_effort
 from .line_json import REQUESTS, Refused, encode
-from ..service import ANYONE, METHODS as WHO_MAY_CALL
+from ..service import ANYONE, RPCS as WHO_MAY_CALL
 
 if TYPE_CHECKING:
     from ..service import PredictionService
@@ -467,7 +467,7 @@ class LocalSocketServer(SelectorServer):
             privileged = self.service.privileged(caller_uid)
             if not privileged and WHO_MAY_CALL[method][1] != ANYONE:
                 return self._call(method, REQUESTS[method](), caller_uid)   # refused before parsing
-            request = line_json.parse_request(method, body, self.service.limits, privileged)
+            request = line_json.parse_request(method, body, self.service.request_bounds, privileged)
         except Refused as refused:
             return refused.reply
         return self._call(method, request, caller_uid)

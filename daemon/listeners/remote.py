@@ -68,7 +68,7 @@ from ..config import host_port
 from .connections import READ_BYTES, Connection, SelectorServer, listening_socket, refuse, send_best_effort
 from .line_json import BUSY_REPLY, Refused, encode
 from ..remote_wire import HEADER_BYTES, MAGIC, UNSIGNED, FrameError, frame, parse_header, reply_digest, request_digest
-from ..service import ANYONE, METHODS as WHO_MAY_CALL
+from ..service import ANYONE, RPCS as WHO_MAY_CALL
 
 if TYPE_CHECKING:
     from ..service import PredictionService
@@ -490,7 +490,7 @@ class RemoteServer(SelectorServer):
                 return {"ok": False, "code": "PERMISSION_DENIED",
                         "error": f"{method} is not served remotely: admin and history-writing calls are made on "
                                  f"the daemon's host, on its local socket"}
-            request = line_json.parse_request(method, request_body, self.service.limits, privileged=False)
+            request = line_json.parse_request(method, request_body, self.service.request_bounds, privileged=False)
         except Refused as refused:
             if refused.reason == "limits":
                 self.refused("limits", host, f"uid {uid}: {refused.reply['error']}")

@@ -260,14 +260,14 @@ def job_requests() -> st.SearchStrategy:
 
 
 def _request_targets() -> list[Target]:
-    from hpcpredict.daemon.config import LimitsConfig
+    from hpcpredict.daemon.config import RequestBounds
     from hpcpredict.daemon.jobspec import job_spec_from_request
     from hpcpredict.daemon.runtime.inputs import MAX_INPUTS, MAX_WARNINGS, extract_inputs
     from hpcpredict.daemon.sbatch_options import parse_sbatch
     from hpcpredict.daemon.listeners.grpc_adapter import _BadRequest, _lenient
     from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 
-    limits = LimitsConfig()
+    limits = RequestBounds()
     decode = _lenient(pb.JobRequest)
 
     def validate(request):

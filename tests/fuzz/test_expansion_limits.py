@@ -56,8 +56,8 @@ def test_hostlist_range_is_bounded():
 
 def test_request_node_list_names_at_most_max_nodes():
     outcome = _outcome(
-        "from hpcpredict.daemon.config import LimitsConfig\n"
+        "from hpcpredict.daemon.config import RequestBounds\n"
         "from hpcpredict.daemon.jobspec import job_spec_from_request\n"
         "from hpcpredict.proto.v1 import hpcpredict_pb2 as pb\n"
-        "job_spec_from_request(pb.JobRequest(job=pb.JobIdentity(user='a'), node_list='n[0-99999999]'), LimitsConfig())")
+        "job_spec_from_request(pb.JobRequest(job=pb.JobIdentity(user='a'), node_list='n[0-99999999]'), RequestBounds())")
     assert outcome.startswith("REFUSED node_list"), outcome

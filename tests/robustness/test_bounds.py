@@ -21,7 +21,7 @@ from hpcpredict.daemon.store import PredictionRow, SQLiteStore
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
 from tests.robustness.conftest import job, start, world_dir  # noqa: F401  (fixture)
 
-LIMITS = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": "/nonexistent"}).limits
+LIMITS = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": "/nonexistent"}).request_bounds
 
 
 def _rss_mib(pid: int) -> float:

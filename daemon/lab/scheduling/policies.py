@@ -50,7 +50,7 @@ import heapq
 from collections import defaultdict, deque
 from typing import Callable
 
-from ...config import LimitsConfig, PolicyConfig
+from ...config import RequestBounds, PolicyConfig
 from ...model_set import ModelSet
 from ...estimates import RuntimeEstimate
 from ..history.evaluation import end_time, scorable
@@ -63,7 +63,7 @@ from ...scheduling.jobs import SimJob
 
 Policy = Callable[[SimJob, "RuntimeEstimate | None", ControllerFacts], SimJob]
 # What the daemon passes plan_limits by default (engine.py): the configuration's defaults.
-_POLICY, _LIMITS = PolicyConfig(), LimitsConfig()
+_POLICY, _LIMITS = PolicyConfig(), RequestBounds()
 
 
 def soft_risk_for(controller: ControllerFacts) -> float:
