@@ -4,6 +4,7 @@
 - ``prolog_slurmctld.py``  PrologSlurmctld: PredictAtAllocation on the chosen nodes.
 - ``task_prolog.sh/.py``   TaskProlog: the walltime suggestion in the job's output, and
                            ``HPCPREDICT_FEATURES_FILE`` in its environment.
+- ``task_epilog.sh/.py``   TaskEpilog: removes that file when the job wrote nothing into it.
 - ``epilog_slurmctld.py``  EpilogSlurmctld: ReportRuntimeFeatures (the job's features file),
                            then ReportOutcome (state from sacct when it answers).
 - ``features_file.py``     where a job's runtime-features file lives; reading it safely.

@@ -199,3 +199,42 @@ def _take(dir_fd: int, name: str, uid: int, max_bytes: int, max_lines: int, remo
         except OSError:
             pass
     return FeaturesText(b"".join(lines).decode("utf-8", "replace"), len(lines), size, truncated, removed)
+
+
+def discard_unused(path: str, uid: int) -> int:
+    """Remove the job's features file when the job wrote nothing into it (TaskEpilog, as the job's
+    user: in the user's own working directory SlurmUser may not remove it, so without this every
+    job would leave one behind). Both the plain name and the job's squat-proof names are looked
+    at; only an empty regular file owned by ``uid`` goes, and only while the name still refers to
+    the file looked at (a file written to, or swapped in, is left for the epilog to read).
+    Returns how many were removed."""
+    directory, name = os.path.split(path)
+    try:
+        dir_fd = os.open(directory or ".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        names = [name]
+        try:
+            with os.scandir(directory or ".") as entries:
+                prefix = squat_proof_prefix(path, uid)
+                names += [entry.name for entry in entries if entry.name.startswith(prefix)]
+        except OSError:     # a directory we may only search: the plain name only
+            pass
+        return sum(_discard_if_empty(dir_fd, each, uid) for each in names)
+    finally:
+        os.close(dir_fd)
+
+
+def _discard_if_empty(dir_fd: int, name: str, uid: int) -> bool:
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != uid or info.st_size != 0:
+            return False
+        now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if (now.st_dev, now.st_ino, now.st_size) != (info.st_dev, info.st_ino, 0):
+            return False
+        os.unlink(name, dir_fd=dir_fd)
+        return True
+    except OSError:
+        return False

@@ -122,9 +122,10 @@ def main() -> int:
     write_conf(staging / "hpcpredict-hooks.conf", conf_values)
     cluster_env = dict(os.environ, SLURM_TEST_DIR=str(SLURM_DIR), NODES=args.nodes, ACCOUNTING="0", **PORTS,
                        JOB_SUBMIT_LUA=str(PLUGIN / "job_submit.lua"), TASK_PROLOG=str(PLUGIN / "task_prolog.sh"),
+                       TASK_EPILOG=str(PLUGIN / "task_epilog.sh"),
                        PROLOG_SLURMCTLD=str(PLUGIN / "prolog_slurmctld.py"),
                        EPILOG_SLURMCTLD=str(PLUGIN / "epilog_slurmctld.py"),
-                       HOOK_FILES=" ".join([str(PLUGIN / n) for n in ("hookclient.py", "slurmjob.py", "features_file.py", "task_prolog.py")]
+                       HOOK_FILES=" ".join([str(PLUGIN / n) for n in ("hookclient.py", "slurmjob.py", "features_file.py", "task_prolog.py", "task_epilog.py")]
                                            + [str(staging / "hpcpredict-hooks.conf")]))
     subprocess.run([str(CLUSTER / "stop-cluster.sh")], env=cluster_env, capture_output=True)
     subprocess.run([str(CLUSTER / "start-cluster.sh")], env=cluster_env, check=True, capture_output=True)

@@ -14,8 +14,8 @@ for f in job_submit.lua; do
   [ -e "$ETC/$f" ] && [ ! -e "$ETC/$f.orig" ] && cp -p "$ETC/$f" "$ETC/$f.orig"
   install -m 644 "$SRC/$f" "$ETC/$f"
 done
-for f in hookclient.py slurmjob.py features_file.py task_prolog.py; do install -m 644 "$SRC/$f" "$ETC/hpcpredict/$f"; done
-for f in prolog_slurmctld.py epilog_slurmctld.py task_prolog.sh; do install -m 755 "$SRC/$f" "$ETC/hpcpredict/$f"; done
+for f in hookclient.py slurmjob.py features_file.py task_prolog.py task_epilog.py; do install -m 644 "$SRC/$f" "$ETC/hpcpredict/$f"; done
+for f in prolog_slurmctld.py epilog_slurmctld.py task_prolog.sh task_epilog.sh; do install -m 755 "$SRC/$f" "$ETC/hpcpredict/$f"; done
 [ -e "$ETC/hpcpredict/hpcpredict-hooks.conf" ] || install -m 644 "$HERE/hpcpredict-hooks.conf.example" "$ETC/hpcpredict/hpcpredict-hooks.conf"
 echo "installed into $ETC and $ETC/hpcpredict; now add contrib/slurm/slurm.conf.snippet to slurm.conf"
 echo "and restart slurmctld (PrologSlurmctld/EpilogSlurmctld are read at start-up)."

@@ -29,7 +29,7 @@ PLUGIN = Path(slurm_plugin.__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 SLURM_DIR = Path(os.environ.get("HPCPREDICT_TEST_SLURM_DIR", "/tmp/hpcpredict-slurm-test"))
 PORTS = {"CTLD_PORT": "26817", "SLURMD_PORT_BASE": "27001", "DBD_PORT": "26819", "MYSQL_PORT": "23306"}
-HOOK_FILES = ("hookclient.py", "slurmjob.py", "features_file.py", "task_prolog.py")
+HOOK_FILES = ("hookclient.py", "slurmjob.py", "features_file.py", "task_prolog.py", "task_epilog.py")
 
 APP_SCRIPT = """#!/bin/bash
 # a stand-in application: one line per rank, then a short sleep
@@ -293,6 +293,7 @@ def cluster_env(staging: Path) -> dict:
                PROLOG_SLURMCTLD=str(PLUGIN / "prolog_slurmctld.py"),
                EPILOG_SLURMCTLD=str(PLUGIN / "epilog_slurmctld.py"),
                TASK_PROLOG=str(PLUGIN / "task_prolog.sh"),
+               TASK_EPILOG=str(PLUGIN / "task_epilog.sh"),
                HOOK_FILES=" ".join([*(str(PLUGIN / name) for name in HOOK_FILES),
                                     str(staging / "hpcpredict-hooks.conf")]))
     return env

@@ -216,3 +216,31 @@ def test_a_working_directory_slurmuser_may_search_but_not_list(tmp_path):
 ])
 def test_paths_are_printable_in_the_log(text, shown):
     assert features_file.printable(text) == shown
+
+
+def test_an_unused_file_is_discarded_and_a_written_one_kept(tmp_path):
+    path = tmp_path / ".hpcpredict-features-21"
+    assert features_file.create(str(path)) == str(path)
+    assert features_file.discard_unused(str(path), UID) == 1 and not path.exists()
+    assert features_file.create(str(path)) == str(path)
+    path.write_text("HPCPREDICT t=1 n=4\n")
+    assert features_file.discard_unused(str(path), UID) == 0 and path.read_text() == "HPCPREDICT t=1 n=4\n"
+
+
+def test_discarding_touches_no_link_no_other_owner_and_finds_the_squat_proof_name(tmp_path):
+    target = tmp_path / "empty-target"
+    target.write_text("")
+    link = tmp_path / ".hpcpredict-features-22"
+    link.symlink_to(target)
+    theirs = tmp_path / f".hpcpredict-features-22.{UID}.{'0' * 32}"   # our prefix, another owner
+    theirs.write_text("")
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    ours = features_file.create(str(link))          # squatted: the squat-proof name
+    assert ours != str(link) and os.path.exists(ours)
+    assert features_file.discard_unused(str(link), UID) == 1
+    assert not os.path.exists(ours)
+    assert link.is_symlink() and target.exists() and theirs.exists()
+
+
+def test_discarding_in_a_missing_directory_is_nothing(tmp_path):
+    assert features_file.discard_unused(str(tmp_path / "gone" / ".hpcpredict-features-23"), UID) == 0

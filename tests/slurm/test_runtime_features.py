@@ -34,6 +34,12 @@ rm -f "$HPCPREDICT_FEATURES_FILE"
 ln -s {target} "$HPCPREDICT_FEATURES_FILE"
 """
 
+SILENT_SCRIPT = """#!/bin/bash
+#SBATCH -N 1
+#SBATCH -J features-none
+test -f "$HPCPREDICT_FEATURES_FILE" && echo "made=$HPCPREDICT_FEATURES_FILE"
+"""
+
 OVERSIZED_SCRIPT = """#!/bin/bash
 #SBATCH -N 1
 #SBATCH -J features-big
@@ -105,6 +111,20 @@ def test_features_a_job_reports_are_stored_with_its_outcome(cluster, daemon):
     assert stage is not None and stage[0] in ("allocation", "submit")
     assert not os.path.exists(features_file)     # removed once relayed
     assert f"epilog_slurmctld job {job_id}: runtime features relayed (3 lines)" in cluster.hooks_log()
+
+
+def test_a_job_that_reports_nothing_leaves_no_file_behind(cluster, daemon):
+    """Most jobs never report: the TaskEpilog (as the user: SlurmUser may not remove a file from
+    the user's directory) takes away the empty file the TaskProlog made, working out its name
+    from the directory slurmstepd runs it in (the job's working directory)."""
+    directory = user_dir(cluster, "alice")
+    job_id = submit(cluster, "alice", directory, SILENT_SCRIPT)
+    cluster.wait_done(job_id)
+    features_file = os.path.join(directory, f".hpcpredict-features-{job_id}")
+    output = open(os.path.join(directory, f"out-{job_id}.txt")).read()
+    assert f"made={features_file}" in output, output          # it was there while the job ran
+    poll(lambda: not os.path.exists(features_file), 30, f"{features_file} removed", 0.5)
+    assert sorted(os.listdir(directory)) == ["job.sh", f"out-{job_id}.txt"]
 
 
 def test_a_planted_link_to_a_root_only_file_relays_nothing(cluster, daemon, tmp_path):

@@ -181,6 +181,7 @@ write_config() {
     hooks="JobSubmitPlugins=lua
 PrologSlurmctld=$D/etc/hpcpredict/prolog_slurmctld.py
 TaskProlog=$D/etc/hpcpredict/task_prolog.sh
+TaskEpilog=$D/etc/hpcpredict/task_epilog.sh
 EpilogSlurmctld=$D/etc/hpcpredict/epilog_slurmctld.py"
   fi
   cat > "$ROOT$D/etc/slurm.conf" <<EOF

@@ -21,7 +21,7 @@
 #   KEEP_STATE      1 = keep old state/DB when starting a stopped cluster [0]
 #   SLURM_USER      SlurmUser of slurmctld and slurmdbd (an existing user; it gets the state
 #                   directory and the log and pid files)          [root]
-#   JOB_SUBMIT_LUA, CLI_FILTER_LUA, TASK_PROLOG, PROLOG_SLURMCTLD, PROLOG, EPILOG_SLURMCTLD
+#   JOB_SUBMIT_LUA, CLI_FILTER_LUA, TASK_PROLOG, TASK_EPILOG, PROLOG_SLURMCTLD, PROLOG, EPILOG_SLURMCTLD
 #                   paths of the hooks to install instead of the demo ones in conf/ [unset]
 #   HOOK_FILES      extra files copied into $SLURM_TEST_DIR/etc next to the hooks
 #                   (hpcpredict: hookclient.py, hpcpredict-hooks.conf) [unset]
@@ -134,7 +134,7 @@ render() {  # render TEMPLATE DEST
 }
 render "$HERE/conf/slurm.conf.in"          "$DIR/etc/slurm.conf"
 # Hooks: the project under test supplies its own by naming them in JOB_SUBMIT_LUA,
-# CLI_FILTER_LUA, TASK_PROLOG, PROLOG_SLURMCTLD, PROLOG (copied as they are); otherwise the
+# CLI_FILTER_LUA, TASK_PROLOG, TASK_EPILOG, PROLOG_SLURMCTLD, PROLOG (copied as they are); otherwise the
 # demo templates in conf/ are rendered (they show which job_desc fields arrive and how).
 hook() {  # hook OVERRIDE_PATH TEMPLATE DEST
   if [ -n "$1" ]; then cp "$1" "$3"; else render "$2" "$3"; fi
@@ -142,6 +142,7 @@ hook() {  # hook OVERRIDE_PATH TEMPLATE DEST
 hook "${JOB_SUBMIT_LUA:-}"   "$HERE/conf/job_submit.lua.in"      "$DIR/etc/job_submit.lua"
 hook "${CLI_FILTER_LUA:-}"   "$HERE/conf/cli_filter.lua"         "$DIR/etc/cli_filter.lua"
 hook "${TASK_PROLOG:-}"      "$HERE/conf/task_prolog.sh.in"      "$DIR/etc/task_prolog.sh"
+hook "${TASK_EPILOG:-}"      "$HERE/conf/task_epilog.sh.in"      "$DIR/etc/task_epilog.sh"
 hook "${PROLOG_SLURMCTLD:-}" "$HERE/conf/prolog_slurmctld.sh.in" "$DIR/etc/prolog_slurmctld.sh"
 hook "${PROLOG:-}"           "$HERE/conf/prolog.sh.in"           "$DIR/etc/prolog.sh"
 hook "${EPILOG_SLURMCTLD:-}" "$HERE/conf/epilog_slurmctld.sh.in" "$DIR/etc/epilog_slurmctld.sh"
