@@ -15,7 +15,7 @@ from ..topology.placement import Placement
 
 if TYPE_CHECKING:   # loaded by their model kinds (hpcpredict.daemon.model_kinds)
     from .comm.served import CommModelSet, CommRequest
-    from .history.model import HpcPredictModel
+    from .history.model import WalltimeModel
     from .runtime.served import ApplicationModels
 
 
@@ -23,8 +23,8 @@ if TYPE_CHECKING:   # loaded by their model kinds (hpcpredict.daemon.model_kinds
 class ModelSet:
     """The models served together; each slot is filled by its model kind's ``place``."""
 
-    walltime: HpcPredictModel | None = None
-    walltime_by_cluster: Mapping[str, HpcPredictModel] = field(default_factory=dict)   # cluster -> its own
+    walltime: WalltimeModel | None = None
+    walltime_by_cluster: Mapping[str, WalltimeModel] = field(default_factory=dict)   # cluster -> its own
     runtime: ApplicationModels | None = None
     comm: Mapping[str, CommModelSet] = field(default_factory=dict)      # cluster key -> models
     # Resolved with the comm models, so a site without them never imports scipy.
@@ -36,6 +36,6 @@ class ModelSet:
     # (kind, key) -> (artifact, model), so the next reload can keep a model whose new version is refused
     loaded: Mapping[tuple[str, str], tuple[Artifact, object]] = field(default_factory=dict)
 
-    def walltime_for(self, cluster: str) -> HpcPredictModel | None:
+    def walltime_for(self, cluster: str) -> WalltimeModel | None:
         """The walltime model of ``cluster``: its own when it has one, else the site's."""
         return self.walltime_by_cluster.get(cluster, self.walltime) if cluster else self.walltime

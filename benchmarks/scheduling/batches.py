@@ -35,9 +35,9 @@ def icc(values: np.ndarray, groups: np.ndarray) -> float:
 
 def measure(records, risk: float = 0.03, windows=(60.0, 300.0, 600.0, 900.0), model=None) -> dict:
     from hpcpredict.daemon.lab.history import end_time, scorable
-    from hpcpredict.daemon.history.model import WARM, HpcPredictModel
+    from hpcpredict.daemon.history.model import WARM, WalltimeModel
 
-    model = model or HpcPredictModel()
+    model = model or WalltimeModel()
     ordered = scorable(records)
     rows = []     # (index, residual, gap, shortened, outlived) for WARM, uncensored jobs
     running: list = []

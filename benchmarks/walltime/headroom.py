@@ -22,13 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from hpcpredict.daemon.lab.history import read_trace, replay, scorable
-from hpcpredict.daemon.history.model import EXPERTS, HpcPredictModel
+from hpcpredict.daemon.history.model import EXPERTS, WalltimeModel
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ("KTH-SP2.swf", "hpc2n-subset.swf", "eagle-sample-1000.csv")
 
 
-class _Recording(HpcPredictModel):
+class _Recording(WalltimeModel):
     """Our model, remembering what it knew at each submission (experts, selected estimate)."""
 
     def __init__(self):

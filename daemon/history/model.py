@@ -249,7 +249,7 @@ class _State:
     trained_until: float = -math.inf  # end time of the last job train_model saw (replays skip older ones)
 
 
-class HpcPredictModel(OnlinePredictor):
+class WalltimeModel(OnlinePredictor):
     """Online walltime model (point + bound).
 
     :meth:`predict` only reads the model: any number of threads may predict
@@ -693,7 +693,7 @@ class HpcPredictModel(OnlinePredictor):
         }
 
     @classmethod
-    def from_state(cls, data: dict) -> "HpcPredictModel":
+    def from_state(cls, data: dict) -> "WalltimeModel":
         """Inverse of :meth:`to_state` (raises KeyError/TypeError/ValueError on bad data)."""
         unknown = set(data["params"]) - {f.name for f in fields(ModelParams)}
         if unknown:

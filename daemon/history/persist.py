@@ -7,7 +7,7 @@ daemon loads it (:class:`hpcpredict.daemon.model_kinds.WalltimeKind`); the lab f
 
 >>> import tempfile, pathlib
 >>> from hpcpredict.daemon.records import JobRecord
->>> model = HpcPredictModel()
+>>> model = WalltimeModel()
 >>> for i in range(5):
 ...     model.observe(JobRecord(str(i), "ann", 100.0 * i, runtime_s=60.0, requested_time_s=600.0,
 ...                             end_time=100.0 * i + 60.0))
@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 
 from ..errors import ModelArtifactError
-from .model import HpcPredictModel
+from .model import WalltimeModel
 
 KIND = "walltime-history"
 FORMAT_VERSION = 5  # 5: + calibration batch ids; 4: + calibration gaps; 3: + blend scores; 2: 10 experts + learned selector
@@ -33,7 +33,7 @@ STATE_FILE = "state.json"
 MANIFEST_FILE = "manifest.json"
 
 
-def save_model(model: HpcPredictModel, directory: Path) -> None:
+def save_model(model: WalltimeModel, directory: Path) -> None:
     """Write ``model`` under ``directory`` (created) atomically: state, then manifest."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -47,7 +47,7 @@ def save_model(model: HpcPredictModel, directory: Path) -> None:
         os.replace(temporary, directory / name)
 
 
-def load_model(directory: Path) -> HpcPredictModel:
+def load_model(directory: Path) -> WalltimeModel:
     """Read a model written by :func:`save_model`; any defect -> ModelArtifactError."""
     directory = Path(directory)
     try:
@@ -71,6 +71,6 @@ def load_model(directory: Path) -> HpcPredictModel:
     if hashlib.sha256(payload).hexdigest() != manifest.get("sha256"):
         raise ModelArtifactError(f"{directory}: {STATE_FILE} does not match its checksum")
     try:
-        return HpcPredictModel.from_state(json.loads(payload))
+        return WalltimeModel.from_state(json.loads(payload))
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise ModelArtifactError(f"{directory}: corrupt walltime model state: {error}") from error

@@ -32,7 +32,7 @@ from ..client import reload_models
 from ..commands import run_command
 from ..errors import CommandError, HpcPredictError, ModelArtifactError, ModelNotFound, ParseError
 from .history.accounting import SourceChoice, choose_source, import_pyslurm
-from ..history.model import HpcPredictModel
+from ..history.model import WalltimeModel
 from ..history.persist import load_model, save_model
 from .history.evaluation import end_time
 from .history.pyslurm_source import load_pyslurm_jobs, records_from_pyslurm_jobs, since_timestamp
@@ -183,7 +183,7 @@ def _error(pairs) -> float:
     return 1.0 - sum(ratios) / len(ratios)
 
 
-def serving_walltime(config, cluster: str | None = None) -> tuple[HpcPredictModel, str] | None:
+def serving_walltime(config, cluster: str | None = None) -> tuple[WalltimeModel, str] | None:
     """The walltime model served now for ``cluster`` (None: the site's) and its version; None
     when none is published (or it cannot be read: then nothing to compare with)."""
     registry = ModelRegistry(config.models.dir, owner=config.models.owner)
@@ -194,7 +194,7 @@ def serving_walltime(config, cluster: str | None = None) -> tuple[HpcPredictMode
         return None
 
 
-def _served_predictions(model: HpcPredictModel, jobs: list[JobRecord], risk: float) -> dict[tuple, float]:
+def _served_predictions(model: WalltimeModel, jobs: list[JobRecord], risk: float) -> dict[tuple, float]:
     """The serving model's prediction of each job at its submission, replayed online from where
     it was trained (predict at submit, observe at end), as the daemon would have answered."""
     predicted: dict[tuple, float] = {}
@@ -208,7 +208,7 @@ def _served_predictions(model: HpcPredictModel, jobs: list[JobRecord], risk: flo
 
 
 def train_walltime(store: Store, config, cluster: str | None = None,
-                   force: bool = False) -> tuple[HpcPredictModel, int, list[str]]:
+                   force: bool = False) -> tuple[WalltimeModel, int, list[str]]:
     """The walltime model fit on ``store`` (of ``cluster``), replayed at ``[policy] risk``: the
     risk the daemon answers at, so the adaptive offset it learns is the one it serves with; how
     many jobs it saw; and why it is worse than the serving model on held-out jobs (empty: not
@@ -249,7 +249,7 @@ def train_walltime(store: Store, config, cluster: str | None = None,
     return model, count, worse
 
 
-def publish_walltime(config, model: HpcPredictModel, count: int, cluster: str | None = None) -> Artifact:
+def publish_walltime(config, model: WalltimeModel, count: int, cluster: str | None = None) -> Artifact:
     """Publish ``model`` as a new walltime version (``cluster``'s own model, or the site's)."""
     registry = ModelRegistry(config.models.dir, owner=config.models.owner,
                              keep_versions=config.models.keep_versions)

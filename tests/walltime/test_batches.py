@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.model import WalltimeModel
 from hpcpredict.daemon.history.persist import load_model, save_model
 from hpcpredict.daemon.history.model import shortening_shift
 from hpcpredict.daemon.records import JobRecord
@@ -38,7 +38,7 @@ def _jobs(runtimes, spacing_s, size=10):
 def _trained(jobs, window_s=600.0):
     from hpcpredict.daemon.history.model import ModelParams
 
-    model = HpcPredictModel(ModelParams(batch_window_s=window_s))
+    model = WalltimeModel(ModelParams(batch_window_s=window_s))
     for job in jobs:
         model.observe(job)
     return model
@@ -86,7 +86,7 @@ def test_the_model_bounds_batched_jobs_more_conservatively_than_the_same_jobs_sp
 def test_jobs_join_a_batch_whatever_order_they_end_in():
     """Batches are found when jobs end (``observe``), in end order, not submission order. (A job
     that ends before the one linking it to the batch starts a batch of its own: not tested.)"""
-    model = HpcPredictModel()
+    model = WalltimeModel()
 
     def job(name, submit, request=3600.0, procs=1, user="ann"):
         return JobRecord(name, user, submit, runtime_s=100.0, requested_time_s=request,

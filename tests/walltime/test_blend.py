@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.model import WalltimeModel
 from hpcpredict.daemon.history.persist import load_model, save_model
 from hpcpredict.daemon.lab.history.training import train_model
 from hpcpredict.daemon.history.persist import FORMAT_VERSION
@@ -16,7 +16,7 @@ from .test_predictors import ended, new, synthetic_users
 
 
 def trained(seed=11, n_jobs=1200):
-    model = HpcPredictModel()
+    model = WalltimeModel()
     for job in sorted(synthetic_users(seed=seed, n_jobs=n_jobs), key=lambda j: j.end_time):
         model.observe(job)
     return model

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.model import WalltimeModel
 from hpcpredict.daemon.history.predictors import BASELINES
 from hpcpredict.daemon.lab.history.training import train_model
 from hpcpredict.daemon.records import JobRecord
@@ -19,7 +19,7 @@ from tests.walltime.test_predictors import synthetic_users
 
 
 def digest(model) -> str:
-    """Everything an HpcPredictModel holds: learned state, remembered answers, published calibration."""
+    """Everything an WalltimeModel holds: learned state, remembered answers, published calibration."""
     h = hashlib.sha256(json.dumps(model.to_state(), sort_keys=True).encode())
     h.update(repr(sorted((k, v[2], v[3]) for k, v in model.state.pending.items())).encode())
     for key, value in sorted(model._cluster_calibration.items()):
@@ -54,7 +54,7 @@ def test_predict_with_and_without_explanation_leaves_the_model_unchanged(trained
 
 
 def test_submit_only_remembers_the_answer(trained):
-    model = HpcPredictModel.from_state(trained.to_state())
+    model = WalltimeModel.from_state(trained.to_state())
     state_before = json.dumps(model.to_state(), sort_keys=True)
     job = probes()[0]
     assert model.submit(job) == model.predict(job)

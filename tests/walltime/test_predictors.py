@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hpcpredict.daemon.errors import ModelArtifactError
-from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.model import WalltimeModel
 from hpcpredict.daemon.history.persist import load_model, save_model
 from hpcpredict.daemon.history.predictors import (BASELINES, AleaMax5Predictor, CesnetPredictor, EcmwfPredictor,
                                                   Last2Predictor, UserRequestPredictor)
@@ -56,7 +56,7 @@ def test_ecmwf_same_name_and_geometry_only():
     assert ecmwf.predict(new("ann", 3600, name="other")).fallback
 
 
-@pytest.mark.parametrize("cls", list(BASELINES.values()) + [HpcPredictModel])
+@pytest.mark.parametrize("cls", list(BASELINES.values()) + [WalltimeModel])
 def test_cold_start_is_flagged_and_within_request(cls):
     answer = cls().predict(new("nobody", 7200))
     assert 1.0 <= answer.runtime_s <= 7200 and answer.bound_s <= 7200
@@ -65,7 +65,7 @@ def test_cold_start_is_flagged_and_within_request(cls):
 
 
 def test_model_learns_a_repeated_job_and_explains_it():
-    model = HpcPredictModel()
+    model = WalltimeModel()
     for i in range(6):
         model.observe(ended(i, "ann", 2700.0 + 60 * i, 14400, name="lmp", procs=64))
     answer = model.predict(new("ann", 14400, name="lmp", procs=64))
@@ -84,7 +84,7 @@ def test_bound_never_exceeds_request_and_risk_is_validated():
 
 
 def test_censored_jobs_are_not_calibration_residuals():
-    model = HpcPredictModel()
+    model = WalltimeModel()
     for i in range(5):
         model.observe(ended(i, "ann", 1000.0, 3600))
     before = len(model.state.residuals.get("warm", ()))
@@ -116,7 +116,7 @@ def synthetic_users(seed, n_jobs=4000, n_users=40):
 
 @pytest.mark.parametrize("risk", [0.03, 0.10])
 def test_bound_kill_rate_is_calibrated_on_known_distributions(risk):
-    result = replay(synthetic_users(seed=1), {"hpcpredict": HpcPredictModel()}, risk=risk)
+    result = replay(synthetic_users(seed=1), {"hpcpredict": WalltimeModel()}, risk=risk)
     scores = score(result)
     kill = scores["hpcpredict-bound"].kill_rate
     assert kill <= 1.5 * risk + 0.005      # controlled
@@ -185,7 +185,7 @@ def test_selector_learns_the_right_expert_from_ended_jobs_only():
     from hpcpredict.daemon.history.model import EXPERTS
 
     rng = np.random.default_rng(0)
-    model = HpcPredictModel()
+    model = WalltimeModel()
     for i in range(800):
         request = float(np.exp(rng.uniform(np.log(2000), np.log(6000))))
         job = ended(i, f"u{i % 10}", 0.4 * request, request, procs=1 + i)
@@ -203,4 +203,4 @@ def test_selector_of_the_wrong_shape_is_refused():
     state = train_model(synthetic_users(seed=5, n_jobs=100)).to_state()
     state["selector"] = state["selector"][:-1]
     with pytest.raises(ValueError):
-        HpcPredictModel.from_state(state)
+        WalltimeModel.from_state(state)

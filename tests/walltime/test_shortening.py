@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.model import WalltimeModel
 from hpcpredict.daemon.history.persist import load_model, save_model
 from hpcpredict.daemon.lab.history.training import train_model
 from hpcpredict.daemon.history.model import NO_REQUEST_GAP, conformal_quantile, shortening_shift
@@ -72,7 +72,7 @@ def test_online_outlive_rate_among_shortened_jobs_is_the_risk(risk):
     import heapq
 
     jobs = _stream()
-    model = HpcPredictModel()
+    model = WalltimeModel()
     running, shortened, outlived = [], 0, 0
     for index, job in enumerate(jobs):
         while running and running[0][0] <= job.submit_time:

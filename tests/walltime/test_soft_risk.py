@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hpcpredict.daemon.history.model import HpcPredictModel
+from hpcpredict.daemon.history.model import WalltimeModel
 from hpcpredict.daemon.lab.history.training import train_model
 from tests.walltime.test_predict_is_pure import digest, probes
 from tests.walltime.test_predictors import synthetic_users
@@ -34,10 +34,10 @@ def test_asking_for_the_soft_value_changes_nothing_but_the_remembered_answer(tra
     for job in probes():
         trained.predict(job, 0.03, explain=False, soft_risk=0.3)
     assert digest(trained) == before
-    model = HpcPredictModel.from_state(trained.to_state())
+    model = WalltimeModel.from_state(trained.to_state())
     job = probes()[0]
     model.submit(job, 0.03, soft_risk=0.3)
-    plain = HpcPredictModel.from_state(trained.to_state())
+    plain = WalltimeModel.from_state(trained.to_state())
     plain.submit(job, 0.03)
     assert model.state.pending[job.job_id][4:6] == plain.state.pending[job.job_id][4:6]   # scored at 0.03
     assert json.dumps(model.to_state(), sort_keys=True) == json.dumps(plain.to_state(), sort_keys=True)

@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ...history.model import HpcPredictModel
+from ...history.model import WalltimeModel
 from ...history.predictors import BASELINES, OnlinePredictor
 from ...records import JobRecord
 
@@ -69,7 +69,7 @@ def scorable(jobs: Iterable[JobRecord]) -> list[JobRecord]:
 def default_predictors() -> dict[str, OnlinePredictor]:
     """Every baseline plus our model, fresh."""
     predictors: dict[str, OnlinePredictor] = {name: cls() for name, cls in BASELINES.items()}
-    predictors[HpcPredictModel.name] = HpcPredictModel()
+    predictors[WalltimeModel.name] = WalltimeModel()
     return predictors
 
 

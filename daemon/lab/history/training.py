@@ -29,25 +29,25 @@ import math
 from typing import Callable
 
 from .evaluation import end_time, scorable
-from ...history.model import HpcPredictModel, ModelParams
+from ...history.model import WalltimeModel, ModelParams
 from ...records import JobRecord
 from ...store import Store
 
 
 def train_model(records: list[JobRecord], params: ModelParams | None = None, risk: float = 0.03,
                 replay_last: int = 200_000,
-                progress: Callable[[int, int], None] | None = None) -> HpcPredictModel:
+                progress: Callable[[int, int], None] | None = None) -> WalltimeModel:
     """Fit by replaying ``records`` online (predict at submit, observe at end), exactly as the
     daemon would have seen them, so every calibration residual is out of sample.
 
     Everything the model learns is windowed (a user's last jobs, recent residuals, decaying
     expert scores), so only the last ``replay_last`` submissions are replayed in full; older
-    jobs are just added to the history (:meth:`HpcPredictModel.remember`), which is what
+    jobs are just added to the history (:meth:`WalltimeModel.remember`), which is what
     keeps training on 10^6 jobs within the time budget.
 
     The model remembers the last end time it was trained on: replaying the same history into
     it again (as the daemon does with its store at start) is ignored, newer jobs are learned."""
-    model = HpcPredictModel(params)
+    model = WalltimeModel(params)
     ordered = scorable(records)
     full_from = max(len(ordered) - replay_last, 0)
     running: list[tuple[float, int]] = []
@@ -74,7 +74,7 @@ def train_model(records: list[JobRecord], params: ModelParams | None = None, ris
 def train_from_store(store: Store, params: ModelParams | None = None, risk: float = 0.03,
                      replay_last: int = 200_000, progress: Callable[[int, int], None] | None = None,
                      cluster: str | None = None,
-                     on_prediction: Callable[[JobRecord, float], None] | None = None) -> tuple[HpcPredictModel, int]:
+                     on_prediction: Callable[[JobRecord, float], None] | None = None) -> tuple[WalltimeModel, int]:
     """The walltime model fit on every scorable job of ``store`` (of ``cluster``; None: of
     every cluster, one shared model), and how many jobs it saw. ``on_prediction`` hears each
     job the replay predicts and the runtime predicted at its submission (out of sample: the
@@ -85,7 +85,7 @@ def train_from_store(store: Store, params: ModelParams | None = None, risk: floa
     nothing of them but each user's last jobs and the ratio window). ``replay_last`` is counted from the store's count taken before the stream opens;
     jobs ingested in between shift it by as many, which changes nothing that matters."""
     total = store.count_jobs(scorable=True, cluster=cluster)
-    model = HpcPredictModel(params)
+    model = WalltimeModel(params)
     full_from = max(total - replay_last, 0)
     running: list[tuple[float, int, JobRecord]] = []   # (end, index, job) of jobs not yet ended
     last_end = -math.inf

@@ -179,15 +179,15 @@ def online_predictions(records: list[JobRecord], risk: float, model=None,
                        soft_risk: float | None = None) -> dict[int, RuntimeEstimate]:
     """The daemon's answer for every scorable record at its submission, keyed by ``id(record)``:
     its sources in its order (:func:`~hpcpredict.daemon.sources.first_estimate`), here the
-    walltime model (``model``, default a fresh :class:`HpcPredictModel`), then the recent-history
+    walltime model (``model``, default a fresh :class:`WalltimeModel`), then the recent-history
     model (the user's last runs, where the walltime model falls back), then the request.
     ``soft_risk``: each answer also carries ``soft_s``, the runtime at that risk from the same
     pass, as the daemon configured with ``risk`` sets its soft ``--time-min`` (the walltime
     model's adaptive risk offset follows ``risk``). Both models learn each job when it ended
     in the trace, as the daemon observes it."""
-    from ...history.model import HpcPredictModel
+    from ...history.model import WalltimeModel
 
-    model = model or HpcPredictModel()
+    model = model or WalltimeModel()
     models = ModelSet(walltime=model)
     recent = RecentHistoryModel(_POLICY.history_window, _POLICY.default_runtime_s)
     ordered = scorable(records)
