@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from hpcpredict.daemon.errors import HpcPredictError
 from hpcpredict.daemon.refresher import Refresher
@@ -73,3 +74,29 @@ def test_a_failure_is_logged_once_per_change_and_a_bug_once_per_kind(caplog):
                     (logging.ERROR, "the test reading failed", True)]                       # ValueError, KeyError
     assert errors == ["down", "down", "still down", "", "still down", "internal error: ValueError",
                       "internal error: ValueError", "internal error: KeyError", "internal error: KeyError"]
+
+
+def test_the_policy_modes_thread_outlives_a_bug_in_its_read():
+    """PolicyMode's thread is a Refresher's: a read that raises what no one expected (here the
+    command runner) is followed by the next read, which sets the mode."""
+    from tests.daemon.test_policy_mode import SHOW_CONFIG, policy
+
+    from hpcpredict.daemon.policy.controller import PolicyMode
+
+    calls = [0]
+
+    def run(command, timeout):
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("a bug in the runner")
+        return SHOW_CONFIG.format("time_min_as_soft_limit")
+
+    mode = PolicyMode(policy(mode="soft", controller_check_s=0.001), run=run)
+    mode.start()
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while mode.current()[0] != "soft" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert mode.current()[0] == "soft", f"mode {mode.current()} after {calls[0]} reads"
+    finally:
+        mode.stop()
