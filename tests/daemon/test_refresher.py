@@ -79,9 +79,9 @@ def test_a_failure_is_logged_once_per_change_and_a_bug_once_per_kind(caplog):
 def test_the_policy_modes_thread_outlives_a_bug_in_its_read():
     """PolicyMode's thread is a Refresher's: a read that raises what no one expected (here the
     command runner) is followed by the next read, which sets the mode."""
-    from tests.daemon.test_policy_mode import SHOW_CONFIG, policy
-
+    from hpcpredict.daemon.config import load_config
     from hpcpredict.daemon.policy.controller import PolicyMode
+    from tests.daemon.slurm_configs import show_config
 
     calls = [0]
 
@@ -89,9 +89,12 @@ def test_the_policy_modes_thread_outlives_a_bug_in_its_read():
         calls[0] += 1
         if calls[0] == 1:
             raise RuntimeError("a bug in the runner")
-        return SHOW_CONFIG.format("time_min_as_soft_limit")
+        return show_config()             # SchedulerParameters=time_min_as_soft_limit on 24.11: soft
 
-    mode = PolicyMode(policy(mode="soft", controller_check_s=0.001), run=run)
+    policy = load_config(None, environ={"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": "/nonexistent",
+                                        "HPCPREDICT_POLICY_MODE": "soft",
+                                        "HPCPREDICT_POLICY_CONTROLLER_CHECK_S": "0.001"}).policy
+    mode = PolicyMode(policy, run=run)
     mode.start()
     try:
         deadline = time.monotonic() + WAIT_S
