@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from .evaluate_walltime import _check_risk, add_trace_arguments
+from .evaluate_scheduling import add_replay_arguments, read_replay
 
 
 def register(families) -> None:
@@ -29,11 +29,8 @@ def register(families) -> None:
         description="Replay TRACE through EASY backfilling and, at each (sampled) submission, forecast "
                     "the job's start from the replay's queue; compare with its actual start and with "
                     "Slurm's method (every job at its time limit).")
-    add_trace_arguments(parser)
-    parser.add_argument("--procs", type=int, default=None,
-                        help="machine size in processors (default: the SWF header's MaxProcs/MaxNodes)")
-    parser.add_argument("--slurm", metavar="RELEASE",
-                        help="the Slurm release replayed, X.Y[.Z], as for evaluate scheduling (default: 24.11)")
+    add_replay_arguments(
+        parser, slurm_help="the Slurm release replayed, X.Y[.Z], as for evaluate scheduling (default: 24.11)")
     parser.add_argument("--policy", choices=("user", "hpcpredict"), default="user",
                         help="the limits jobs run under: the users' own (today's Slurm, default) or "
                              "hpcpredict's default policy for the release")
@@ -48,25 +45,10 @@ def register(families) -> None:
 
 
 def run(args) -> int:
-    _check_risk(args.risk)
-    from ..errors import InvalidRequest, ParseError
-    from ..lab.history import read_trace
-    from ..lab.scheduling import DEFAULT_RELEASE, trace_machine_size
     from ..lab.scheduling.forecast import evaluate_forecast
 
-    slurm = args.slurm or DEFAULT_RELEASE
-    procs = args.procs
-    if procs is not None and procs <= 0:
-        raise InvalidRequest("--procs", f"must be a positive number of processors, got {procs}")
-    jobs = read_trace(args.trace, args.format)
-    if procs is None:
-        procs = trace_machine_size(args.trace)
-        if procs is None:
-            raise InvalidRequest("--procs", f"{args.trace} has no '; MaxProcs:' or '; MaxNodes:' header "
-                                            "line: give the machine size with --procs N")
-    if not any(j.runtime_s >= 0 and j.submit_time >= 0 for j in jobs):
-        raise ParseError("no job with a known submit time and runtime", source=args.trace)
-    scores = evaluate_forecast(jobs, procs, policy=args.policy, risk=args.risk, slurm=slurm, runs=args.runs,
+    jobs, procs = read_replay(args)
+    scores = evaluate_forecast(jobs, procs, policy=args.policy, risk=args.risk, slurm=args.slurm, runs=args.runs,
                                every=args.every, seed=args.seed, spread=args.spread)
     if args.json:
         print(json.dumps(scores))

@@ -37,25 +37,58 @@ import sys
 from .evaluate_walltime import _check_risk, add_trace_arguments
 
 
+def add_replay_arguments(parser, *, slurm_help: str) -> None:
+    """TRACE, --format, --risk, --procs and --slurm: the options of every command that replays a
+    trace through EASY backfilling (this one, ``evaluate forecast``); :func:`read_replay` reads them."""
+    add_trace_arguments(parser)
+    parser.add_argument("--procs", type=int, default=None,
+                        help="machine size in processors (default: the SWF header's MaxProcs/MaxNodes)")
+    # checked when run, not by choices=: the releases live in the lab, imported when it runs (cli/main.py)
+    parser.add_argument("--slurm", metavar="RELEASE", help=slurm_help)
+
+
+def read_replay(args) -> tuple[list, int]:
+    """The options :func:`add_replay_arguments` added, checked (``args.slurm`` defaulted), and the
+    trace: (its jobs, the machine's size in processors)."""
+    _check_risk(args.risk)
+    from ..errors import InvalidRequest, ParseError
+    from ..lab.history import read_trace
+    from ..lab.scheduling import DEFAULT_RELEASE, planning_rule, trace_machine_size
+
+    args.slurm = args.slurm or DEFAULT_RELEASE
+    try:
+        planning_rule(args.slurm)
+    except ValueError as error:
+        raise InvalidRequest("--slurm", str(error)) from None
+    procs = args.procs
+    if procs is not None and procs <= 0:
+        raise InvalidRequest("--procs", f"must be a positive number of processors, got {procs}")
+    jobs = read_trace(args.trace, args.format)
+    if procs is None:
+        procs = trace_machine_size(args.trace)
+        if procs is None:
+            raise InvalidRequest("--procs", f"{args.trace} has no '; MaxProcs:' or '; MaxNodes:' header "
+                                            "line: give the machine size with --procs N")
+    if not any(j.runtime_s >= 0 and j.submit_time >= 0 for j in jobs):
+        raise ParseError("no job with a known submit time and runtime", source=args.trace)
+    return jobs, procs
+
+
 def register(families) -> None:
     parser = families.add_parser(
         "scheduling", help="replay a trace through EASY backfilling under each walltime policy",
         description="Replay TRACE in submission order through EASY backfilling with Slurm's "
                     "--time-min semantics, once per walltime policy, and compare the queues.")
-    add_trace_arguments(parser)
-    parser.add_argument("--procs", type=int, default=None,
-                        help="machine size in processors (default: the SWF header's MaxProcs/MaxNodes)")
+    add_replay_arguments(
+        parser, slurm_help="the Slurm release whose --time-min semantics are replayed, X.Y[.Z] (a "
+                           "missing patch level is .0): before 23.11 (22.05, 23.02) a job backfill "
+                           "starts on its --time-min runs under it; from 23.11 with "
+                           "time_min_as_soft_limit (unless --no-soft-limit) it keeps its --time and is "
+                           "planned at its hard end (to 25.05.3) or at its soft end, then halfway to "
+                           "its hard end (25.05.4, 25.11 and later). Default: 24.11")
     parser.add_argument("--all-policies", action="store_true",
                         help="also the policies a site could choose instead (hpcpredict-soft, "
                              "hpcpredict-bound, hpcpredict-time, oracle-time-min)")
-    # checked when run, not by choices=: the releases live in the lab, imported when it runs (cli/main.py)
-    parser.add_argument("--slurm", metavar="RELEASE",
-                        help="the Slurm release whose --time-min semantics are replayed, X.Y[.Z] (a "
-                             "missing patch level is .0): before 23.11 (22.05, 23.02) a job backfill "
-                             "starts on its --time-min runs under it; from 23.11 with "
-                             "time_min_as_soft_limit (unless --no-soft-limit) it keeps its --time and is "
-                             "planned at its hard end (to 25.05.3) or at its soft end, then halfway to "
-                             "its hard end (25.05.4, 25.11 and later). Default: 24.11")
     parser.add_argument("--no-soft-limit", action="store_true",
                         help="the cluster runs without SchedulerParameters=time_min_as_soft_limit: "
                              "--time-min is a kill limit (23.11-25.05.2: every start runs under exactly "
@@ -80,28 +113,10 @@ def register(families) -> None:
 
 
 def run(args) -> int:
-    _check_risk(args.risk)
-    from ..errors import InvalidRequest, ParseError
-    from ..lab.history import read_trace
-    from ..lab.scheduling import (DEFAULT_POLICIES, DEFAULT_RELEASE, POLICIES, evaluate_scheduling, planning_rule,
-                                  trace_machine_size)
+    from ..errors import InvalidRequest
+    from ..lab.scheduling import DEFAULT_POLICIES, POLICIES, evaluate_scheduling, planning_rule
 
-    args.slurm = args.slurm or DEFAULT_RELEASE
-    try:
-        planning_rule(args.slurm)
-    except ValueError as error:
-        raise InvalidRequest("--slurm", str(error)) from None
-    procs = args.procs
-    if procs is not None and procs <= 0:
-        raise InvalidRequest("--procs", f"must be a positive number of processors, got {procs}")
-    jobs = read_trace(args.trace, args.format)
-    if procs is None:
-        procs = trace_machine_size(args.trace)
-        if procs is None:
-            raise InvalidRequest("--procs", f"{args.trace} has no '; MaxProcs:' or '; MaxNodes:' header "
-                                            "line: give the machine size with --procs N")
-    if not any(j.runtime_s >= 0 and j.submit_time >= 0 for j in jobs):
-        raise ParseError("no job with a known submit time and runtime", source=args.trace)
+    jobs, procs = read_replay(args)
     if args.soft_max_ratio is not None and not (0 <= args.soft_max_ratio < float("inf")):
         raise InvalidRequest("--soft-max-ratio", f"must be a finite number >= 0, got {args.soft_max_ratio}")
     if args.soft_risk is not None:

@@ -11,11 +11,17 @@ def register(subparsers) -> None:
                     "e.g. `hpcpredict predict job.sh -N 4 -t 2:00:00`. On a host without the daemon's local socket "
                     "(a login or compute node) it asks the controller's daemon at [client] remote "
                     "($HPCPREDICT_CLIENT_REMOTE), named by this host's munged.")
-    parser.add_argument("script", metavar="JOB_SCRIPT")
-    _add_own_options(parser)
-    parser.add_argument("sbatch", nargs=argparse.REMAINDER, metavar="SBATCH_OPTIONS",
-                        help="sbatch-style options, e.g. -N 4 -t 2:00:00")
+    add_job_arguments(parser, "script", "JOB_SCRIPT", sbatch_help="sbatch-style options, e.g. -N 4 -t 2:00:00")
     parser.set_defaults(handler=_predict)
+
+
+def add_job_arguments(parser, dest: str, metavar: str, *, sbatch_help: str) -> None:
+    """The job (``dest``: a job script), our own options and the sbatch options after it: the
+    arguments of every command that asks about a job script as sbatch would submit it (``predict``,
+    ``when``); :func:`split_own_options` and :func:`job_script_request` read them."""
+    parser.add_argument(dest, metavar=metavar)
+    _add_own_options(parser)
+    parser.add_argument("sbatch", nargs=argparse.REMAINDER, metavar="SBATCH_OPTIONS", help=sbatch_help)
 
 
 def _add_own_options(parser) -> None:
@@ -61,22 +67,29 @@ def build_request(script: bytes, sbatch_argv, *, user: str, app: str = "", risk:
         risk=risk), opts
 
 
-def _predict(args) -> int:
+def job_script_request(path: str, sbatch: list[str], args):
+    """(the JobRequest, the sbatch options parsed) of the job script at ``path`` submitted with
+    ``sbatch`` (what :func:`split_own_options` left), as ``args.user`` (default: you) with
+    ``args.app`` and ``args.risk``."""
     import getpass
+
+    from ..errors import HpcPredictError
+
+    try:
+        with open(path, "rb") as handle:
+            script = handle.read(4 << 20)
+    except OSError as error:
+        raise HpcPredictError(f"cannot read job script {path}: {error.strerror}") from error
+    return build_request(script, sbatch, user=args.user or getpass.getuser(), app=args.app or "", risk=args.risk)
+
+
+def _predict(args) -> int:
     import sys
 
     from .common import config_of, estimate_lines, message_dict, print_json, print_lines
     from ..client import user_client
-    from ..errors import HpcPredictError
 
-    try:
-        with open(args.script, "rb") as handle:
-            script = handle.read(4 << 20)
-    except OSError as error:
-        raise HpcPredictError(f"cannot read job script {args.script}: {error.strerror}") from error
-    sbatch = split_own_options(args)
-    request, opts = build_request(script, sbatch, user=args.user or getpass.getuser(), app=args.app or "",
-                                  risk=args.risk)
+    request, opts = job_script_request(args.script, split_own_options(args), args)
     config = config_of(args)
     with user_client(args.socket, config, timeout=args.timeout) as client:
         estimate = client.predict(request)

@@ -8,14 +8,13 @@
 """
 from __future__ import annotations
 
-import argparse
 import re
 
 _JOB_ID = re.compile(r"^\d{1,12}(?:_\d{1,10})?$")
 
 
 def register(subparsers) -> None:
-    from .predict import _add_own_options
+    from .predict import add_job_arguments
 
     parser = subparsers.add_parser(
         "when", help="when will a job start (a forecast on hpcpredict's runtime predictions)",
@@ -25,19 +24,16 @@ def register(subparsers) -> None:
                     "predicted runtime (the median and an 80 % interval of several runs) beside Slurm's own "
                     "method (every job at its time limit). On a login or compute node it asks the "
                     "controller's daemon at [client] remote, as `predict` does.")
-    parser.add_argument("target", metavar="JOBID|JOB_SCRIPT")
-    _add_own_options(parser)
-    parser.add_argument("sbatch", nargs=argparse.REMAINDER, metavar="SBATCH_OPTIONS",
-                        help="for JOB_SCRIPT: sbatch-style options, e.g. -N 4 -t 2:00:00")
+    add_job_arguments(parser, "target", "JOBID|JOB_SCRIPT",
+                      sbatch_help="for JOB_SCRIPT: sbatch-style options, e.g. -N 4 -t 2:00:00")
     parser.set_defaults(handler=_when)
 
 
 def _when(args) -> int:
-    import getpass
     import os
 
     from .common import config_of, message_dict, print_json, print_lines
-    from .predict import build_request, split_own_options
+    from .predict import job_script_request, split_own_options
     from ..client import user_client
     from ..errors import HpcPredictError
     from ...proto.v1 import hpcpredict_pb2 as pb
@@ -48,14 +44,7 @@ def _when(args) -> int:
             raise HpcPredictError(f"sbatch options are for a job script, not job {args.target}: {' '.join(sbatch)}")
         request = pb.WhenRequest(job_id=args.target)
     else:
-        try:
-            with open(args.target, "rb") as handle:
-                script = handle.read(4 << 20)
-        except OSError as error:
-            raise HpcPredictError(f"cannot read job script {args.target}: {error.strerror}") from error
-        job, _ = build_request(script, sbatch, user=args.user or getpass.getuser(), app=args.app or "",
-                               risk=args.risk)
-        request = pb.WhenRequest(request=job)
+        request = pb.WhenRequest(request=job_script_request(args.target, sbatch, args)[0])
     with user_client(args.socket, config_of(args), timeout=args.timeout) as client:
         estimate = client.call("When", request)
     if args.json:

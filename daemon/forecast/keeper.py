@@ -19,6 +19,7 @@ from typing import Callable
 
 from ..commands import run_command
 from ..errors import HpcPredictError
+from ..refresher import Refresher
 from . import worker
 from .belief import belief_from_interval
 from .queue import ENVIRONMENT, SlurmJob, parse_squeue, snapshot_of, squeue_argv
@@ -74,43 +75,29 @@ class ForecastKeeper:
         self._facts_read = -math.inf
         self._run = run
         self._kept: Kept | None = None
-        self._error = "the queue has not been read yet"
         self._beliefs: dict[str, RuntimeBelief | None] = {}   # job id -> belief: looked up once per job
         self._buckets: dict[int, tuple[float, float]] = {}    # uid -> (tokens, when)
         self._rate_lock = threading.Lock()
         self._computing = threading.Lock()                    # one hypothetical forecast at a time
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._refresher = Refresher(self._keep, interval_s=config.interval_s, name="forecast",
+                                    what="start-time forecast", logger=logger,
+                                    unread="the queue has not been read yet")
 
     # ------------------------------------------------------------------ the thread
     def start(self) -> "ForecastKeeper":
-        if self.config.enabled and self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="forecast", daemon=True)
-            self._thread.start()
+        if self.config.enabled:
+            self._refresher.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            self.refresh()
-            self._stop.wait(max(0.0, self.config.interval_s - (time.monotonic() - started)))
+        self._refresher.stop()
 
     def refresh(self) -> None:
         """Read the queue and forecast it now (blocking: call it off the request path)."""
-        try:
-            self._kept, self._error = self._read(), ""
-        except HpcPredictError as error:
-            if str(error) != self._error:       # once per change, not every interval
-                logger.warning("start-time forecast not refreshed: %s", error)
-            self._error = str(error)
-        except Exception as error:              # a bug: logged (once per kind), the thread goes on
-            message = f"internal error: {type(error).__name__}"
-            if message != self._error:
-                logger.exception("start-time forecast failed")
-            self._error = message
+        self._refresher.attempt()
+
+    def _keep(self) -> None:
+        self._kept = self._read()
 
     def _read(self) -> Kept:
         if self._refresh_facts is not None and time.monotonic() - self._facts_read > self._facts_every_s:
@@ -156,13 +143,13 @@ class ForecastKeeper:
         if not self.config.enabled:
             raise ForecastUnavailable("the start-time forecast is off on this daemon ([forecast] enabled = false)")
         if self._kept is None:
-            raise ForecastUnavailable(f"no forecast yet: {self._error}")
+            raise ForecastUnavailable(f"no forecast yet: {self._refresher.error}")
         return self._kept
 
     @property
     def error(self) -> str:
         """Why the last refresh failed ("" = it worked)."""
-        return self._error
+        return self._refresher.error
 
     def hypothetical(self, extra: QueuedJob, uid: int) -> tuple[Kept, StartForecast]:
         """One forecast of the kept queue with ``extra`` added, for ``uid`` (rate-limited)."""

@@ -38,13 +38,13 @@ from __future__ import annotations
 import logging
 import re
 import shlex
-import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..commands import run_command
 from ..errors import HpcPredictError
+from ..refresher import OnChange, Refresher
 
 logger = logging.getLogger(__name__)
 
@@ -213,9 +213,9 @@ class PolicyMode:
         self._facts = ControllerFacts()
         self._read = False                     # whether _facts came from a read
         self._checked = 0.0
-        self._logged: tuple[str, str] | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._mode_changed = OnChange()
+        self._refresher = Refresher(self.refresh, interval_s=self.interval_s, name="policy-mode",
+                                    what="policy mode", logger=logger)
 
     @property
     def needs_controller(self) -> bool:
@@ -242,8 +242,7 @@ class PolicyMode:
             facts = ControllerFacts.from_show_config(show_config, self._show_nodes())
         self._facts, self._read, self._checked = facts, True, time.monotonic()
         resolved = self.current()
-        if resolved != self._logged:   # once per change, not every check
-            self._logged = resolved
+        if self._mode_changed(resolved):   # once per change, not every check
             logger.info("policy mode %s (configured %s; Slurm %s, rule %s): %s", resolved[0], self.configured,
                         facts.release_text or "unknown", facts.rule, resolved[1])
 
@@ -258,15 +257,9 @@ class PolicyMode:
             return ""
 
     def start(self) -> "PolicyMode":
-        if self.needs_controller and self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="policy-mode", daemon=True)
-            self._thread.start()
+        if self.needs_controller:
+            self._refresher.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.refresh()
-            self._stop.wait(self.interval_s)
+        self._refresher.stop()

@@ -29,12 +29,12 @@ from __future__ import annotations
 import logging
 import re
 import shlex
-import threading
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from ..commands import run_command
 from ..errors import HpcPredictError
+from ..refresher import OnChange, Refresher
 
 logger = logging.getLogger(__name__)
 
@@ -147,9 +147,9 @@ class SlurmDefaultsCache:
         self.commands = commands_beside(shlex.split(policy.controller_config_command))
         self._run = run or (lambda command, timeout: run_command(command, timeout=timeout))
         self._defaults = SlurmDefaults()
-        self._logged: tuple[str, ...] = ()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._failures_changed = OnChange(last=())   # nothing to say until a read fails
+        self._refresher = Refresher(self.refresh, interval_s=self.interval_s, name="slurm-defaults",
+                                    what="Slurm's defaults for predict", logger=logger)
 
     def current(self) -> SlurmDefaults:
         return self._defaults
@@ -170,25 +170,18 @@ class SlurmDefaultsCache:
         partitions = parse_partitions(texts[0]) if texts[0] is not None else self._defaults.partitions
         accounts = parse_default_accounts(texts[1]) if texts[1] is not None else self._defaults.default_accounts
         self._defaults = SlurmDefaults(partitions, accounts)
-        if tuple(said) != self._logged:       # once per change, not every check
-            self._logged = tuple(said)
+        if self._failures_changed(tuple(said)):   # once per change, not every check
             for line in said:
                 logger.info("predict cannot resolve what sbatch fills in: %s", line)
         logger.debug("read %d partitions, %d default accounts", len(partitions), len(accounts))
 
     def start(self) -> "SlurmDefaultsCache":
-        if self.commands is not None and self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="slurm-defaults", daemon=True)
-            self._thread.start()
+        if self.commands is not None:
+            self._refresher.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.refresh()
-            self._stop.wait(self.interval_s)
+        self._refresher.stop()
 
 
 __all__ = ["Partition", "SlurmDefaults", "SlurmDefaultsCache", "commands_beside", "duration_s",

@@ -197,7 +197,7 @@ def test_one_users_pipeline_does_not_starve_another_or_the_hook(daemon, users):
 
 @pytest.fixture
 def in_process(tmp_path, monkeypatch):
-    """A daemon in this process (hook socket on), so a fault can be put into its loop."""
+    """A daemon in this process (local socket on), so a fault can be put into its loop."""
     from hpcpredict.daemon.config import load_config
     from hpcpredict.daemon.server import Daemon
 

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 # The tests that build daemons and configs (in-process and as subprocesses), and the shared fixtures.
 SUITE = ("tests/daemon/test_policy_mode.py", "tests/daemon/test_service.py", "tests/daemon/test_outcome_ownership.py",
          "tests/daemon/test_runtime_features_relay.py", "tests/daemon/test_policy_scope.py",
-         "tests/daemon/test_hookserver.py", "tests/daemon/test_foundation_units.py", "tests/daemon/test_lookups.py",
+         "tests/daemon/test_local_socket.py", "tests/daemon/test_foundation_units.py", "tests/daemon/test_lookups.py",
          "tests/daemon/test_models_in_daemon.py", "tests/robustness/test_bounds.py", "tests/walltime/test_advice.py")
 
 SITE_HOST = r"""

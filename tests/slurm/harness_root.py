@@ -102,7 +102,7 @@ def run_script(command: str, env: dict, timeout: float) -> subprocess.CompletedP
 
 
 def hook_socket_for(release: Release, daemon: Daemon) -> str:
-    """The daemon's hook socket as the hooks see it: through the bind mount in the root."""
+    """The daemon's local socket as the hooks see it: through the bind mount in the root."""
     return "/run/hpcpredict/hook.sock" if release.root else daemon.hook_socket
 
 

@@ -136,7 +136,7 @@ def estimate_reply(**fields) -> bytes:
 @pytest.mark.parametrize("value", [5e8, -5, float("nan")])
 def test_absurd_replies_change_nothing_and_print_nothing(cluster, value, tmp_path):
     """The real daemon cannot produce these replies (its bound is a uint32 of a checked model):
-    a fake hook-socket server answers every hook (submit and PrologSlurmctld) with them."""
+    a fake local-socket server answers every hook (submit and PrologSlurmctld) with them."""
     fake = FakeHookServer(str(tmp_path / "absurd.sock"),
                           "reply", estimate_reply(suggested_time_limit_s=value, runtime_s=value))
     cluster.set_hook_socket(fake.path)

@@ -1,6 +1,6 @@
 """The daemon links an outcome without a prediction id (a site tool rewrote AdminComment, our
 field is gone) to the prediction it recorded at allocation under the same job id, made after
-the job's submission. A real hpcpredictd over its hook socket; the store file read back."""
+the job's submission. A real hpcpredictd over its local socket; the store file read back."""
 from __future__ import annotations
 
 import base64

@@ -24,7 +24,7 @@ from tests.daemon.daemonproc import DaemonProcess
 
 @pytest.fixture(scope="module")
 def daemon():
-    """One real hpcpredictd (hook socket on, no bundled models) for the tests of this module."""
+    """One real hpcpredictd (local socket on, no bundled models) for the tests of this module."""
     path = Path(tempfile.mkdtemp(prefix="hpd-hook-", dir="/tmp"))
     os.chmod(path, 0o755)
     process = DaemonProcess(path, env={"HPCPREDICT_MODELS_BUNDLED": "false", "HPCPREDICT_DAEMON_METRICS": ""}).start()
@@ -113,11 +113,11 @@ def test_invalid_argument_code_is_passed_on(daemon):
 
 
 def test_report_outcome_is_stored_once(daemon):
-    outcome = {"job_id": "hookserver-1", "state": "COMPLETED", "start_time": 1000, "end_time": 1600,
+    outcome = {"job_id": "local-socket-1", "state": "COMPLETED", "start_time": 1000, "end_time": 1600,
                "request": JOB}
     first = hookclient.call("ReportOutcome", outcome, socket_path=daemon.hook_socket)
     again = hookclient.call("ReportOutcome", outcome, socket_path=daemon.hook_socket)
-    assert first == {"stored": True, "job_id": "hookserver-1", "duplicate": False}
+    assert first == {"stored": True, "job_id": "local-socket-1", "duplicate": False}
     assert again["duplicate"] is True
 
 
