@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
+import math
 import os
 import pwd
 import threading
@@ -168,6 +169,16 @@ def estimate_message(answer: Answer, prediction_id: str) -> pb.Estimate:
     if answer.comm_time_s is not None:
         message.comm_time_s = answer.comm_time_s
     return message
+
+
+def planned_length_s(limits, spec: JobSpec) -> float:
+    """What backfill plans a submitted job with (what moves its start, forecast/probes.py): the
+    --time-min set (ours or the user's), else the --time set, else the user's, else the
+    partition's DefaultTime, else its MaxTime; math.inf when none or UNLIMITED."""
+    if spec.time_limit_unlimited and not (limits.time_min_s or limits.time_limit_s or spec.time_min_s):
+        return math.inf
+    return float(limits.time_min_s or spec.time_min_s or limits.time_limit_s or spec.time_limit_s
+                 or spec.default_time_s or spec.max_time_s) or math.inf
 
 
 class PredictionService:
@@ -396,6 +407,12 @@ class PredictionService:
                                           job_time_limit_s=started_limit or 0)
         if submitted is not None and submitted.suggested_time_limit_s:
             answer = replace(answer, time_limit_s=submitted.suggested_time_limit_s)
+        if stage == "submit" and answer.user_message:
+            # [forecast] sbatch_line: a look-up in the kept probe table (forecast/probes.py), never a forecast
+            phrase = self.forecast.sbatch_phrase(spec.ntasks * spec.cpus_per_task or spec.nodes or 1,
+                                                 planned_length_s(answer.limits, spec))
+            if phrase:
+                answer = replace(answer, user_message=answer.user_message + phrase)
         prediction_id = self._new_prediction_id()
         if answer.fallback:
             self.metrics.fallbacks.inc()

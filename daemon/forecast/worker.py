@@ -14,7 +14,7 @@ import os
 import sys
 from dataclasses import asdict, fields
 
-from . import simulate
+from . import probes as probe_grid, simulate
 from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
 
 NICE = 10
@@ -34,10 +34,14 @@ def _job(row: list) -> QueuedJob:
     return QueuedJob(**dict(zip(_FIELDS, values)), belief=RuntimeBelief(*belief) if belief else None)
 
 
-def encode(snapshot: QueueSnapshot, runs: int, extra: QueuedJob | None = None) -> str:
+def encode(snapshot: QueueSnapshot, runs: int, extra: QueuedJob | None = None,
+           probes: list[QueuedJob] | None = None, budget_s: float = 0.0) -> str:
+    """``probes``: forecast each of them alone (:func:`.probes.forecast_probes`, within ``budget_s``)
+    in place of the queue's own forecast."""
     return json.dumps({"taken_s": snapshot.taken_s, "total_cpus": snapshot.total_cpus,
                        "planning_rule": snapshot.planning_rule, "jobs": [_row(job) for job in snapshot.jobs],
-                       "runs": runs, "extra": _row(extra) if extra else None})
+                       "runs": runs, "extra": _row(extra) if extra else None,
+                       "probes": [_row(job) for job in probes or ()], "budget_s": budget_s})
 
 
 def decode_request(text: str) -> tuple[QueueSnapshot, int, QueuedJob | None]:
@@ -56,8 +60,14 @@ def main() -> int:
         os.nice(NICE)
     except OSError:
         pass
-    snapshot, runs, extra = decode_request(sys.stdin.read())
-    answer = simulate.forecast_starts(snapshot, runs=runs, extra=extra)
+    text = sys.stdin.read()
+    snapshot, runs, extra = decode_request(text)
+    data = json.loads(text)
+    if data.get("probes"):
+        answer = probe_grid.forecast_probes(snapshot, [_job(row) for row in data["probes"]], runs=runs,
+                                            budget_s=float(data["budget_s"]))
+    else:
+        answer = simulate.forecast_starts(snapshot, runs=runs, extra=extra)
     json.dump({job_id: asdict(forecast) for job_id, forecast in answer.items()}, sys.stdout)
     return 0
 

@@ -1,0 +1,146 @@
+"""A start estimate for the sbatch line (``[forecast] sbatch_line``): probe jobs forecast at each refresh.
+
+The hook's Predict runs under slurmctld's job write lock: it may not wait for a forecast. So at
+each refresh (:mod:`.keeper`, in the forecast's own process, :mod:`.worker`) a fixed grid of
+**probe jobs** is forecast, each submitted at the read, last in the queue, one at a time (each
+probe is a forecast of its own: the probes never delay one another), and Predict looks the
+job's class up in the kept table (:meth:`ProbeTable.lookup`, :func:`sbatch_phrase`): no
+computation, no lock.
+
+The grid is keyed by what moves a pending job's start, its size and the length backfill plans
+it with (its ``--time-min`` where one is set, else its time limit: the job's own runtime never
+moves its own start, only the hole it must fit). Where hpcpredict sets the limits (soft, bound)
+that planned length is the one derived from the predicted runtime. A probe stands at the upper
+edge of its class (the largest, longest job of it), so the estimate does not promise a job an
+earlier start than its class's hardest member gets:
+
+- CPUs: 1, a quarter, a half, the whole cluster (rounded; duplicates dropped on a small one):
+  the sizes at which backfill's chances change (one CPU fits nearly every hole, a half-cluster
+  job needs a drained half, the whole cluster waits for everything ahead);
+- planned length: 10 min, 1 h, 4 h, 1 d, and 3 d for longer (each class 4-6x the one before:
+  backfill's holes are hours wide on a busy cluster, minutes on a quiet one).
+
+At most 4 x 5 = 20 probes, each ``min(runs, PROBE_RUNS)`` runs, the whole table within
+``budget_s`` (the probes not reached are left out: nothing is said for their class).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from dataclasses import dataclass, field
+
+from . import simulate
+from .types import QueuedJob, QueueSnapshot, StartForecast
+
+SIZE_FRACTIONS = (0.25, 0.5, 1.0)                  # beside one CPU
+PLANNED_EDGES_S = (600.0, 3600.0, 4 * 3600.0, 86400.0, 3 * 86400.0)
+PLANNED_SAID = dict(zip(PLANNED_EDGES_S, ("up to 10 min", "up to 1 h", "up to 4 h", "up to 1 d", "more than 1 d")))
+PROBE_RUNS = 16            # per probe: the 80 % interval is the 10th-90th percentile of these
+PROBE_USER = "(probe)"
+#: A table older than this many ``[forecast] interval_s`` says nothing (the thread is stuck or squeue fails)
+STALE_INTERVALS = 3
+
+
+def size_edges(total_cpus: int) -> tuple[int, ...]:
+    """The probes' sizes on a cluster of ``total_cpus``.
+
+    >>> size_edges(64), size_edges(3), size_edges(1)
+    ((1, 16, 32, 64), (1, 2, 3), (1,))
+    """
+    return tuple(sorted({1, *(max(1, round(total_cpus * share)) for share in SIZE_FRACTIONS)}))
+
+
+def probe_id(cpus: int, planned_s: float) -> str:
+    return f"probe {cpus}x{planned_s:.0f}"
+
+
+def probe_jobs(snapshot: QueueSnapshot) -> list[QueuedJob]:
+    """The grid's probes for ``snapshot``: submitted at the read, after every pending job."""
+    last = sum(1 for job in snapshot.jobs if job.start_s is None)
+    return [QueuedJob(job_id=probe_id(cpus, planned), user=PROBE_USER, partition="", cpus=cpus,
+                      time_limit_s=planned, time_min_s=None, submit_s=snapshot.taken_s, start_s=None,
+                      priority_rank=last, belief=None)
+            for cpus in size_edges(snapshot.total_cpus) for planned in PLANNED_EDGES_S]
+
+
+def forecast_probes(snapshot: QueueSnapshot, probes: list[QueuedJob], *, runs: int, budget_s: float,
+                    clock=time.monotonic) -> dict[str, StartForecast]:
+    """Each probe's forecast, one forecast each (in the worker's process); the probes not reached
+    within ``budget_s`` are left out."""
+    began = clock()
+    answers: dict[str, StartForecast] = {}
+    for probe in probes:
+        if clock() - began > budget_s:
+            break
+        answer = simulate.forecast_starts(snapshot, runs=runs, extra=probe)
+        if probe.job_id in answer:
+            answers[probe.job_id] = answer[probe.job_id]
+    return answers
+
+
+@dataclass(frozen=True)
+class ProbeTable:
+    """The probes' forecasts of one read: (CPUs edge, planned edge) -> forecast."""
+
+    taken_s: float
+    sizes: tuple[int, ...]
+    starts: dict[tuple[int, float], StartForecast] = field(default_factory=dict)
+    compute_s: float = 0.0                 # what the table cost the worker's process (wall clock)
+
+    @classmethod
+    def of(cls, snapshot: QueueSnapshot, answers: dict[str, StartForecast], compute_s: float = 0.0) -> "ProbeTable":
+        sizes = size_edges(snapshot.total_cpus)
+        starts = {(cpus, planned): answers[probe_id(cpus, planned)] for cpus in sizes for planned in PLANNED_EDGES_S
+                  if probe_id(cpus, planned) in answers}
+        return cls(taken_s=snapshot.taken_s, sizes=sizes, starts=starts, compute_s=compute_s)
+
+    def lookup(self, cpus: int, planned_s: float) -> tuple[int, float, StartForecast] | None:
+        """The class of a job of ``cpus`` planned with ``planned_s`` (math.inf: unlimited) and its
+        forecast; None when the job is larger than the cluster or its probe was not reached."""
+        size = bisect.bisect_left(self.sizes, max(1, cpus))
+        if size == len(self.sizes):
+            return None
+        length = min(bisect.bisect_left(PLANNED_EDGES_S, planned_s), len(PLANNED_EDGES_S) - 1)
+        key = (self.sizes[size], PLANNED_EDGES_S[length])
+        forecast = self.starts.get(key)
+        return None if forecast is None else (*key, forecast)
+
+
+def _wait(seconds: float) -> tuple[float, str]:
+    if seconds < 2 * 3600:
+        return math.ceil(seconds / 60), "min"
+    if seconds < 2 * 86400:
+        return round(seconds / 3600, 1), "h"
+    return round(seconds / 86400, 1), "d"
+
+
+def _said(value: float, unit: str) -> str:
+    return f"{value:g} {unit}"
+
+
+def sbatch_phrase(table: ProbeTable | None, cpus: int, planned_s: float, *, now: float, max_age_s: float) -> str:
+    """What the sbatch line adds (``"; likely to start in ..."``), "" when the table is missing,
+    older than ``max_age_s`` or has no forecast for the job's class.
+
+    >>> f = StartForecast("probe 16x3600", 1000.0 + 1500, 1000.0 + 600, 1000.0 + 3000, None, 16)
+    >>> table = ProbeTable(1000.0, (1, 16, 32, 64), {(16, 3600.0): f})
+    >>> sbatch_phrase(table, 8, 2000, now=1000.0, max_age_s=180)
+    '; likely to start in ~25 min (80%: 10-50 min; the estimate for a job like this one: up to 16 CPUs, planned up to 1 h)'
+    >>> sbatch_phrase(table, 8, 2000, now=1200.0, max_age_s=180), sbatch_phrase(table, 8, 7200, now=1000.0, max_age_s=180)
+    ('', '')
+    """
+    if table is None or not now - table.taken_s <= max_age_s:
+        return ""
+    found = table.lookup(cpus, planned_s)
+    if found is None:
+        return ""
+    size, planned, forecast = found
+    median, low, high = (_wait(max(0.0, start - now)) for start in
+                         (forecast.median_start_s, forecast.low80_start_s, forecast.high80_start_s))
+    start = "within a minute" if median == (0, "min") else f"in ~{_said(*median)}"
+    spread = (f"{low[0]:g}-{_said(*high)}" if low[1] == high[1] else f"{_said(*low)} - {_said(*high)}")
+    return (f"; likely to start {start} (80%: {spread}; the estimate for a job like this one: "
+            f"up to {size} CPU{'s' if size > 1 else ''}, planned {PLANNED_SAID[planned]})")
+
+
