@@ -38,7 +38,9 @@ PLANNED_EDGES_S = (600.0, 3600.0, 4 * 3600.0, 86400.0, 3 * 86400.0)
 PLANNED_SAID = dict(zip(PLANNED_EDGES_S, ("up to 10 min", "up to 1 h", "up to 4 h", "up to 1 d", "more than 1 d")))
 PROBE_RUNS = 16            # per probe: the 80 % interval is the 10th-90th percentile of these
 PROBE_USER = "(probe)"
-#: A table older than this many ``[forecast] interval_s`` says nothing (the thread is stuck or squeue fails)
+#: A table made longer ago than this many ``[forecast] interval_s`` says nothing (the thread is stuck or
+#: squeue fails); counted from when the refresh made it, not from the read (a refresh of a deep
+#: queue may take longer than a short interval)
 STALE_INTERVALS = 3
 
 
@@ -87,13 +89,14 @@ class ProbeTable:
     sizes: tuple[int, ...]
     starts: dict[tuple[int, float], StartForecast] = field(default_factory=dict)
     compute_s: float = 0.0                 # what the table cost the worker's process (wall clock)
+    made_s: float = 0.0                    # when the refresh made it (epoch; 0: at the read)
 
     @classmethod
     def of(cls, snapshot: QueueSnapshot, answers: dict[str, StartForecast], compute_s: float = 0.0) -> "ProbeTable":
         sizes = size_edges(snapshot.total_cpus)
         starts = {(cpus, planned): answers[probe_id(cpus, planned)] for cpus in sizes for planned in PLANNED_EDGES_S
                   if probe_id(cpus, planned) in answers}
-        return cls(taken_s=snapshot.taken_s, sizes=sizes, starts=starts, compute_s=compute_s)
+        return cls(taken_s=snapshot.taken_s, sizes=sizes, starts=starts, compute_s=compute_s, made_s=time.time())
 
     def lookup(self, cpus: int, planned_s: float) -> tuple[int, float, StartForecast] | None:
         """The class of a job of ``cpus`` planned with ``planned_s`` (math.inf: unlimited) and its
@@ -121,7 +124,7 @@ def _said(value: float, unit: str) -> str:
 
 def sbatch_phrase(table: ProbeTable | None, cpus: int, planned_s: float, *, now: float, max_age_s: float) -> str:
     """What the sbatch line adds (``"; likely to start in ..."``), "" when the table is missing,
-    older than ``max_age_s`` or has no forecast for the job's class.
+    made more than ``max_age_s`` ago or has no forecast for the job's class.
 
     >>> f = StartForecast("probe 16x3600", 1000.0 + 1500, 1000.0 + 600, 1000.0 + 3000, None, 16)
     >>> table = ProbeTable(1000.0, (1, 16, 32, 64), {(16, 3600.0): f})
@@ -130,7 +133,7 @@ def sbatch_phrase(table: ProbeTable | None, cpus: int, planned_s: float, *, now:
     >>> sbatch_phrase(table, 8, 2000, now=1200.0, max_age_s=180), sbatch_phrase(table, 8, 7200, now=1000.0, max_age_s=180)
     ('', '')
     """
-    if table is None or not now - table.taken_s <= max_age_s:
+    if table is None or not now - max(table.made_s, table.taken_s) <= max_age_s:
         return ""
     found = table.lookup(cpus, planned_s)
     if found is None:

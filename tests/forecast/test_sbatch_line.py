@@ -124,6 +124,11 @@ def test_a_stale_table_or_a_forecast_turned_off_adds_nothing(world):
     assert predict(service).user_message == base
     with_table(service, known_table(time.time() - 60))
     assert PHRASE in predict(service).user_message
+    # counted from when the refresh made the table (a slow refresh of an old read is still fresh)
+    with_table(service, replace(known_table(time.time() - 600), made_s=time.time() - 60))
+    assert PHRASE in predict(service).user_message
+    with_table(service, replace(known_table(time.time() - 600), made_s=time.time() - 200))
+    assert predict(service).user_message == base
     off = world(sbatch_line="true", enabled="false")
     assert PHRASE not in predict(off).user_message
 
