@@ -5,7 +5,8 @@ on stdin and reads the forecasts back from stdout. The runs are seconds of pure 
 daemon they would hold its interpreter lock against the hook's Predict on the local socket
 (measured: p99 at 500 requests/s from 51 to 155 ms with a 2,000-job queue refreshed every second,
 ``benchmarks run hook_forecast``); here they cost the daemon one JSON decode, and run at a lower
-CPU priority (nice 10) than the daemon's own threads.
+CPU priority (nice 10) than the daemon's own threads. With ``probes`` (``[forecast] sbatch_line``)
+it forecasts each probe job alone instead (:mod:`.probes`).
 """
 from __future__ import annotations
 
