@@ -148,16 +148,20 @@ class ForecastKeeper:
 
     def _probe_table(self, snapshot: QueueSnapshot) -> ProbeTable | None:
         """The probes' table of this read (probes.py), within half an interval (and half the
-        worker's timeout) so the refresh keeps its pace; None (logged) when it cannot be had: the
-        queue's own forecast is kept all the same."""
+        worker's timeout) so the refresh keeps its pace, going on where the last one stopped; the
+        last table (logged) when it cannot be had: the queue's own forecast is kept all the same."""
         began = time.monotonic()
+        previous = self._kept.probes if self._kept is not None else None
+        grid = probe_jobs(snapshot)
+        start = previous.resume_at % len(grid) if previous is not None else 0   # where the budget stopped the last
         try:
-            answers = self._forecast(snapshot, probes=probe_jobs(snapshot),
+            answers = self._forecast(snapshot, probes=grid[start:] + grid[:start],
                                      budget_s=min(self.config.interval_s, self.config.compute_timeout_s) / 2)
         except HpcPredictError as error:
             logger.warning("no start estimates for the sbatch line this interval: %s", error)
-            return None
-        return ProbeTable.of(snapshot, answers, compute_s=time.monotonic() - began)
+            return previous
+        return ProbeTable.of(snapshot, answers, compute_s=time.monotonic() - began, previous=previous,
+                             started_at=start)
 
     def _cached_belief(self, job: SlurmJob) -> RuntimeBelief | None:
         if job.job_id not in self._beliefs:

@@ -20,8 +20,9 @@ earlier start than its class's hardest member gets:
 - planned length: 10 min, 1 h, 4 h, 1 d, and 3 d for longer (each class 4-6x the one before:
   backfill's holes are hours wide on a busy cluster, minutes on a quiet one).
 
-At most 4 x 5 = 20 probes, each ``min(runs, PROBE_RUNS)`` runs, the whole table within
-``budget_s`` (the probes not reached are left out: nothing is said for their class).
+At most 4 x 5 = 20 probes, each ``min(runs, PROBE_RUNS)`` runs, within ``budget_s`` a refresh;
+on a deep queue the next refresh goes on where the budget stopped this one, the entries not
+reached kept, each as old as it is (:class:`ProbeTable`; stale past ``STALE_INTERVALS``).
 """
 from __future__ import annotations
 
@@ -83,20 +84,43 @@ def forecast_probes(snapshot: QueueSnapshot, probes: list[QueuedJob], *, runs: i
 
 @dataclass(frozen=True)
 class ProbeTable:
-    """The probes' forecasts of one read: (CPUs edge, planned edge) -> forecast."""
+    """The probes' forecasts: (CPUs edge, planned edge) -> forecast, and when each was made.
+
+    On a deep queue the budget cuts the grid: the next refresh resumes where this one stopped
+    (``resume_at``) and keeps the entries it did not reach, each aged by its own ``made``."""
 
     taken_s: float
     sizes: tuple[int, ...]
     starts: dict[tuple[int, float], StartForecast] = field(default_factory=dict)
     compute_s: float = 0.0                 # what the table cost the worker's process (wall clock)
     made_s: float = 0.0                    # when the refresh made it (epoch; 0: at the read)
+    made: dict[tuple[int, float], float] = field(default_factory=dict)   # an entry kept from an earlier refresh
+    resume_at: int = 0                     # the grid's index the next refresh starts at
 
     @classmethod
-    def of(cls, snapshot: QueueSnapshot, answers: dict[str, StartForecast], compute_s: float = 0.0) -> "ProbeTable":
+    def of(cls, snapshot: QueueSnapshot, answers: dict[str, StartForecast], compute_s: float = 0.0, *,
+           previous: "ProbeTable | None" = None, started_at: int = 0, now: float | None = None) -> "ProbeTable":
+        """The table of ``answers`` (the grid from ``started_at`` on, as far as the budget went),
+        with ``previous``'s entries this refresh did not reach."""
+        now = time.time() if now is None else now
         sizes = size_edges(snapshot.total_cpus)
-        starts = {(cpus, planned): answers[probe_id(cpus, planned)] for cpus in sizes for planned in PLANNED_EDGES_S
-                  if probe_id(cpus, planned) in answers}
-        return cls(taken_s=snapshot.taken_s, sizes=sizes, starts=starts, compute_s=compute_s, made_s=time.time())
+        keys = [(cpus, planned) for cpus in sizes for planned in PLANNED_EDGES_S]
+        starts, made = {}, {}
+        if previous is not None and previous.sizes == sizes:
+            for key, forecast in previous.starts.items():
+                starts[key], made[key] = forecast, previous.entry_made_s(key)
+        reached = 0
+        for key in keys:
+            if probe_id(*key) in answers:
+                starts[key] = answers[probe_id(*key)]
+                made.pop(key, None)
+                reached += 1
+        resume_at = 0 if reached >= len(keys) else (started_at + reached) % len(keys)
+        return cls(taken_s=snapshot.taken_s, sizes=sizes, starts=starts, compute_s=compute_s, made_s=now, made=made,
+                   resume_at=resume_at)
+
+    def entry_made_s(self, key: tuple[int, float]) -> float:
+        return self.made.get(key, self.made_s or self.taken_s)
 
     def lookup(self, cpus: int, planned_s: float) -> tuple[int, float, StartForecast] | None:
         """The class of a job of ``cpus`` planned with ``planned_s`` (math.inf: unlimited) and its
@@ -133,10 +157,10 @@ def sbatch_phrase(table: ProbeTable | None, cpus: int, planned_s: float, *, now:
     >>> sbatch_phrase(table, 8, 2000, now=1200.0, max_age_s=180), sbatch_phrase(table, 8, 7200, now=1000.0, max_age_s=180)
     ('', '')
     """
-    if table is None or not now - max(table.made_s, table.taken_s) <= max_age_s:
+    if table is None:
         return ""
     found = table.lookup(cpus, planned_s)
-    if found is None:
+    if found is None or not now - table.entry_made_s(found[:2]) <= max_age_s:
         return ""
     size, planned, forecast = found
     median, low, high = (_wait(max(0.0, start - now)) for start in

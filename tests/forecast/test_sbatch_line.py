@@ -183,3 +183,31 @@ def test_the_worker_forecasts_each_probe_alone_within_its_budget():
     table = ProbeTable.of(snapshot, answers)
     assert table.lookup(33, 600) is None                       # larger than the cluster: no class
     assert table.lookup(2, float("inf"))[:2] == (8, PLANNED_EDGES_S[-1])
+
+
+def test_a_deep_queue_s_grid_is_covered_over_refreshes_each_entry_aged_by_its_own_refresh(world):
+    """The budget cuts the grid (here to one probe a refresh): the next refresh goes on from there
+    and keeps what it did not reach; an entry kept from long ago says nothing."""
+    service = world(sbatch_line="true", interval_s="0.001")     # budget: half an interval, one probe
+    keeper = service.forecast
+    keeper.refresh()
+    first = keeper.latest().probes
+    assert len(first.starts) == 1 and first.resume_at == 1 and (1, 600.0) in first.starts
+    keeper.refresh()
+    second = keeper.latest().probes
+    assert set(second.starts) == {(1, 600.0), (1, 3600.0)} and second.resume_at == 2
+    assert second.entry_made_s((1, 600.0)) == first.made_s < second.entry_made_s((1, 3600.0))
+
+    now = time.time()
+    old = known_table(now)
+    keys = list(old.starts)
+    cut = {probes.probe_id(*key): old.starts[key] for key in keys[18:]}       # the last two of the grid only
+    snapshot = keeper.latest().snapshot
+    aged = replace(ProbeTable.of(snapshot, {probes.probe_id(*k): old.starts[k] for k in keys[:18]}, started_at=0,
+                                 now=now - 1000), made_s=now - 1000)
+    assert aged.resume_at == 18
+    table = ProbeTable.of(snapshot, cut, previous=aged, started_at=18, now=now)
+    assert table.resume_at == 0 and len(table.starts) == 20
+    assert table.entry_made_s(keys[0]) == now - 1000 and table.entry_made_s(keys[19]) == now
+    assert probes.sbatch_phrase(table, 1, 600, now=now, max_age_s=180) == ""              # kept, too old
+    assert PHRASE in probes.sbatch_phrase(table, 32, 86400 * 2, now=now, max_age_s=180)   # made just now
