@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import simulate
 from .types import QueuedJob, QueueSnapshot, StartForecast
@@ -73,6 +73,7 @@ def forecast_probes(snapshot: QueueSnapshot, probes: list[QueuedJob], *, runs: i
     within ``budget_s`` are left out."""
     began = clock()
     answers: dict[str, StartForecast] = {}
+    snapshot = with_room(snapshot)
     for probe in probes:
         if clock() - began > budget_s:
             break
@@ -80,6 +81,25 @@ def forecast_probes(snapshot: QueueSnapshot, probes: list[QueuedJob], *, runs: i
         if probe.job_id in answer:
             answers[probe.job_id] = answer[probe.job_id]
     return answers
+
+
+def with_room(snapshot: QueueSnapshot) -> QueueSnapshot:
+    """``snapshot`` with room for one probe within the forecast's :data:`~.simulate.MAX_JOBS`: the
+    last pending job left out, as ``[forecast] max_jobs`` leaves out the ones beyond it.
+
+    >>> from .types import QueuedJob as J
+    >>> jobs = [J(str(n), "u", "", 1, 60.0, None, 0.0, None, n, None) for n in range(simulate.MAX_JOBS)]
+    >>> full = QueueSnapshot(0.0, 4, "kill", tuple(jobs))
+    >>> [len(with_room(s).jobs) for s in (full, replace(full, jobs=full.jobs[:10]))], with_room(full).jobs[-1].job_id
+    ([1999, 10], '1998')
+    """
+    over = len(snapshot.jobs) + 1 - simulate.MAX_JOBS
+    if over <= 0:
+        return snapshot
+    pending = sorted((job for job in snapshot.jobs if job.start_s is None),
+                     key=lambda job: (job.priority_rank, job.submit_s, job.job_id))
+    left_out = {job.job_id for job in pending[max(0, len(pending) - over):]}
+    return replace(snapshot, jobs=tuple(job for job in snapshot.jobs if job.job_id not in left_out))
 
 
 @dataclass(frozen=True)
