@@ -39,6 +39,7 @@ PLANNED_EDGES_S = (600.0, 3600.0, 4 * 3600.0, 86400.0, 3 * 86400.0)
 PLANNED_SAID = dict(zip(PLANNED_EDGES_S, ("up to 10 min", "up to 1 h", "up to 4 h", "up to 1 d", "more than 1 d")))
 PROBE_RUNS = 16            # per probe: the 80 % interval is the 10th-90th percentile of these
 PROBE_USER = "(probe)"
+PHRASE_STEP_S = 15.0       # a phrase is formatted once per class and so many seconds (it says whole minutes)
 #: A table made longer ago than this many ``[forecast] interval_s`` says nothing (the thread is stuck or
 #: squeue fails); counted from when the refresh made it, not from the read (a refresh of a deep
 #: queue may take longer than a short interval)
@@ -116,6 +117,9 @@ class ProbeTable:
     made_s: float = 0.0                    # when the refresh made it (epoch; 0: at the read)
     made: dict[tuple[int, float], float] = field(default_factory=dict)   # an entry kept from an earlier refresh
     resume_at: int = 0                     # the grid's index the next refresh starts at
+    # the phrases said (class, PHRASE_STEP_S of time): Predict's look-up formats each once; at most
+    # 20 classes x (STALE_INTERVALS intervals / PHRASE_STEP_S) before the table is replaced or stale
+    phrases: dict[tuple[int, float, int], str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, snapshot: QueueSnapshot, answers: dict[str, StartForecast], compute_s: float = 0.0, *,
@@ -183,6 +187,14 @@ def sbatch_phrase(table: ProbeTable | None, cpus: int, planned_s: float, *, now:
     if found is None or not now - table.entry_made_s(found[:2]) <= max_age_s:
         return ""
     size, planned, forecast = found
+    said = (size, planned, int(now // PHRASE_STEP_S))
+    phrase = table.phrases.get(said)
+    if phrase is None:
+        phrase = table.phrases[said] = _phrase(size, planned, forecast, now)
+    return phrase
+
+
+def _phrase(size: int, planned: float, forecast: StartForecast, now: float) -> str:
     median, low, high = (_wait(max(0.0, start - now)) for start in
                          (forecast.median_start_s, forecast.low80_start_s, forecast.high80_start_s))
     start = "within a minute" if median == (0, "min") else f"in ~{_said(*median)}"
