@@ -263,6 +263,11 @@ class ForecastConfig:
     # A job not yet submitted (`hpcpredict when JOB_SCRIPT`) is one forecast computed for the call,
     # on the kept queue: at most this many a minute per user, and one at a time.
     user_requests_per_minute: float = 6.0
+    # The sbatch line (Predict's user message) adds "likely to start in ~N min" for a job like the
+    # one submitted: each refresh also forecasts a fixed grid of probe jobs (daemon/forecast/probes.py)
+    # and Predict looks the job's class up, computing nothing. Costs the forecast's process up to
+    # half an interval more each refresh.
+    sbatch_line: bool = False
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
+import math
 import os
 import pwd
 import threading
@@ -153,7 +154,8 @@ def error_message(method: str, error: BaseException) -> str:
     return f"internal error in {method}: {type(error).__name__}"
 
 
-def estimate_message(answer: Answer, prediction_id: str) -> pb.Estimate:
+def estimate_message(answer: Answer, prediction_id: str, start_phrase: str = "") -> pb.Estimate:
+    """``start_phrase``: what ``[forecast] sbatch_line`` adds to the user's line."""
     message = pb.Estimate(
         prediction_id=prediction_id, runtime_s=answer.runtime_s,
         interval=pb.Interval(low_s=answer.low_s, high_s=answer.high_s, coverage=answer.coverage),
@@ -162,12 +164,22 @@ def estimate_message(answer: Answer, prediction_id: str) -> pb.Estimate:
         fallback=answer.fallback, feature_class=answer.feature_class, risk=answer.risk,
         application=answer.application, comm_model=answer.comm_model,
         apply_time_limit_s=answer.limits.time_limit_s or 0, apply_time_min_s=answer.limits.time_min_s or 0,
-        policy_mode=answer.limits.mode, policy_reason=answer.limits.reason, user_message=answer.user_message,
+        policy_mode=answer.limits.mode, policy_reason=answer.limits.reason, user_message=answer.user_message + start_phrase,
         node_advice=[pb.NodeAdvice(nodes=r.nodes, runtime_s=r.runtime_s, node_hours=r.node_hours,
                                    efficiency=r.efficiency, recommended=r.recommended) for r in answer.node_advice])
     if answer.comm_time_s is not None:
         message.comm_time_s = answer.comm_time_s
     return message
+
+
+def planned_length_s(limits, spec: JobSpec) -> float:
+    """What backfill plans a submitted job with (what moves its start, forecast/probes.py): the
+    --time-min set (ours or the user's), else the --time set, else the user's, else the
+    partition's DefaultTime, else its MaxTime; math.inf when none or UNLIMITED."""
+    if spec.time_limit_unlimited and not (limits.time_min_s or limits.time_limit_s or spec.time_min_s):
+        return math.inf
+    return float(limits.time_min_s or spec.time_min_s or limits.time_limit_s or spec.time_limit_s
+                 or spec.default_time_s or spec.max_time_s) or math.inf
 
 
 class PredictionService:
@@ -396,13 +408,17 @@ class PredictionService:
                                           job_time_limit_s=started_limit or 0)
         if submitted is not None and submitted.suggested_time_limit_s:
             answer = replace(answer, time_limit_s=submitted.suggested_time_limit_s)
+        # [forecast] sbatch_line: a look-up in the kept probe table (forecast/probes.py), never a forecast
+        phrase = self.forecast.sbatch_phrase(spec.ntasks * spec.cpus_per_task or spec.nodes or 1,
+                                             planned_length_s(answer.limits, spec)) \
+            if stage == "submit" and answer.user_message else ""
         prediction_id = self._new_prediction_id()
         if answer.fallback:
             self.metrics.fallbacks.inc()
             self._fallbacks += 1
         kept = self._kept_request(request, spec, budget_uid, writer_uid)
         if kept is None:   # past the user's budget or the store's cap: answered, not kept
-            return estimate_message(answer, "")
+            return estimate_message(answer, "", phrase)
         try:
             self.store.record_prediction(PredictionRow(
                 prediction_id=prediction_id, job_id=spec.job_id, stage=stage, user=spec.user,
@@ -423,7 +439,7 @@ class PredictionService:
         else:
             if self.faults.clear("store", "record prediction"):
                 self._store_answers()
-        return estimate_message(answer, prediction_id)
+        return estimate_message(answer, prediction_id, phrase)
 
     def predict(self, request: pb.JobRequest, budget_uid: int | None = None,
                 writer_uid: int | None = None) -> pb.Estimate:

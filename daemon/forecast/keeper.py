@@ -22,6 +22,7 @@ from ..errors import HpcPredictError
 from ..refresher import Refresher
 from . import worker
 from .belief import belief_from_interval
+from .probes import PROBE_RUNS, STALE_INTERVALS, ProbeTable, probe_jobs, sbatch_phrase
 from .queue import ENVIRONMENT, SlurmJob, parse_squeue, snapshot_of, squeue_argv
 from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
 
@@ -54,6 +55,7 @@ class Kept:
     squeue_starts: dict[str, float]            # pending job -> StartTime squeue printed (its backfill plan)
     left_out: int                              # pending jobs beyond [forecast] max_jobs
     held: frozenset[str] = field(default_factory=frozenset)   # priority 0: never started
+    probes: ProbeTable | None = None           # [forecast] sbatch_line: the probe jobs' forecasts (probes.py)
 
     def job(self, job_id: str) -> QueuedJob | None:
         return next((job for job in self.snapshot.jobs if job.job_id == job_id), None)
@@ -116,17 +118,37 @@ class ForecastKeeper:
                                          max_jobs=self.config.max_jobs, belief_of=self._cached_belief)
         forecasts = self._forecast(snapshot)
         return Kept(snapshot=snapshot, forecasts=forecasts, left_out=left_out,
+                    probes=self._probe_table(snapshot) if self.config.sbatch_line else None,
                     squeue_starts={job.job_id: job.start_s for job in jobs if not job.running and job.start_s},
                     held=frozenset(job.job_id for job in jobs if job.state == "PENDING" and job.priority == 0))
 
-    def _forecast(self, snapshot: QueueSnapshot, extra: QueuedJob | None = None) -> dict[str, StartForecast]:
+    def _forecast(self, snapshot: QueueSnapshot, extra: QueuedJob | None = None, *,
+                  probes: list[QueuedJob] | None = None, budget_s: float = 0.0) -> dict[str, StartForecast]:
         """forecast_starts in a process of its own (worker.py: not on the daemon's interpreter lock)."""
+        runs = min(self.config.runs, PROBE_RUNS) if probes else self.config.runs
         text = self._run([sys.executable, "-m", worker.__name__], timeout=self.config.compute_timeout_s,
-                         input=worker.encode(snapshot, self.config.runs, extra))
+                         input=worker.encode(snapshot, runs, extra, probes, budget_s))
         try:
             return worker.decode_reply(text)
         except (ValueError, TypeError, AttributeError) as error:
             raise ForecastUnavailable(f"the forecast's process answered something else: {error}") from None
+
+    def _probe_table(self, snapshot: QueueSnapshot) -> ProbeTable | None:
+        """The probes' table of this read (probes.py), within half an interval (and half the
+        worker's timeout) so the refresh keeps its pace, going on where the last one stopped; the
+        last table (logged) when it cannot be had: the queue's own forecast is kept all the same."""
+        began = time.monotonic()
+        previous = self._kept.probes if self._kept is not None else None
+        grid = probe_jobs(snapshot)
+        start = previous.resume_at % len(grid) if previous is not None else 0   # where the budget stopped the last
+        try:
+            answers = self._forecast(snapshot, probes=grid[start:] + grid[:start],
+                                     budget_s=min(self.config.interval_s, self.config.compute_timeout_s) / 2)
+        except HpcPredictError as error:
+            logger.warning("no start estimates for the sbatch line this interval: %s", error)
+            return previous
+        return ProbeTable.of(snapshot, answers, compute_s=time.monotonic() - began, previous=previous,
+                             started_at=start)
 
     def _cached_belief(self, job: SlurmJob) -> RuntimeBelief | None:
         if job.job_id not in self._beliefs:
@@ -150,6 +172,16 @@ class ForecastKeeper:
     def error(self) -> str:
         """Why the last refresh failed ("" = it worked)."""
         return self._refresher.error
+
+    def sbatch_phrase(self, cpus: int, planned_s: float) -> str:
+        """What Predict's sbatch line adds for a job of ``cpus`` planned with ``planned_s``
+        (``[forecast] sbatch_line``): a look-up in the kept table, never a computation and no lock
+        (the hook's budget); "" when off, not kept, or older than STALE_INTERVALS intervals."""
+        if not (self.config.enabled and self.config.sbatch_line):
+            return ""
+        kept = self._kept                       # one read of the reference the thread replaces whole
+        return sbatch_phrase(kept.probes if kept is not None else None, cpus, planned_s, now=time.time(),
+                             max_age_s=STALE_INTERVALS * self.config.interval_s)
 
     def hypothetical(self, extra: QueuedJob, uid: int) -> tuple[Kept, StartForecast]:
         """One forecast of the kept queue with ``extra`` added, for ``uid`` (rate-limited)."""

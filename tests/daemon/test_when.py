@@ -163,3 +163,36 @@ def test_off_says_so(world_dir):
     with process:
         done = when(process, "alice", "2")
     assert done.returncode == 1 and "[forecast] enabled = false" in done.stderr
+
+
+def _predict_json(process, script: Path) -> dict:
+    env = {**os.environ, "HOME": "/tmp", "HPCPREDICT_CONFIG_PATH": ""}
+    done = subprocess.run([HPCPREDICT, "--socket", process.hook_socket, "predict", "--json", str(script),
+                           "--ntasks=4", "--time=02:00:00"], capture_output=True, text=True, timeout=60,
+                          user="alice", env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_sbatch_line_carries_the_start_estimate_only_when_set(when_daemon, world_dir):
+    """[forecast] sbatch_line through the daemon's local socket: the line gains the estimate of a
+    job like this one once the thread kept its probes; the --json keys stay the same."""
+    script = world_dir / "job.sh"
+    script.write_text("#!/bin/sh\nsrun ./a.out\n")
+    script.chmod(0o644)
+    plain = _predict_json(when_daemon, script)
+    assert "likely to start" not in plain["user_message"]
+    bin_dir = stand_ins(world_dir / "bin-on")
+    process = DaemonProcess(world_dir / "on", env={
+        "HPCPREDICT_POLICY_MODE": "advise", "HPCPREDICT_MODELS_BUNDLED": "false",
+        "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{bin_dir}/scontrol show config",
+        "HPCPREDICT_FORECAST_SQUEUE_COMMAND": f"{bin_dir}/squeue", "HPCPREDICT_FORECAST_INTERVAL_S": "1",
+        "HPCPREDICT_FORECAST_SBATCH_LINE": "true"})
+    os.chmod(world_dir / "on", 0o755)
+    with process:
+        deadline = time.monotonic() + 30
+        while "likely to start" not in (answer := _predict_json(process, script))["user_message"]:
+            assert time.monotonic() < deadline, answer["user_message"] + process.log()[-2000:]
+            time.sleep(0.3)
+    assert "the estimate for a job like this one: up to 8 CPUs, planned up to 4 h)" in answer["user_message"]
+    assert sorted(answer) == sorted(plain)

@@ -2,7 +2,8 @@
 behind a running one, starts, and is answered; another user asking about it is refused.
 
 A daemon of this test's own reads the cluster's queue (its squeue, with the cluster's SLURM_CONF)
-every 2 s; the session daemon, which the hooks call, keeps its configuration."""
+every 2 s, with ``[forecast] sbatch_line`` on (its Predict's line says when a job like the one
+asked about would start); the session daemon, which the hooks call, keeps its configuration."""
 from __future__ import annotations
 
 import json
@@ -21,17 +22,18 @@ def forecasting_daemon(cluster):
     data_dir = Path(tempfile.mkdtemp(prefix="hpd-when-", dir="/tmp"))   # pytest's tmp is root's only: users
     data_dir.chmod(0o755)                                             # must reach the socket
     server = Daemon(data_dir)
-    server.env.update(SLURM_CONF=str(SLURM_DIR / "etc" / "slurm.conf"), HPCPREDICT_FORECAST_INTERVAL_S="2")
+    server.env.update(SLURM_CONF=str(SLURM_DIR / "etc" / "slurm.conf"), HPCPREDICT_FORECAST_INTERVAL_S="2",
+                      HPCPREDICT_FORECAST_SBATCH_LINE="true")
     server.start()
     yield server
     server.stop()
     shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def when(server: Daemon, user: str, *args: str) -> subprocess.CompletedProcess:
+def when(server: Daemon, user: str, *args: str, command: str = "when") -> subprocess.CompletedProcess:
     env = dict(server.cli_env(), HOME="/tmp", HPCPREDICT_CONFIG_PATH="")
     return subprocess.run(["runuser", "-u", user, "--", str(VENV_BIN / "hpcpredict"), "--socket", server.hook_socket,
-                           "when", *args], env=env, capture_output=True, text=True, timeout=60)
+                           command, *args], env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_a_user_asks_when_their_pending_job_starts_and_another_is_refused(cluster, forecasting_daemon):
@@ -60,6 +62,15 @@ def test_a_user_asks_when_their_pending_job_starts_and_another_is_refused(cluste
         assert refused.returncode == 1, refused.stdout
         assert f"job {waiting} is not yours: you (carol) may only ask about your own jobs" in refused.stderr
         assert when(forecasting_daemon, "root", waiting).returncode == 0          # an admin: any job
+
+        # the sbatch line's estimate for a job like bob's (2 nodes, 3 min) from the probes of this queue
+        script = forecasting_daemon.data_dir / "job.sh"
+        script.write_text("#!/bin/sh\nsleep 1\n")
+        script.chmod(0o644)
+        line = poll(lambda: (lambda message: message if "likely to start" in message else None)(json.loads(
+            when(forecasting_daemon, "bob", "--json", str(script), "-N", "2", "-t", "3", command="predict").stdout)
+            ["user_message"]), 30, "the sbatch line's start estimate", 1.0)
+        assert "the estimate for a job like this one: up to 8 CPUs, planned up to 10 min)" in line, line
     finally:
         if held:
             subprocess.run(["scancel", *held], env=cluster.env(), timeout=30)
