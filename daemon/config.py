@@ -255,7 +255,9 @@ class ForecastConfig:
     enabled: bool = True
     interval_s: float = 60.0
     runs: int = 32
-    max_jobs: int = 5000                          # running jobs plus the first pending ones in priority order
+    # running jobs plus the first pending ones in priority order; more than the forecast runs
+    # (daemon/forecast/simulate.py MAX_JOBS, 2000) would be refused at every refresh: capped there
+    max_jobs: int = 2000
     max_output_mib: int = 16                      # squeue writing more is killed: no picture this interval
     squeue_timeout_s: float = 30.0
     squeue_command: str = "squeue"                # e.g. "squeue -M cluster"

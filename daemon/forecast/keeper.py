@@ -22,7 +22,8 @@ from ..errors import HpcPredictError
 from ..refresher import Refresher
 from . import worker
 from .belief import belief_from_interval
-from .probes import PROBE_RUNS, STALE_INTERVALS, ProbeTable, probe_jobs, sbatch_phrase
+from .probes import PROBE_RUNS, STALE_INTERVALS, ProbeTable, probe_jobs, sbatch_phrase, with_room
+from .simulate import MAX_JOBS
 from .queue import ENVIRONMENT, SlurmJob, parse_squeue, snapshot_of, squeue_argv
 from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
 
@@ -115,7 +116,7 @@ class ForecastKeeper:
         present = {job.job_id for job in jobs}
         self._beliefs = {key: value for key, value in self._beliefs.items() if key in present}
         snapshot, left_out = snapshot_of(jobs, taken_s=taken, total_cpus=facts.total_cpus, planning_rule=facts.rule,
-                                         max_jobs=self.config.max_jobs, belief_of=self._cached_belief)
+                                         max_jobs=min(self.config.max_jobs, MAX_JOBS), belief_of=self._cached_belief)
         forecasts = self._forecast(snapshot)
         return Kept(snapshot=snapshot, forecasts=forecasts, left_out=left_out,
                     probes=self._probe_table(snapshot) if self.config.sbatch_line else None,
@@ -194,7 +195,7 @@ class ForecastKeeper:
         try:
             pending = sum(1 for job in kept.snapshot.jobs if job.start_s is None)
             placed = replace(extra, priority_rank=pending)   # last: a job submitted now, before age raises it
-            answer = self._forecast(kept.snapshot, placed)
+            answer = self._forecast(with_room(kept.snapshot), placed)   # a full picture: its last pending job out
         finally:
             self._computing.release()
         if placed.job_id not in answer:
