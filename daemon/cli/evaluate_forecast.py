@@ -13,7 +13,7 @@ limit), each with ``n``, ``median_abs_error_s``, ``coverage80`` (the share of ac
 the 80 % interval; ``slurm``'s is null) and ``by_wait`` (``short``: actual wait below
 ``long_wait_s``, 1 h; ``long``: at or above; each with the same three keys), computed over the
 jobs forecast (every one waited); beside them ``policy``, ``slurm_release``, ``planning_rule``,
-``runs``, ``sampled_every``, ``spread``, ``seed``, ``long_wait_s``, ``n``, ``n_jobs``,
+``runs``, ``sampled_every``, ``spread``, ``arrivals``, ``seed``, ``long_wait_s``, ``n``, ``n_jobs``,
 ``not_forecast_queue_too_large``, ``procs`` and ``simplifies`` (what the forecast leaves out).
 """
 from __future__ import annotations
@@ -43,6 +43,8 @@ def register(families) -> None:
     parser.add_argument("--spread", type=float, default=1.0,
                         help="multiply every runtime belief's log-spread by this (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="the draws' seed (default 0)")
+    parser.add_argument("--no-arrivals", dest="arrivals", action="store_false",
+                        help="model no later submission (the forecast before its arrivals model)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
@@ -67,7 +69,8 @@ def run(args) -> int:
     if not any(j.runtime_s >= 0 and j.submit_time >= 0 for j in jobs):
         raise ParseError("no job with a known submit time and runtime", source=args.trace)
     scores = evaluate_forecast(jobs, procs, policy=args.policy, risk=args.risk, slurm=slurm, runs=args.runs,
-                               every=args.every, seed=args.seed, spread=args.spread)
+                               every=args.every, seed=args.seed, spread=args.spread,
+                               arrivals=args.arrivals)
     if args.json:
         print(json.dumps(scores))
     else:

@@ -22,6 +22,7 @@ from ..errors import HpcPredictError
 from . import worker
 from .belief import belief_from_interval
 from .queue import ENVIRONMENT, SlurmJob, parse_squeue, snapshot_of, squeue_argv
+from .recent import RecentSubmissions
 from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
 
 logger = logging.getLogger(__name__)
@@ -32,8 +33,8 @@ STORED_COVERAGE = 0.8
 #: The uids whose rate is remembered: beyond, those whose bucket is full again are forgotten
 MAX_RATE_USERS = 4096
 #: Where the forecast simplifies, in the words users read (ADMIN.md, "Start-time forecast")
-CAVEATS = ("one pool of CPUs: partitions, node placement and sizes, reservations, preemption, dependencies and "
-           "jobs submitted after now are not modelled; priorities as they are now")
+CAVEATS = ("one pool of CPUs: partitions, node placement and sizes, reservations, preemption and dependencies are "
+           "not modelled; later submissions drawn from those of the last day (placed last); priorities as they are now")
 
 
 class ForecastUnavailable(HpcPredictError):
@@ -76,6 +77,7 @@ class ForecastKeeper:
         self._kept: Kept | None = None
         self._error = "the queue has not been read yet"
         self._beliefs: dict[str, RuntimeBelief | None] = {}   # job id -> belief: looked up once per job
+        self._recent = RecentSubmissions()                    # the arrivals model's source
         self._buckets: dict[int, tuple[float, float]] = {}    # uid -> (tokens, when)
         self._rate_lock = threading.Lock()
         self._computing = threading.Lock()                    # one hypothetical forecast at a time
@@ -127,6 +129,7 @@ class ForecastKeeper:
         self._beliefs = {key: value for key, value in self._beliefs.items() if key in present}
         snapshot, left_out = snapshot_of(jobs, taken_s=taken, total_cpus=facts.total_cpus, planning_rule=facts.rule,
                                          max_jobs=self.config.max_jobs, belief_of=self._cached_belief)
+        snapshot = self._recent.observe(snapshot, present)
         forecasts = self._forecast(snapshot)
         return Kept(snapshot=snapshot, forecasts=forecasts, left_out=left_out,
                     squeue_starts={job.job_id: job.start_s for job in jobs if not job.running and job.start_s},

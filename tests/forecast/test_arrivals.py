@@ -1,0 +1,149 @@
+"""The forecast's arrivals model (issue #41): later submissions drawn from the recent ones.
+
+Never from after the picture, bounded, deterministic per seed; a queue where a later job
+backfills into the window Slurm's limits leave gets a later, wider forecast; the replay's
+snapshots carry only submissions made before them; the daemon's memory of what it saw appear
+is bounded; the worker's wire carries it."""
+import random
+
+import pytest
+
+from hpcpredict.daemon.errors import InvalidRequest
+from hpcpredict.daemon.forecast import QueuedJob, QueueSnapshot, RuntimeBelief
+from hpcpredict.daemon.forecast import worker
+from hpcpredict.daemon.forecast.recent import RecentSubmissions
+from hpcpredict.daemon.forecast.simulate import (ARRIVAL_BLOCK_S, ARRIVAL_HORIZON_S, ARRIVAL_WINDOW_S, MAX_ARRIVALS,
+                                                 MAX_RECENT, draw_arrivals, forecast_start, forecast_starts)
+
+NOW = 1_000_020.0
+DAY = 24 * 3600.0
+
+
+def job(job_id, cpus, limit, submit, belief=None, start=None, rank=0, user="ann"):
+    return QueuedJob(job_id, user, "batch", cpus, limit, None, submit, start, rank, belief)
+
+
+def test_arrivals_never_come_from_after_the_picture_and_keep_each_jobs_shape():
+    rng = random.Random(1)
+    before = [job(f"b{i}", 1 + i % 3, 600.0, NOW - rng.uniform(0, DAY)) for i in range(200)]
+    after = [job(f"late{i}", 4, 900.0, NOW + rng.uniform(1, DAY)) for i in range(50)]
+    seen = set()
+    for seed in range(20):
+        for at, arrival in draw_arrivals(before + after, NOW - DAY, NOW, random.Random(seed)):
+            assert NOW < at < NOW + ARRIVAL_HORIZON_S
+            assert arrival.submit_s <= NOW and not arrival.job_id.startswith("late")
+            seen.add(arrival.job_id)
+    assert len(seen) > 150                      # the bootstrap does draw from the whole window
+    # and the forecast refuses a recent job from after the picture outright
+    picture = QueueSnapshot(NOW, 4, "hard_end", (job("p", 4, 600.0, NOW - 10),), recent=tuple(after[:1]),
+                            recent_from_s=NOW - DAY)
+    with pytest.raises(InvalidRequest, match="after the picture"):
+        forecast_starts(picture)
+
+
+def test_arrivals_keep_their_offset_in_the_block_and_only_the_watched_span_counts():
+    # one job 100 s into the last hour's block; watched for one hour only: every run draws that block
+    recent = [job("x", 1, 60.0, NOW - ARRIVAL_BLOCK_S + 100)]
+    arrivals = draw_arrivals(recent, NOW - ARRIVAL_BLOCK_S, NOW, random.Random(0))
+    assert [at - NOW for at, _ in arrivals[:3]] == [100, 100 + ARRIVAL_BLOCK_S, 100 + 2 * ARRIVAL_BLOCK_S]
+    assert len(arrivals) == ARRIVAL_HORIZON_S // ARRIVAL_BLOCK_S
+    assert draw_arrivals(recent, None, NOW, random.Random(0)) == []       # not watched: none
+    assert draw_arrivals(recent, NOW, NOW, random.Random(0)) == []        # watched since now: none
+    # a span shorter than a block is its own block: 20 minutes watched, the job 5 minutes in
+    short = draw_arrivals([job("y", 1, 60.0, NOW - 900)], NOW - 1200, NOW, random.Random(0))
+    assert [at - NOW for at, _ in short[:2]] == [300, 1500]
+
+
+def test_arrivals_are_bounded_and_deterministic_per_seed():
+    rng = random.Random(2)
+    crowd = [job(f"c{i}", 1, 60.0, NOW - rng.uniform(0, DAY)) for i in range(MAX_RECENT)]
+    once = draw_arrivals(crowd, NOW - DAY, NOW, random.Random(7))
+    assert len(once) == MAX_ARRIVALS
+    assert once == draw_arrivals(crowd, NOW - DAY, NOW, random.Random(7))
+    assert once != draw_arrivals(crowd, NOW - DAY, NOW, random.Random(8))
+    picture = QueueSnapshot(NOW, 4, "hard_end", (job("p", 4, 600.0, NOW - 10),),
+                            recent=tuple(crowd) + (job("one-more", 1, 60.0, NOW - 5),), recent_from_s=NOW - DAY)
+    with pytest.raises(InvalidRequest, match=f"more than the {MAX_RECENT}"):
+        forecast_starts(picture)
+
+
+def _backfill_window_queue(recent, recent_from_s):
+    # R holds 2 of 4 CPUs, planned to its 1000 s limit but ending at +200 (believed exactly); the
+    # head P needs all 4: reserved at R's limit, it really starts at +200. A 2-CPU, 600 s job
+    # submitted at +100 fits before that reservation: it backfills and P starts only at +700.
+    return QueueSnapshot(NOW, 4, "hard_end",
+                         (job("r", 2, 1000.0, NOW - 60, RuntimeBelief(260.0, 0.0), start=NOW - 60),
+                          job("p", 4, 1000.0, NOW - 30, RuntimeBelief(500.0, 0.0))),
+                         recent=tuple(recent), recent_from_s=recent_from_s)
+
+
+def test_a_later_job_that_backfills_ahead_delays_and_widens_the_forecast():
+    certain = RuntimeBelief(600.0, 0.0)
+    without = forecast_starts(_backfill_window_queue((), None))["p"]
+    assert without.low80_start_s == without.median_start_s == without.high80_start_s == NOW + 200
+    # every hour of the last day had such a job 100 s in: every run has one at +100
+    hourly = [job(f"h{k}", 2, 600.0, NOW - (k + 1) * ARRIVAL_BLOCK_S + 100, certain) for k in range(24)]
+    always = forecast_starts(_backfill_window_queue(hourly, NOW - DAY))["p"]
+    assert always.low80_start_s == always.median_start_s == always.high80_start_s == NOW + 700
+    assert always.slurm_start_s == without.slurm_start_s            # Slurm's method models no arrival
+    # every other hour: about half the runs have it, the interval spans both outcomes
+    some = forecast_starts(_backfill_window_queue(hourly[::2], NOW - DAY), runs=64)["p"]
+    assert some.low80_start_s == NOW + 200 and some.high80_start_s == NOW + 700
+    # a job submitted only after the picture would change nothing: it is refused, never drawn
+    assert forecast_start(_backfill_window_queue(hourly, NOW - DAY), "p") == always
+
+
+def test_the_replays_snapshots_carry_only_earlier_submissions(monkeypatch):
+    from hpcpredict.daemon.lab.scheduling import forecast as lab
+    from hpcpredict.daemon.records import JobRecord
+    trace = [JobRecord(str(i), f"u{i % 3}", 120.0 * i, runtime_s=900.0, requested_time_s=3600.0,
+                       requested_procs=2, end_time=120.0 * i + 900.0) for i in range(60)]
+    pictures = []
+    real = lab.forecast_start
+
+    def spy(snapshot, job_id, **options):
+        pictures.append(snapshot)
+        return real(snapshot, job_id, **options)
+
+    monkeypatch.setattr(lab, "forecast_start", spy)
+    scores = lab.evaluate_forecast(trace, procs=4, runs=4)
+    assert scores["n"] > 10 and scores["arrivals"] is True and pictures
+    for picture in pictures:
+        assert picture.recent and picture.recent_from_s == 0.0      # the trace begins at 0, within a day
+        assert all(j.submit_s <= picture.taken_s for j in picture.recent)
+        # every earlier submission is there (the window is a day, the trace two hours)
+        assert len(picture.recent) == sum(1 for r in trace if r.submit_time <= picture.taken_s)
+    pictures.clear()
+    assert lab.evaluate_forecast(trace, procs=4, runs=4, arrivals=False)["arrivals"] is False
+    assert all(not p.recent and p.recent_from_s is None for p in pictures)
+
+
+def _picture(at, *jobs):
+    return QueueSnapshot(at, 8, "hard_end", tuple(jobs))
+
+
+def test_the_daemons_memory_of_new_submissions_is_bounded_by_age_and_count():
+    seen = RecentSubmissions(window_s=3600.0, max_jobs=3)
+    assert seen.observe(_picture(0.0, job("1", 1, 60.0, -50.0)), {"1"}).recent == ()
+    # "2" is new; "1" is not (there at the first read); "3" claims a submit before watching began
+    later = seen.observe(_picture(30.0, job("1", 1, 60.0, -50.0), job("2", 1, 60.0, 20.0, start=25.0),
+                                  job("3", 1, 60.0, -10.0)), {"1", "2", "3"})
+    assert [j.job_id for j in later.recent] == ["2"] and later.recent_from_s == 0.0
+    assert later.recent[0].start_s is None          # remembered as a submission, not as running
+    # gone from the queue, still remembered; at most 3, the oldest dropped and the span moved on
+    more = seen.observe(_picture(90.0, *(job(str(i), 1, 60.0, 40.0 + i) for i in range(4, 8))),
+                        {str(i) for i in range(4, 8)})
+    assert [j.job_id for j in more.recent] == ["5", "6", "7"] and more.recent_from_s == 45.0
+    # older than the window: forgotten
+    assert seen.observe(_picture(3700.0), set()).recent == ()
+
+
+def test_the_workers_wire_carries_the_recent_submissions():
+    picture = _backfill_window_queue([job("h", 2, 600.0, NOW - 3500, RuntimeBelief(600.0, 0.0))], NOW - DAY)
+    snapshot, runs, extra = worker.decode_request(worker.encode(picture, 8))
+    assert snapshot == picture and runs == 8 and extra is None
+    # a request from before the model (no recent keys) still decodes: no arrivals
+    old = worker.encode(QueueSnapshot(NOW, 4, "hard_end", picture.jobs), 8).replace(', "recent": [], "recent_from_s": null', "")
+    assert "recent" not in old
+    assert worker.decode_request(old)[0] == QueueSnapshot(NOW, 4, "hard_end", picture.jobs)
+
