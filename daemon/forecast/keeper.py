@@ -21,6 +21,7 @@ from ..commands import run_command
 from ..errors import HpcPredictError
 from . import worker
 from .belief import belief_from_interval
+from .calibration import FirstForecasts
 from .queue import ENVIRONMENT, SlurmJob, parse_squeue, snapshot_of, squeue_argv
 from .recent import RecentSubmissions
 from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
@@ -78,6 +79,7 @@ class ForecastKeeper:
         self._error = "the queue has not been read yet"
         self._beliefs: dict[str, RuntimeBelief | None] = {}   # job id -> belief: looked up once per job
         self._recent = RecentSubmissions()                    # the arrivals model's source
+        self._first = FirstForecasts()                        # realized errors: the interval's calibration
         self._buckets: dict[int, tuple[float, float]] = {}    # uid -> (tokens, when)
         self._rate_lock = threading.Lock()
         self._computing = threading.Lock()                    # one hypothetical forecast at a time
@@ -130,7 +132,7 @@ class ForecastKeeper:
         snapshot, left_out = snapshot_of(jobs, taken_s=taken, total_cpus=facts.total_cpus, planning_rule=facts.rule,
                                          max_jobs=self.config.max_jobs, belief_of=self._cached_belief)
         snapshot = self._recent.observe(snapshot, present)
-        forecasts = self._forecast(snapshot)
+        forecasts = self._first.observe(snapshot, self._forecast(snapshot))
         return Kept(snapshot=snapshot, forecasts=forecasts, left_out=left_out,
                     squeue_starts={job.job_id: job.start_s for job in jobs if not job.running and job.start_s},
                     held=frozenset(job.job_id for job in jobs if job.state == "PENDING" and job.priority == 0))
@@ -183,7 +185,7 @@ class ForecastKeeper:
             self._computing.release()
         if placed.job_id not in answer:
             raise ForecastUnavailable("the forecast gave no start for this job")
-        return kept, answer[placed.job_id]
+        return kept, self._first.calibration.adjust(answer[placed.job_id], kept.snapshot.taken_s)
 
     def _take(self, uid: int) -> bool:
         rate = self.config.user_requests_per_minute / 60.0
