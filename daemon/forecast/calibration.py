@@ -99,7 +99,7 @@ class FirstForecasts:
     shows it running. Remembered only while the job is in the queue (at most its size)."""
 
     def __init__(self, calibration: IntervalCalibration | None = None):
-        self.calibration = calibration or IntervalCalibration()
+        self.calibration = calibration if calibration is not None else IntervalCalibration()
         self._first: dict[str, tuple[float, StartForecast]] = {}
 
     def observe(self, snapshot, forecasts: dict[str, StartForecast]) -> dict[str, StartForecast]:

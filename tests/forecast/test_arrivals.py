@@ -4,6 +4,7 @@ Never from after the picture, bounded, deterministic per seed; a queue where a l
 backfills into the window Slurm's limits leave gets a later, wider forecast; the replay's
 snapshots carry only submissions made before them; the daemon's memory of what it saw appear
 is bounded; the worker's wire carries it."""
+import math
 import random
 
 import pytest
@@ -147,3 +148,69 @@ def test_the_workers_wire_carries_the_recent_submissions():
     assert "recent" not in old
     assert worker.decode_request(old)[0] == QueueSnapshot(NOW, 4, "hard_end", picture.jobs)
 
+
+
+# ---------------------------------------------------------------- the interval's calibration
+from hpcpredict.daemon.forecast import StartForecast  # noqa: E402
+from hpcpredict.daemon.forecast.calibration import MIN_SCORES, FirstForecasts, IntervalCalibration  # noqa: E402
+
+
+def _too_narrow(rng, taken):
+    # the runs say wait 1000 s, interval 800-1200 s; the truth is log-normal around it, far wider
+    forecast = StartForecast("j", taken + 1000.0, taken + 800.0, taken + 1200.0, None, 32)
+    return forecast, taken + 1000.0 * math.exp(rng.gauss(0.0, 0.8))
+
+
+def test_calibration_brings_a_too_narrow_interval_to_80_percent_and_needs_enough_scores():
+    rng = random.Random(4)
+    calibration = IntervalCalibration()
+    forecast, _ = _too_narrow(rng, 0.0)
+    for _ in range(MIN_SCORES - 1):
+        earlier, start = _too_narrow(rng, 0.0)
+        calibration.add(earlier, taken_s=0.0, start_s=start)
+    assert calibration.adjust(forecast, 0.0) == forecast             # too few: as the runs give it
+    for _ in range(1000):
+        earlier, start = _too_narrow(rng, 0.0)
+        calibration.add(earlier, taken_s=0.0, start_s=start)
+    fresh = [_too_narrow(rng, 5e5) for _ in range(2000)]
+    raw = sum(f.low80_start_s <= s <= f.high80_start_s for f, s in fresh) / len(fresh)
+    adjusted = [calibration.adjust(f, 5e5) for f, _ in fresh]
+    covered = sum(a.low80_start_s <= s <= a.high80_start_s for a, (_, s) in zip(adjusted, fresh)) / len(fresh)
+    assert raw < 0.3 and 0.75 <= covered <= 0.85
+    assert all(a.median_start_s == f.median_start_s and a.low80_start_s >= 5e5 for a, (f, _) in zip(adjusted, fresh))
+
+
+def test_the_replays_calibration_uses_only_starts_before_each_forecast():
+    from hpcpredict.daemon.lab.scheduling.forecast import calibrated
+    rng = random.Random(5)
+    rows = []
+    for i in range(400):
+        forecast, start = _too_narrow(rng, 100.0 * i)
+        rows.append((100.0 * i, start, forecast))
+    once = calibrated(rows)
+    # change every start that comes after t = 20,000 s: the forecasts made before then are the same
+    changed = [(now, start if start <= 20_000 else start + 1e6, f) for now, start, f in rows]
+    again = calibrated(changed)
+    early = [i for i, (now, _, _) in enumerate(rows) if now <= 20_000]
+    assert early and all(once[i][2] == again[i][2] for i in early)
+    assert once[-1][2] != again[-1][2]                   # and the later ones did learn from them
+
+
+def test_the_daemons_first_forecasts_are_scored_once_their_job_runs():
+    first = FirstForecasts(IntervalCalibration(min_scores=1))
+    pend = job("p", 1, 600.0, NOW - 10)
+    f0 = StartForecast("p", NOW + 100, NOW + 50, NOW + 150, None, 32)
+    assert first.observe(QueueSnapshot(NOW, 4, "hard_end", (pend,)), {"p": f0}) == {"p": f0}
+    # a later read's forecast of it is not its first: still scored against f0 (start at +1100: 1000 s late)
+    later = StartForecast("p", NOW + 400, NOW + 390, NOW + 410, None, 32)
+    first.observe(QueueSnapshot(NOW + 300, 4, "hard_end", (pend,)), {"p": later})
+    assert len(first.calibration) == 0
+    ran = QueueSnapshot(NOW + 1200, 4, "hard_end", (job("p", 1, 600.0, NOW - 10, start=NOW + 1100),
+                                                   job("q", 1, 600.0, NOW + 1000)))
+    fq = StartForecast("q", NOW + 1300, NOW + 1250, NOW + 1350, None, 32)
+    out = first.observe(ran, {"q": fq})
+    assert len(first.calibration) == 1
+    # f0's start was (1100 - 150) / 100 = 9.5 waits past its high end: q's high end moves 9.5 x 100 s
+    assert out["q"].high80_start_s == NOW + 1350 + 950 and out["q"].median_start_s == fq.median_start_s
+    first.observe(QueueSnapshot(NOW + 1300, 4, "hard_end", ()), {})
+    assert len(first.calibration) == 1 and first._first == {}      # gone from the queue: forgotten
