@@ -44,8 +44,9 @@ MAX_RUNS = 256
 # user's burst of jobs fails fast or runs long together). Chosen on KTH-SP2 (24.11, users' limits,
 # every 10th submission): 0, 0.5, 0.8 gave 80 % coverage 0.60, 0.63, 0.67 (median error 2196 s
 # at 0.5, 2280 s at 0.8; Slurm's method 4546 s); widening every belief x1.5, x2, x3 instead gave
-# 0.63, 0.65, 0.65. With every runtime known exactly coverage is 0.69: the misses left are jobs
-# submitted after the forecast that backfill ahead (no arrivals are modelled)
+# 0.63, 0.65, 0.65. With every runtime known exactly coverage was 0.69: the misses left are jobs
+# submitted after the forecast that backfill ahead, hence the arrivals model below (and the
+# interval's calibration, calibration.py)
 USER_CORRELATION = 0.8
 # The arrivals model (issue #41): the window of past submissions drawn from, the block length
 # (an hour keeps a burst of one user's jobs together), how far ahead and how many a run submits.

@@ -12,7 +12,10 @@ its actual start in the same replay. Jobs submitted later are unknown to the for
 arrivals model draws them from the trace's submissions of the last
 :data:`~hpcpredict.daemon.forecast.simulate.ARRIVAL_WINDOW_S` before the snapshot (at or before
 its instant, never after: what the daemon's keeper has seen appear), each with its policy's
-limits and its belief (``arrivals=False``: none, the forecast as before the model).
+limits and its belief (``arrivals=False``: none, the forecast as before the model). Each 80 %
+interval is then calibrated (:func:`calibrated`, ``calibrate=False``: not) on the realized
+errors of the forecasts made before it whose jobs had started by its instant, as the daemon's
+keeper calibrates on the first forecasts of the jobs it has seen start.
 
 Scores over the jobs forecast (all waited: a job that starts at its submission is not
 forecast): the median absolute error of the median start and of Slurm's, the share of actual
