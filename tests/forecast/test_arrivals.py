@@ -214,3 +214,15 @@ def test_the_daemons_first_forecasts_are_scored_once_their_job_runs():
     assert out["q"].high80_start_s == NOW + 1350 + 950 and out["q"].median_start_s == fq.median_start_s
     first.observe(QueueSnapshot(NOW + 1300, 4, "hard_end", ()), {})
     assert len(first.calibration) == 1 and first._first == {}      # gone from the queue: forgotten
+
+
+def test_the_engine_submits_arrivals_at_the_tail_and_stops_once_the_picture_has_started():
+    from hpcpredict.daemon.scheduling import SimJob, Started, run_forward
+    r = Started(SimJob(9, "r", NOW - 60, 2, 260.0, 1000.0, 1000.0), NOW - 60, 1000.0)   # ends at +200
+    p = SimJob(0, "p", NOW, 4, 300.0, 600.0, 600.0)
+    early = SimJob(1, "+0", NOW + 10, 2, 100.0, 200.0, 200.0)      # fits before p's reservation: backfills
+    later = SimJob(2, "+1", NOW + 5000, 2, 100.0, 200.0, 200.0)    # after p started: never run
+    outcomes = run_forward(NOW, [r], [p], 4, "hard_end", arrivals=[later, early])
+    assert [(o.job.job_id, o.start_s, o.backfilled) for o in outcomes] == [("+0", NOW + 10, True), ("p", NOW + 200, False)]
+    with pytest.raises(ValueError, match="submitted after"):
+        run_forward(NOW, [], [p], 4, "hard_end", arrivals=[SimJob(1, "+0", NOW, 2, 100.0, 200.0, 200.0)])
