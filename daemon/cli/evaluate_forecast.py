@@ -11,11 +11,13 @@ limit, ``squeue --start``), against its actual start in the same replay
 ``--json`` prints one object: ``hpcpredict`` (our forecast) and ``slurm`` (every job at its
 limit), each with ``n``, ``median_abs_error_s``, ``coverage80`` (the share of actual starts in
 the 80 % interval, calibrated on the realized errors of earlier forecasts unless
-``--no-calibration``; ``slurm``'s is null; ``hpcpredict`` also ``coverage80_uncalibrated``) and ``by_wait`` (``short``: actual wait below
-``long_wait_s``, 1 h; ``long``: at or above; each with the same three keys), computed over the
-jobs forecast (every one waited); beside them ``policy``, ``slurm_release``, ``planning_rule``,
-``runs``, ``sampled_every``, ``spread``, ``arrivals``, ``calibrated``, ``seed``, ``long_wait_s``, ``n``, ``n_jobs``,
-``not_forecast_queue_too_large``, ``procs`` and ``simplifies`` (what the forecast leaves out).
+``--no-calibration``; ``slurm``'s is null; ``hpcpredict`` also ``coverage80_uncalibrated``)
+and ``by_wait`` (``short``: actual wait below ``long_wait_s``, 1 h; ``long``: at or above; each
+with the same three keys), computed over the jobs forecast (every one waited); beside them
+``policy``, ``slurm_release``, ``planning_rule``, ``runs``, ``sampled_every``, ``spread``,
+``arrivals`` (later submissions modelled, unless ``--no-arrivals``), ``calibrated``, ``seed``,
+``long_wait_s``, ``n``, ``n_jobs``, ``not_forecast_queue_too_large``, ``procs`` and
+``simplifies`` (what the forecast leaves out).
 """
 from __future__ import annotations
 
