@@ -226,3 +226,34 @@ def test_the_engine_submits_arrivals_at_the_tail_and_stops_once_the_picture_has_
     assert [(o.job.job_id, o.start_s, o.backfilled) for o in outcomes] == [("+0", NOW + 10, True), ("p", NOW + 200, False)]
     with pytest.raises(ValueError, match="submitted after"):
         run_forward(NOW, [], [p], 4, "hard_end", arrivals=[SimJob(1, "+0", NOW, 2, 100.0, 200.0, 200.0)])
+
+
+def test_the_keeper_sends_what_it_saw_appear_to_the_forecasts_process():
+    # the real worker process; squeue is a stand-in printing two reads: job 11 appears at the second
+    import time
+    from types import SimpleNamespace
+    from hpcpredict.daemon.commands import run_command
+    from hpcpredict.daemon.config import ForecastConfig
+    from hpcpredict.daemon.forecast.keeper import ForecastKeeper
+    now = int(time.time())
+    first = f"10|RUNNING|ann|batch|4|1:00:00|0:00|{now - 600}|{now - 500}|4294901759|\n"
+    reads, requests = [], []
+
+    def run(argv, **options):
+        if options.get("input") is not None:
+            requests.append(worker.decode_request(options["input"])[0])
+            return run_command(argv, **options)
+        reads.append(time.time())
+        if len(reads) == 1:
+            return first
+        # submitted between the two reads (whole seconds, as squeue prints them)
+        return first + f"11|PENDING|bob|batch|4|30:00|0:00|{int(time.time())}|0|4294901758|\n"
+
+    keeper = ForecastKeeper(ForecastConfig(), facts=lambda: SimpleNamespace(total_cpus=4, rule="hard_end", why=""),
+                            belief_of=lambda job: None, run=run)
+    keeper.refresh()
+    time.sleep(1.1)
+    keeper.refresh()
+    assert keeper.error == "" and [r.recent for r in requests][0] == ()
+    assert [j.job_id for j in requests[1].recent] == ["11"] and requests[1].recent_from_s == requests[0].taken_s
+    assert "11" in keeper.latest().forecasts
