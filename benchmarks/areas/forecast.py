@@ -9,7 +9,8 @@
    at its limit) beside it; median absolute error, 80 % interval coverage, by wait class (under /
    from 1 h). Goal: our error at most half of Slurm's, coverage 75-85 %.
 2. *Cost*: ``forecast_starts`` over a synthetic 500-job queue (150 running, 350 pending, 1000
-   CPUs), 32 runs, timed (seconds of one core; the refresh a daemon would run).
+   CPUs) and a 2,000-job one, 32 runs, timed (seconds of one core; the refresh a daemon would
+   run), without and with the arrivals model (720 recent submissions, one every 2 minutes).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from hpcpredict.daemon.lab.scheduling import evaluate_forecast
 DESCRIPTION = "start-time forecast vs Slurm's all-at-limit method in the replay (KTH-SP2, HPC2N), and its cost"
 
 
-def synthetic_queue(jobs: int = 500, seed: int = 1) -> QueueSnapshot:
+def synthetic_queue(jobs: int = 500, seed: int = 1, arrivals: bool = True) -> QueueSnapshot:
     rng = random.Random(seed)
     now, procs, held, queued = 1_000_000.0, 2 * jobs, 0, []
     for i in range(jobs):
@@ -41,16 +42,22 @@ def synthetic_queue(jobs: int = 500, seed: int = 1) -> QueueSnapshot:
                                     belief))
         else:
             queued.append(QueuedJob(f"p{i}", user, "p", cpus, limit, None, now - 100, None, i, belief))
-    return QueueSnapshot(now, procs, "hard_end", tuple(queued))
+    # the arrivals model's source: a submission every 2 minutes over the last day, shaped as the queue's
+    recent = tuple(QueuedJob(f"s{k}", f"u{rng.randrange(40)}", "p", rng.choice([1, 2, 4, 8, 16, 32, 64]),
+                             (limit := rng.choice([600, 3600, 4 * 3600, 24 * 3600])), None, now - 120.0 * k, None, 0,
+                             RuntimeBelief(limit * rng.uniform(0.05, 0.8), 0.8)) for k in range(720))
+    return QueueSnapshot(now, procs, "hard_end", tuple(queued), recent=recent if arrivals else (),
+                         recent_from_s=now - 86400.0 if arrivals else None)
 
 
 def _cost(runs: int) -> dict:
     out = {}
     for jobs in (500, 2000):
-        snapshot = synthetic_queue(jobs)
-        started = time.perf_counter()
-        forecast_starts(snapshot, runs=runs)
-        out[f"{jobs}_jobs_s"] = round(time.perf_counter() - started, 3)
+        for arrivals in (False, True):
+            snapshot = synthetic_queue(jobs, arrivals=arrivals)
+            started = time.perf_counter()
+            forecast_starts(snapshot, runs=runs)
+            out[f"{jobs}_jobs{'_arrivals' if arrivals else ''}_s"] = round(time.perf_counter() - started, 3)
     return out
 
 

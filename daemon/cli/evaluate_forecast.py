@@ -10,11 +10,14 @@ limit, ``squeue --start``), against its actual start in the same replay
 
 ``--json`` prints one object: ``hpcpredict`` (our forecast) and ``slurm`` (every job at its
 limit), each with ``n``, ``median_abs_error_s``, ``coverage80`` (the share of actual starts in
-the 80 % interval; ``slurm``'s is null) and ``by_wait`` (``short``: actual wait below
-``long_wait_s``, 1 h; ``long``: at or above; each with the same three keys), computed over the
-jobs forecast (every one waited); beside them ``policy``, ``slurm_release``, ``planning_rule``,
-``runs``, ``sampled_every``, ``spread``, ``seed``, ``long_wait_s``, ``n``, ``n_jobs``,
-``not_forecast_queue_too_large``, ``procs`` and ``simplifies`` (what the forecast leaves out).
+the 80 % interval, calibrated on the realized errors of earlier forecasts unless
+``--no-calibration``; ``slurm``'s is null; ``hpcpredict`` also ``coverage80_uncalibrated``)
+and ``by_wait`` (``short``: actual wait below ``long_wait_s``, 1 h; ``long``: at or above; each
+with the same three keys), computed over the jobs forecast (every one waited); beside them
+``policy``, ``slurm_release``, ``planning_rule``, ``runs``, ``sampled_every``, ``spread``,
+``arrivals`` (later submissions modelled, unless ``--no-arrivals``), ``calibrated``, ``seed``,
+``long_wait_s``, ``n``, ``n_jobs``, ``not_forecast_queue_too_large``, ``procs`` and
+``simplifies`` (what the forecast leaves out).
 """
 from __future__ import annotations
 
@@ -40,6 +43,10 @@ def register(families) -> None:
     parser.add_argument("--spread", type=float, default=1.0,
                         help="multiply every runtime belief's log-spread by this (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="the draws' seed (default 0)")
+    parser.add_argument("--no-arrivals", dest="arrivals", action="store_false",
+                        help="model no later submission (the forecast before its arrivals model)")
+    parser.add_argument("--no-calibration", dest="calibrate", action="store_false",
+                        help="the 80 %% interval as the runs give it, not calibrated on earlier forecasts' errors")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
@@ -49,7 +56,8 @@ def run(args) -> int:
 
     jobs, procs = read_replay(args)
     scores = evaluate_forecast(jobs, procs, policy=args.policy, risk=args.risk, slurm=args.slurm, runs=args.runs,
-                               every=args.every, seed=args.seed, spread=args.spread)
+                               every=args.every, seed=args.seed, spread=args.spread,
+                               arrivals=args.arrivals, calibrate=args.calibrate)
     if args.json:
         print(json.dumps(scores))
     else:

@@ -24,7 +24,9 @@ from . import worker
 from .belief import belief_from_interval
 from .probes import PROBE_RUNS, STALE_INTERVALS, ProbeTable, probe_jobs, sbatch_phrase, with_room
 from .simulate import MAX_JOBS
+from .calibration import FirstForecasts
 from .queue import ENVIRONMENT, SlurmJob, parse_squeue, snapshot_of, squeue_argv
+from .recent import RecentSubmissions
 from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
 
 logger = logging.getLogger(__name__)
@@ -35,8 +37,8 @@ STORED_COVERAGE = 0.8
 #: The uids whose rate is remembered: beyond, those whose bucket is full again are forgotten
 MAX_RATE_USERS = 4096
 #: Where the forecast simplifies, in the words users read (ADMIN.md, "Start-time forecast")
-CAVEATS = ("one pool of CPUs: partitions, node placement and sizes, reservations, preemption, dependencies and "
-           "jobs submitted after now are not modelled; priorities as they are now")
+CAVEATS = ("one pool of CPUs: partitions, node placement and sizes, reservations, preemption and dependencies are "
+           "not modelled; later submissions drawn from those of the last day (placed last); priorities as they are now")
 
 
 class ForecastUnavailable(HpcPredictError):
@@ -79,6 +81,8 @@ class ForecastKeeper:
         self._run = run
         self._kept: Kept | None = None
         self._beliefs: dict[str, RuntimeBelief | None] = {}   # job id -> belief: looked up once per job
+        self._recent = RecentSubmissions()                    # the arrivals model's source
+        self._first = FirstForecasts()                        # realized errors: the interval's calibration
         self._buckets: dict[int, tuple[float, float]] = {}    # uid -> (tokens, when)
         self._rate_lock = threading.Lock()
         self._computing = threading.Lock()                    # one hypothetical forecast at a time
@@ -117,7 +121,8 @@ class ForecastKeeper:
         self._beliefs = {key: value for key, value in self._beliefs.items() if key in present}
         snapshot, left_out = snapshot_of(jobs, taken_s=taken, total_cpus=facts.total_cpus, planning_rule=facts.rule,
                                          max_jobs=min(self.config.max_jobs, MAX_JOBS), belief_of=self._cached_belief)
-        forecasts = self._forecast(snapshot)
+        snapshot = self._recent.observe(snapshot, present)
+        forecasts = self._first.observe(snapshot, self._forecast(snapshot))
         return Kept(snapshot=snapshot, forecasts=forecasts, left_out=left_out,
                     probes=self._probe_table(snapshot) if self.config.sbatch_line else None,
                     squeue_starts={job.job_id: job.start_s for job in jobs if not job.running and job.start_s},
@@ -148,6 +153,7 @@ class ForecastKeeper:
         except HpcPredictError as error:
             logger.warning("no start estimates for the sbatch line this interval: %s", error)
             return previous
+        answers = {key: self._first.calibration.adjust(value, snapshot.taken_s) for key, value in answers.items()}
         return ProbeTable.of(snapshot, answers, compute_s=time.monotonic() - began, previous=previous,
                              started_at=start)
 
@@ -200,7 +206,7 @@ class ForecastKeeper:
             self._computing.release()
         if placed.job_id not in answer:
             raise ForecastUnavailable("the forecast gave no start for this job")
-        return kept, answer[placed.job_id]
+        return kept, self._first.calibration.adjust(answer[placed.job_id], kept.snapshot.taken_s)
 
     def _take(self, uid: int) -> bool:
         rate = self.config.user_requests_per_minute / 60.0

@@ -39,6 +39,11 @@ class QueueSnapshot:
     total_cpus: int
     planning_rule: str                 # policy.controller RULES: kill | hard_end | soft_then_halfway | unknown
     jobs: tuple[QueuedJob, ...]        # running and pending
+    # The arrivals model's source (simulate.py): jobs submitted in the hours before the picture
+    # (submit_s at or before taken_s; running, pending or done), and since when submissions were
+    # watched (None: not watched, no later submission is modelled)
+    recent: tuple[QueuedJob, ...] = ()
+    recent_from_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,11 @@ def encode(snapshot: QueueSnapshot, runs: int, extra: QueuedJob | None = None,
            probes: list[QueuedJob] | None = None, budget_s: float = 0.0) -> str:
     """``probes``: forecast each of them alone (:func:`.probes.forecast_probes`, within ``budget_s``)
     in place of the queue's own forecast."""
+    # the recent submissions (the arrivals' source) are bounded by the keeper (and refused by the
+    # forecast above simulate.MAX_RECENT): ~120 bytes a row
     head = json.dumps({"taken_s": snapshot.taken_s, "total_cpus": snapshot.total_cpus,
                        "planning_rule": snapshot.planning_rule, "runs": runs, "extra": _row(extra) if extra else None,
+                       "recent": [_row(job) for job in snapshot.recent], "recent_from_s": snapshot.recent_from_s,
                        "probes": [_row(job) for job in probes or ()], "budget_s": budget_s})
     return head[:-1] + ', "jobs": ' + _jobs_json(snapshot) + "}"
 
@@ -64,7 +67,9 @@ def encode(snapshot: QueueSnapshot, runs: int, extra: QueuedJob | None = None,
 def decode_request(text: str) -> tuple[QueueSnapshot, int, QueuedJob | None]:
     data = json.loads(text)
     snapshot = QueueSnapshot(taken_s=data["taken_s"], total_cpus=data["total_cpus"],
-                             planning_rule=data["planning_rule"], jobs=tuple(_job(row) for row in data["jobs"]))
+                             planning_rule=data["planning_rule"], jobs=tuple(_job(row) for row in data["jobs"]),
+                             recent=tuple(_job(row) for row in data.get("recent", ())),
+                             recent_from_s=data.get("recent_from_s"))
     return snapshot, int(data["runs"]), _job(data["extra"]) if data["extra"] else None
 
 

@@ -240,13 +240,16 @@ class Started:
 
 
 def run_forward(now: float, running: Iterable[Started], pending: Sequence[SimJob], procs: int, mode: str,
-                resolution_s: float = SLURM_BF_RESOLUTION_S, until: int | None = None) -> list[Outcome]:
+                resolution_s: float = SLURM_BF_RESOLUTION_S, until: int | None = None,
+                arrivals: Sequence[SimJob] = ()) -> list[Outcome]:
     """The queue run on from a state at ``now``: ``running`` jobs, ``pending`` ones waiting in
-    priority order (the head first), no more submitted; one :class:`Outcome` per pending job that
-    started, in start order. ``mode``: one of :data:`MODES` (:func:`semantics` of a release).
-    ``until``: stop once the pending job of that ``seq`` has started (the jobs behind it can
-    still delay it by backfilling before it, so they are run until then). A running job whose
-    end is already past ends ``now``."""
+    priority order (the head first); one :class:`Outcome` per job that started, in start order.
+    ``mode``: one of :data:`MODES` (:func:`semantics` of a release). ``arrivals``: jobs submitted
+    later (``submit_s`` after ``now``), each appended to the queue's tail at its submission as
+    FCFS does; with them and no ``until`` the run stops once every ``pending`` job has started
+    (the arrivals after that change none of their starts). ``until``: stop once the pending job
+    of that ``seq`` has started (the jobs behind it can still delay it by backfilling before it,
+    so they are run until then). A running job whose end is already past ends ``now``."""
     if procs <= 0:
         raise ValueError(f"machine size must be positive, got {procs}")
     if mode not in MODES:
@@ -263,12 +266,17 @@ def run_forward(now: float, running: Iterable[Started], pending: Sequence[SimJob
     for job in pending:
         if not 0 < job.procs <= procs:
             raise ValueError(f"job {job.job_id} needs {job.procs} processors of {procs}")
+    for job in arrivals:
+        if not 0 < job.procs <= procs or not job.submit_s > now:
+            raise ValueError(f"arrival {job.job_id} needs {job.procs} processors of {procs}, submitted after {now}")
+        events.append((job.submit_s, _SUBMIT, job.seq, job))
     if not pending:
         return []
     state.queue = list(pending)
     heapq.heapify(events)
     heapq.heappush(events, (now, _PASS, _FIRST_PASS, pending[0]))
-    _run(events, state, False, 0, until)
+    waiting = {job.seq for job in pending} if arrivals and until is None else None
+    _run(events, state, False, 0, until, waiting=waiting)
     return state.outcomes
 
 
@@ -281,8 +289,9 @@ def _push_end(events: list, state: "_Machine", job: SimJob, end_s: float, now: f
 
 
 def _run(events: list, state: "_Machine", resubmit_killed: bool, next_seq: int, until: int | None = None,
-         observe: Observer | None = None) -> None:
-    """The event loop: the events of each instant, then one scheduling pass."""
+         observe: Observer | None = None, waiting: set[int] | None = None) -> None:
+    """The event loop: the events of each instant, then one scheduling pass. ``waiting``: stop
+    once every job of these ``seq`` has started (emptied as they do)."""
     while events:
         now = events[0][0]
         passes = False
@@ -309,6 +318,10 @@ def _run(events: list, state: "_Machine", resubmit_killed: bool, next_seq: int, 
                 next_seq += 1
             if outcome.job.seq == until:
                 return
+            if waiting is not None:
+                waiting.discard(outcome.job.seq)
+                if not waiting:
+                    return
         if observe is not None:
             observe(now, state.queue, state.running.values())
 

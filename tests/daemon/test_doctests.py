@@ -6,7 +6,8 @@ import pytest
 
 MODULES = ["faults", "store.journal", "config", "plugins", "remote_wire", "sources", "suggestion", "cli.report",
            "policy.controller", "policy.decision", "policy.limits", "policy.scope", "policy.slurm_defaults", "policy.allocation",
-           "cli.job_limits", "listeners.line_json", "commands", "forecast.queue", "cli.when", "refresher"]
+           "cli.job_limits", "listeners.line_json", "commands", "forecast.queue", "cli.when", "refresher",
+           "forecast.recent", "forecast.calibration"]
 
 
 @pytest.mark.parametrize("name", MODULES)

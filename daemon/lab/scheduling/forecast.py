@@ -8,8 +8,14 @@ under the limit they run under) and its waiting ones in queue order, each with t
 the online prediction the scheduling replay uses (:func:`.policies.online_predictions`,
 through :func:`hpcpredict.daemon.forecast.belief_from_interval`). The forecast of that job's
 start (median, 80 % interval) and Slurm's method (every job at its limit) are compared with
-its actual start in the same replay. Jobs submitted later are unknown to the forecast: they
-may backfill ahead of the job (behind the head), the forecast's own error.
+its actual start in the same replay. Jobs submitted later are unknown to the forecast; its
+arrivals model draws them from the trace's submissions of the last
+:data:`~hpcpredict.daemon.forecast.simulate.ARRIVAL_WINDOW_S` before the snapshot (at or before
+its instant, never after: what the daemon's keeper has seen appear), each with its policy's
+limits and its belief (``arrivals=False``: none, the forecast as before the model). Each 80 %
+interval is then calibrated (:func:`calibrated`, ``calibrate=False``: not) on the realized
+errors of the forecasts made before it whose jobs had started by its instant, as the daemon's
+keeper calibrates on the first forecasts of the jobs it has seen start.
 
 Scores over the jobs forecast (all waited: a job that starts at its submission is not
 forecast): the median absolute error of the median start and of Slurm's, the share of actual
@@ -25,12 +31,14 @@ starts inside the 80 % interval, and the same by wait class (``short``: actual w
 """
 from __future__ import annotations
 
+import bisect
 import statistics
 from typing import Callable, Iterable
 
 from ...errors import InvalidRequest
 from ...forecast import QueuedJob, QueueSnapshot, belief_from_interval
-from ...forecast.simulate import MAX_JOBS, MAX_RUNS, USER_CORRELATION, forecast_start
+from ...forecast.calibration import IntervalCalibration
+from ...forecast.simulate import ARRIVAL_WINDOW_S, MAX_JOBS, MAX_RECENT, MAX_RUNS, USER_CORRELATION, forecast_start
 from ...records import JobRecord
 from ...scheduling import DEFAULT_RELEASE, SLURM_BF_RESOLUTION_S, planning_rule, simulate
 from .policies import POLICIES, online_predictions, replay_facts, soft_risk_for
@@ -40,15 +48,18 @@ FORECAST_POLICIES = ("user", "hpcpredict")
 LONG_WAIT_S = 3600.0       # the wait classes: short below an hour, long from an hour
 SIMPLIFIES = ("one pool of interchangeable CPUs (no partitions, no node placement), no reservations, "
               "no preemption, priority order fixed at the snapshot (here FCFS, as the replay), "
-              "no job submitted after the snapshot")
+              "later submissions drawn from the last day's before the snapshot (hour blocks, FCFS at the tail)")
 
 
 def evaluate_forecast(records: Iterable[JobRecord], procs: int, *, policy: str = "user", risk: float = 0.03,
                       slurm: str = DEFAULT_RELEASE, soft_limit: bool | None = None, runs: int = 32,
                       every: int = 1, seed: int = 0, spread: float = 1.0, correlation: float | None = None,
+                      arrivals: bool = True, calibrate: bool = True,
                       progress: Callable[[int, int], None] | None = None) -> dict:
     """The forecast's scores on one replay (see the module's docstring). ``spread``: every
-    belief's ``log_sigma`` multiplied by it (1: as the stored interval says)."""
+    belief's ``log_sigma`` multiplied by it (1: as the stored interval says). ``arrivals``: the
+    later submissions modelled (the default) or not. ``calibrate``: the 80 % interval calibrated
+    on the realized errors of earlier forecasts (the default) or as the runs give it."""
     if policy not in FORECAST_POLICIES:
         raise InvalidRequest("--policy", f"must be one of {', '.join(FORECAST_POLICIES)}, got {policy!r}")
     if not 1 <= runs <= MAX_RUNS:
@@ -77,7 +88,10 @@ def evaluate_forecast(records: Iterable[JobRecord], procs: int, *, policy: str =
             belief = type(belief)(belief.median_s, belief.log_sigma * spread)
         beliefs[job.seq] = belief
     users = {job.seq: record.user for job, record in zip(jobs, workload.records)}
-    sampled = [job for job in sorted(jobs, key=lambda j: (j.submit_s, j.seq)) if job.seq % every == 0]
+    by_submit = sorted(jobs, key=lambda j: (j.submit_s, j.seq))
+    submits = [job.submit_s for job in by_submit]
+    sampled = [job for job in by_submit if job.seq % every == 0]
+    first_submit = submits[0]
     forecasts: dict[int, tuple] = {}
     cursor, too_large = 0, 0
 
@@ -86,7 +100,18 @@ def evaluate_forecast(records: Iterable[JobRecord], procs: int, *, policy: str =
                               r.job.submit_s, r.start_s, 0, beliefs[r.job.seq]) for r in running]
         pictured += [QueuedJob(str(j.seq), users[j.seq], "", j.procs, j.limit_s, j.time_min_s or None, j.submit_s,
                                None, rank, beliefs[j.seq]) for rank, j in enumerate(queue)]
-        return QueueSnapshot(now, procs, facts.rule, tuple(pictured))
+        if not arrivals:
+            return QueueSnapshot(now, procs, facts.rule, tuple(pictured))
+        # the submissions of the window before now, at or before it (bisect_right): never a later one
+        end = bisect.bisect_right(submits, now)
+        begin = bisect.bisect_right(submits, now - ARRIVAL_WINDOW_S)
+        watched_from = max(now - ARRIVAL_WINDOW_S, first_submit)
+        if end - begin > MAX_RECENT:      # the daemon keeps as many: the latest, watched since the first kept
+            begin = end - MAX_RECENT
+            watched_from = submits[begin]
+        recent = tuple(QueuedJob(str(j.seq), users[j.seq], "", j.procs, j.limit_s, j.time_min_s or None, j.submit_s,
+                                 None, 0, beliefs[j.seq]) for j in by_submit[begin:end])
+        return QueueSnapshot(now, procs, facts.rule, tuple(pictured), recent=recent, recent_from_s=watched_from)
 
     def observe(now, queue, running) -> None:
         nonlocal cursor, too_large
@@ -107,9 +132,10 @@ def evaluate_forecast(records: Iterable[JobRecord], procs: int, *, policy: str =
 
     outcomes = simulate(jobs, procs, SLURM_BF_RESOLUTION_S, slurm, soft_limit, observe=observe)
     actual = {o.job.seq: o.start_s for o in outcomes}
-    rows = [(now, actual[seq], f) for seq, (now, f) in forecasts.items()]
+    raw = sorted(((now, actual[seq], f) for seq, (now, f) in forecasts.items()), key=lambda row: (row[0], row[2].job_id))
+    rows = calibrated(raw) if calibrate else raw
     scores: dict = {"policy": policy, "slurm_release": slurm, "planning_rule": facts.rule, "runs": runs,
-                    "sampled_every": every, "spread": spread,
+                    "sampled_every": every, "spread": spread, "arrivals": arrivals, "calibrated": calibrate,
                     "correlation": USER_CORRELATION if correlation is None else correlation, "seed": seed,
                     "long_wait_s": LONG_WAIT_S, "n": len(rows), "n_jobs": len(jobs),
                     "not_forecast_queue_too_large": too_large, "procs": procs, "simplifies": SIMPLIFIES}
@@ -118,7 +144,24 @@ def evaluate_forecast(records: Iterable[JobRecord], procs: int, *, policy: str =
     for method in ("hpcpredict", "slurm"):
         scores[method] = _score(rows, method)
         scores[method]["by_wait"] = {name: _score(chosen, method) for name, chosen in classes.items()}
+    scores["hpcpredict"]["coverage80_uncalibrated"] = _score(raw, "hpcpredict")["coverage80"]
     return scores
+
+
+def calibrated(rows: list[tuple]) -> list[tuple]:
+    """``rows`` (instant, actual start, forecast) in time order with each forecast's interval
+    calibrated (:class:`~hpcpredict.daemon.forecast.calibration.IntervalCalibration`) on the
+    forecasts made before it whose jobs had started by its instant: never a later start."""
+    calibration = IntervalCalibration()
+    by_start = sorted(rows, key=lambda row: row[1])
+    done, out = 0, []
+    for now, start, forecast in rows:
+        while done < len(by_start) and by_start[done][1] <= now:
+            made, started, earlier = by_start[done]
+            calibration.add(earlier, taken_s=made, start_s=started)
+            done += 1
+        out.append((now, start, calibration.adjust(forecast, now)))
+    return out
 
 
 def _score(rows: list[tuple], method: str) -> dict:
