@@ -173,7 +173,7 @@ def score(submitted: list[dict], records: dict[str, dict], jobcomp: dict[str, di
                                     if row["squeue_start"] is not None]),
         "coverage80": round(sum(row["low80"] - 1.0 <= row["actual"] <= row["high80"] + 1.0 for row in waited)
                             / len(waited), 3) if waited else None}
-    summary["trace_seconds"] = {key.replace("_s", "_trace_s", 1) if key.endswith("_s") else key: round(value * compress)
+    summary["trace_seconds"] = {key[:-2] + "_trace_s" if key.endswith("_s") else key: round(value * compress)
                                 for key, value in summary.items()
                                 if key.startswith(("mae_", "median_abs_", "bias_", "mean_wait")) and value is not None}
     return {"summary": summary, "jobs": rows}
