@@ -213,6 +213,17 @@ def simulate_window(history, window, compress: float, slurm: str, procs: int, po
     return results
 
 
+def learn_history(daemon, history, first: float, compress: float, csv_path: Path) -> None:
+    """``daemon`` ingests ``history`` (compressed, ending now: see :func:`write_history_csv`) and
+    trains on it, as a site would before the window."""
+    write_history_csv(history, csv_path, time.time() - 1.0, first, compress)
+    csv_path.chmod(0o644)
+    for step in (("ingest", "--format", "sacct-csv", str(csv_path)), ("train", "--json")):
+        done = daemon.cli(*step, timeout=900)
+        if done.returncode != 0:
+            raise RuntimeError(f"hpcpredict {step[0]} failed: {done.stderr[-1000:]}")
+
+
 class Cluster2205:
     """The 22.05 test cluster of tests/slurm (start-cluster.sh), clients run on the host."""
 
@@ -312,11 +323,13 @@ class ClusterInRoot:
     def run(self, *args: str, user: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
         return self.cluster.run(*args, user=user, cwd=f"{self.cluster.inner_dir}/jobs", timeout=timeout)
 
-    def new_daemon(self, name: str, mode: str):
+    def new_daemon(self, name: str, mode: str, env: dict | None = None):
+        """``env``: more of the daemon's settings (they win over these)."""
         daemon = self.h.Daemon(self.daemons / name)
         daemon.env.update(HPCPREDICT_POLICY_MODE=mode, HPCPREDICT_POLICY_MIN_TIME_LIMIT_S="60",
                           HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND=" ".join(
                               self.cluster.command(["scontrol", "show", "config"])))
+        daemon.env.update(env or {})
         daemon.start()
         (self.daemons / name).chmod(0o755)         # slurmctld (SlurmUser) reaches the socket through it
         return daemon, f"/run/hpcpredict/{name}/hook.sock"
@@ -356,6 +369,20 @@ class Replay:
         return match.group(1), done.stderr
 
     def run(self, window, compress: float, drain_s: float, progress) -> tuple[list[dict], float]:
+        submitted = self.submit(window, compress, progress)
+        cut = time.time() + drain_s
+        while time.time() < cut and self.queue():
+            time.sleep(2.0)
+        cut = time.time()
+        left = self.queue()
+        if left:
+            self.cluster.run("scancel", *left, timeout=60)
+            self.cluster.h.poll(lambda: not self.queue(), 120, "the cancelled replay jobs to go", 1.0)
+        time.sleep(2.0)    # jobcomp lines are written as jobs end
+        return submitted, cut
+
+    def submit(self, window, compress: float, progress=None, on_submit=None) -> list[dict]:
+        """The window's jobs at their compressed submission times; ``on_submit(job)`` right after each."""
         first = window[0].submit_time
         origin = time.time() + 2.0
         submitted = []
@@ -375,18 +402,11 @@ class Replay:
                               "runtime_s": record.runtime_s, "limit_min": limit or 0,
                               "time_min_set": "set --time-min=" in stderr, "time_limit_set": "set --time=" in stderr,
                               "fallback": "[no history yet]" in stderr, "late_s": round(submitted_at - due, 2)})
+            if on_submit is not None:
+                on_submit(submitted[-1])
             if progress and index % 25 == 0:
                 progress(index, len(window))
-        cut = time.time() + drain_s
-        while time.time() < cut and self.queue():
-            time.sleep(2.0)
-        cut = time.time()
-        left = self.queue()
-        if left:
-            self.cluster.run("scancel", *left, timeout=60)
-            self.cluster.h.poll(lambda: not self.queue(), 120, "the cancelled replay jobs to go", 1.0)
-        time.sleep(2.0)    # jobcomp lines are written as jobs end
-        return submitted, cut
+        return submitted
 
 
 def run(args: list[str]) -> dict:
@@ -444,13 +464,7 @@ def run(args: list[str]) -> dict:
                     daemon.stop()
                 name = re.sub(r"[^A-Za-z0-9.-]", "-", policy)
                 daemon, socket_path = cluster.new_daemon(name, mode)
-                csv_path = work / f"history-{name}.csv"
-                write_history_csv(history, csv_path, time.time() - 1.0, window[0].submit_time, options.compress)
-                csv_path.chmod(0o644)
-                for step in (("ingest", "--format", "sacct-csv", str(csv_path)), ("train", "--json")):
-                    done = daemon.cli(*step, timeout=900)
-                    if done.returncode != 0:
-                        raise RuntimeError(f"hpcpredict {step[0]} failed: {done.stderr[-1000:]}")
+                learn_history(daemon, history, window[0].submit_time, options.compress, work / f"history-{name}.csv")
                 cluster.configure(enabled="true", hook_socket=socket_path, risk=str(risk or 0))
             else:
                 cluster.configure(enabled="false")

@@ -136,6 +136,20 @@ class RootCluster:
         """Run a Slurm client (or any program) of the release's installation, e.g. run("squeue")."""
         return subprocess.run(self.command(list(args), user, cwd), capture_output=True, text=True, timeout=timeout)
 
+    def client_wrappers(self, folder: Path) -> Path:
+        """``folder/scontrol`` and ``folder/squeue``: host programs running the release's clients in
+        the root, as a site's wrapper would, for a daemon on the host. Named for what they run, so
+        the daemon finds ``scontrol -o show nodes`` beside ``scontrol show config`` (the cluster's
+        size, which the forecast needs; a ``chroot ... scontrol`` command line hides it) and its
+        squeue's SLURM_TIME_FORMAT reaches the root's squeue (``env -i`` would drop it)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("scontrol", "squeue"):
+            line = " ".join(self.command(['"SLURM_TIME_FORMAT=${SLURM_TIME_FORMAT:-standard}"', name]))
+            path = folder / name
+            path.write_text(f'#!/bin/sh\nexec {line} "$@"\n')
+            path.chmod(0o755)
+        return folder
+
     def sbatch(self, user: str, *args: str) -> tuple[str, str, str, float]:
         """Submit as ``user`` from the jobs dir; returns (job id, stdout, stderr, seconds)."""
         started = time.monotonic()
