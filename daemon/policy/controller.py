@@ -193,10 +193,19 @@ def _run(command: list[str], timeout: float) -> str:
 
 
 def nodes_command(config_command: list[str]) -> list[str] | None:
-    """``scontrol [options] -o show nodes`` beside a ``scontrol [options] show config`` command
-    (the same options: ``-M cluster``); None for any other command (the size stays unknown)."""
+    """``... scontrol [options] -o show nodes`` beside a ``... scontrol [options] show config``
+    command (the same options, ``-M cluster``, and the same wrapper before it: ``ssh ctl``,
+    ``chroot /srv/slurm``); None for any other command (the size stays unknown).
+
+    >>> nodes_command(["scontrol", "-M", "c1", "show", "config"])
+    ['scontrol', '-M', 'c1', '-o', 'show', 'nodes']
+    >>> nodes_command(["chroot", "/srv/slurm", "/usr/bin/scontrol", "show", "config"])
+    ['chroot', '/srv/slurm', '/usr/bin/scontrol', '-o', 'show', 'nodes']
+    >>> nodes_command(["cat", "config.txt"]), nodes_command(["my-config", "show", "config"])
+    (None, None)
+    """
     if len(config_command) >= 3 and config_command[-2:] == ["show", "config"] and \
-            config_command[0].rsplit("/", 1)[-1] == "scontrol":
+            any(word.rsplit("/", 1)[-1] == "scontrol" for word in config_command[:-2]):
         return config_command[:-2] + ["-o", "show", "nodes"]
     return None
 
