@@ -12,10 +12,9 @@ printed by a stand-in ``squeue``; the controller is the real 22.05.8 configurati
 of tests/data/slurm, printed by a stand-in ``scontrol`` (no controller runs in a benchmark).
 
 ``--sbatch-line``: both daemons forecast, ``sbatch_line_on`` also with ``[forecast] sbatch_line``
-(the probes' table each refresh, daemon/forecast/probes.py; Predict's line looks it up). Its queue's
-running jobs fit the cluster's 32 CPUs (``fit_cpus``): the default queue's running jobs hold more
-CPUs than the cluster has, which the forecast refuses, so there its thread reads and encodes the
-queue but no forecast (and no probe table) is ever kept.
+(the probes' table each refresh, daemon/forecast/probes.py; Predict's line looks it up). The
+queue's running jobs fit the cluster's 32 CPUs (``fit_cpus``; before 2e7f819 the default queue's
+did not, so the forecast refused it and its figures measured reading and encoding, no forecast).
 """
 from __future__ import annotations
 
@@ -60,7 +59,8 @@ def run(argv: list[str]) -> dict:
     args = parser.parse_args(argv)
     base = Path(tempfile.mkdtemp(prefix="hpd-hook-forecast-"))
     try:
-        (base / "queue.txt").write_text(synthetic_queue(args.jobs, fit_cpus=CLUSTER_CPUS if args.sbatch_line else 0))
+        # running jobs that fit the cluster (more would be refused by the forecast: nothing measured)
+        (base / "queue.txt").write_text(synthetic_queue(args.jobs, fit_cpus=CLUSTER_CPUS))
         (base / "squeue").write_text(f"#!/bin/sh\nexec cat {base / 'queue.txt'}\n")
         (base / "scontrol").write_text(
             "#!/bin/sh\ncase \"$*\" in\n"

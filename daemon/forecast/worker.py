@@ -4,8 +4,9 @@ The daemon's thread (:mod:`.keeper`) writes the snapshot (and a job not yet subm
 on stdin and reads the forecasts back from stdout. The runs are seconds of pure Python: in the
 daemon they would hold its interpreter lock against the hook's Predict on the local socket
 (measured: p99 at 500 requests/s from 51 to 155 ms with a 2,000-job queue refreshed every second,
-``benchmarks run hook_forecast``); here they cost the daemon one JSON decode, and run at a lower
-CPU priority (nice 10) than the daemon's own threads. With ``probes`` (``[forecast] sbatch_line``)
+``benchmarks run hook_forecast``); here they cost the daemon one JSON decode, and run in the kernel's idle scheduling class
+(SCHED_IDLE; nice 10 where it is refused): the CPU they take is CPU nothing else wanted, so on a
+busy controller the forecast waits, never the hook. With ``probes`` (``[forecast] sbatch_line``)
 it forecasts each probe job alone instead (:mod:`.probes`).
 """
 from __future__ import annotations
@@ -77,11 +78,22 @@ def decode_reply(text: str) -> dict[str, StartForecast]:
     return {job_id: StartForecast(**values) for job_id, values in json.loads(text).items()}
 
 
-def main() -> int:
+def lower_priority() -> str:
+    """This process in SCHED_IDLE (any user may move itself there), else nice :data:`NICE`;
+    returns which it got."""
     try:
         os.nice(NICE)
     except OSError:
         pass
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        return "idle"
+    except (AttributeError, OSError):
+        return "nice"
+
+
+def main() -> int:
+    lower_priority()
     text = sys.stdin.read()
     snapshot, runs, extra = decode_request(text)
     data = json.loads(text)
