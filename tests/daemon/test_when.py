@@ -20,8 +20,8 @@ import pytest
 
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb, hpcpredict_pb2_grpc as pb_grpc
 from tests.daemon.daemonproc import DaemonProcess
+from tests.forecast.stand_ins import slurm_stand_ins
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 HPCPREDICT = str(Path(sys.executable).parent / "hpcpredict")
 USERS = ("alice", "bob", "carol")
 
@@ -37,22 +37,9 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not _users_exist(),
                                 reason="runs the CLI as alice, bob and carol (root; tests/slurm create them)")
 
 
-def stand_ins(folder: Path) -> Path:
-    """squeue and scontrol that print the real captures (no controller runs in tests/daemon)."""
-    folder.mkdir()
-    (folder / "squeue").write_text(f"#!/bin/sh\nexec cat {DATA / 'squeue_forecast_22.05.txt'}\n")
-    (folder / "scontrol").write_text(
-        "#!/bin/sh\ncase \"$*\" in\n"
-        f"  *'show nodes'*) exec cat {DATA / 'scontrol_show_nodes_22.05.txt'} ;;\n"
-        f"  *) exec cat {DATA / 'show_config_22.05.8.txt'} ;;\nesac\n")
-    for name in ("squeue", "scontrol"):
-        (folder / name).chmod(0o755)
-    return folder
-
-
 @pytest.fixture
 def when_daemon(world_dir):
-    bin_dir = stand_ins(world_dir / "bin")
+    bin_dir = slurm_stand_ins(world_dir / "bin")
     process = DaemonProcess(world_dir / "data", env={
         "HPCPREDICT_POLICY_MODE": "bound", "HPCPREDICT_MODELS_BUNDLED": "false",
         "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{bin_dir}/scontrol show config",
@@ -182,7 +169,7 @@ def test_the_sbatch_line_carries_the_start_estimate_only_when_set(when_daemon, w
     script.chmod(0o644)
     plain = _predict_json(when_daemon, script)
     assert "likely to start" not in plain["user_message"]
-    bin_dir = stand_ins(world_dir / "bin-on")
+    bin_dir = slurm_stand_ins(world_dir / "bin-on")
     process = DaemonProcess(world_dir / "on", env={
         "HPCPREDICT_POLICY_MODE": "advise", "HPCPREDICT_MODELS_BUNDLED": "false",
         "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{bin_dir}/scontrol show config",

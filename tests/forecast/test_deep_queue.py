@@ -12,24 +12,16 @@ from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.forecast.simulate import MAX_JOBS
 from hpcpredict.daemon.forecast.types import QueuedJob
 from hpcpredict.daemon.server import Daemon
+from tests.forecast.stand_ins import slurm_stand_ins
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 DEPTH = 2500
 
 
 def deep_service(tmp_path: Path, max_jobs: str):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     lines = "".join(f"{n}|PENDING|u{n % 7}|debug|1|10:00|0:00|1796207263|N/A|{4294901758 - n}|\n"
                     for n in range(2, 2 + DEPTH))
     (tmp_path / "queue.txt").write_text(lines)
-    (bin_dir / "squeue").write_text(f"#!/bin/sh\nexec cat {tmp_path / 'queue.txt'}\n")
-    (bin_dir / "scontrol").write_text(
-        "#!/bin/sh\ncase \"$*\" in\n"
-        f"  *'show nodes'*) exec cat {DATA / 'scontrol_show_nodes_22.05.txt'} ;;\n"
-        f"  *) exec cat {DATA / 'show_config_22.05.8.txt'} ;;\nesac\n")
-    for name in ("squeue", "scontrol"):
-        (bin_dir / name).chmod(0o755)
+    bin_dir = slurm_stand_ins(tmp_path / "bin", queue=tmp_path / "queue.txt")
     environ = {"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(tmp_path / "data"),
                "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(tmp_path),
                "HPCPREDICT_POLICY_MODE": "advise", "HPCPREDICT_MODELS_BUNDLED": "false",

@@ -19,25 +19,16 @@ from hpcpredict.daemon.forecast.queue import parse_squeue, snapshot_of
 from hpcpredict.daemon.forecast.types import StartForecast
 from hpcpredict.daemon.server import Daemon
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
+from tests.forecast.stand_ins import slurm_stand_ins
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 PHRASE = "likely to start"
 
 
-def stand_ins(folder: Path) -> Path:
-    folder.mkdir()
-    (folder / "squeue").write_text(f"#!/bin/sh\nexec cat {DATA / 'squeue_forecast_22.05.txt'}\n")
-    (folder / "scontrol").write_text(
-        "#!/bin/sh\ncase \"$*\" in\n"
-        f"  *'show nodes'*) exec cat {DATA / 'scontrol_show_nodes_22.05.txt'} ;;\n"
-        f"  *) exec cat {DATA / 'show_config_22.05.8.txt'} ;;\nesac\n")
-    for name in ("squeue", "scontrol"):
-        (folder / name).chmod(0o755)
-    return folder
 
 
 def make_service(world_dir: Path, **forecast: str):
-    bin_dir = stand_ins(world_dir / "bin")
+    bin_dir = slurm_stand_ins(world_dir / "bin")
     environ = {"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(world_dir / "data"),
                "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir),
                "HPCPREDICT_POLICY_MODE": "advise", "HPCPREDICT_MODELS_BUNDLED": "false",
