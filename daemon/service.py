@@ -221,7 +221,7 @@ class PredictionService:
         # What ordinary users' JobRecord / UserReport calls may cost (job_records.py): calls a minute.
         # (a bucket of so many a minute: quotas' hourly bucket on a clock sixty times as fast)
         self.read_budget = StoredBytesBudget(job_records.RECORD_CALLS_PER_MINUTE, clock=lambda: time.monotonic() * 60)
-        self._compact_limits = replace(self.request_bounds, stored_request_bytes=min(16384, self.request_bounds.stored_request_bytes),
+        self._compact_bounds = replace(self.request_bounds, stored_request_bytes=min(16384, self.request_bounds.stored_request_bytes),
                                        stored_script_bytes=0)
 
     # ------------------------------------------------------------------ dispatch
@@ -364,14 +364,14 @@ class PredictionService:
             self.faults.set("store", "size cap", f"{cap}: users' predictions not kept, the hooks' "
                                                  f"without environment and script; outcomes still stored")
         if budget_uid is None:
-            kept = stored_request(request, spec, self._compact_limits if cap else self.request_bounds)
+            kept = stored_request(request, spec, self._compact_bounds if cap else self.request_bounds)
             if writer_uid is None or self.writer_budget is None:
                 return kept
             if self.writer_budget.choose(writer_uid, (ROW_BYTES + len(kept),)) == 0:
                 self.faults.clear("store", "writers' stored bytes")
                 return kept
             # past the budget only: the compact form is a second serialisation
-            compact = kept if cap else stored_request(request, spec, self._compact_limits)
+            compact = kept if cap else stored_request(request, spec, self._compact_bounds)
             chosen = 1 + self.writer_budget.choose(writer_uid, (ROW_BYTES + len(compact), ROW_BYTES))
             self.metrics.predictions_not_kept.inc()
             self.faults.set("store", "writers' stored bytes",

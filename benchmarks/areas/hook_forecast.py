@@ -25,9 +25,9 @@ from pathlib import Path
 
 from benchmarks.load.interleaved import interleaved_ab
 from benchmarks.load.world import REPO
+from tests.forecast.stand_ins import stand_in_settings
 
 DESCRIPTION = "local (hook) socket with the forecast thread refreshing vs off, open loop, interleaved A/B"
-DATA = REPO / "tests" / "data" / "slurm"
 SIZES = (1, 2, 4, 8, 16, 32)
 CLUSTER_CPUS = 32          # the 8 nodes x 4 CPUs of scontrol_show_nodes_22.05.txt
 
@@ -61,15 +61,7 @@ def run(argv: list[str]) -> dict:
     try:
         # running jobs that fit the cluster (more would be refused by the forecast: nothing measured)
         (base / "queue.txt").write_text(synthetic_queue(args.jobs, fit_cpus=CLUSTER_CPUS))
-        (base / "squeue").write_text(f"#!/bin/sh\nexec cat {base / 'queue.txt'}\n")
-        (base / "scontrol").write_text(
-            "#!/bin/sh\ncase \"$*\" in\n"
-            f"  *'show nodes'*) exec cat {DATA / 'scontrol_show_nodes_22.05.txt'} ;;\n"
-            f"  *) exec cat {DATA / 'show_config_22.05.8.txt'} ;;\nesac\n")
-        for name in ("squeue", "scontrol"):
-            (base / name).chmod(0o755)
-        common = {"HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{base / 'scontrol'} show config",
-                  "HPCPREDICT_FORECAST_SQUEUE_COMMAND": str(base / "squeue"),
+        common = {**stand_in_settings(base / "bin", queue=base / "queue.txt"),
                   "HPCPREDICT_FORECAST_INTERVAL_S": str(args.interval)}
         settings = {"forecast_off": {**common, "HPCPREDICT_FORECAST_ENABLED": "false"},
                     "forecast_on": {**common, "HPCPREDICT_FORECAST_ENABLED": "true"}}

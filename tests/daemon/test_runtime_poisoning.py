@@ -62,7 +62,7 @@ def report(service, user: str, runs, first_id: int) -> None:
 
 @pytest.fixture
 def site(world_dir, monkeypatch):
-    environ = {"HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
+    environ = {"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(world_dir), "HPCPREDICT_DAEMON_METRICS": "",
                "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir), "HPCPREDICT_MODELS_BUNDLED": "false",
                "HPCPREDICT_POLICY_MODE": "bound"}
     for key, value in environ.items():

@@ -20,7 +20,7 @@ import pytest
 
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb, hpcpredict_pb2_grpc as pb_grpc
 from tests.daemon.daemonproc import DaemonProcess
-from tests.forecast.stand_ins import slurm_stand_ins
+from tests.forecast.stand_ins import stand_in_settings
 
 HPCPREDICT = str(Path(sys.executable).parent / "hpcpredict")
 USERS = ("alice", "bob", "carol")
@@ -39,11 +39,9 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not _users_exist(),
 
 @pytest.fixture
 def when_daemon(world_dir):
-    bin_dir = slurm_stand_ins(world_dir / "bin")
     process = DaemonProcess(world_dir / "data", env={
         "HPCPREDICT_POLICY_MODE": "bound", "HPCPREDICT_MODELS_BUNDLED": "false",
-        "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{bin_dir}/scontrol show config",
-        "HPCPREDICT_FORECAST_SQUEUE_COMMAND": f"{bin_dir}/squeue", "HPCPREDICT_FORECAST_INTERVAL_S": "1",
+        **stand_in_settings(world_dir / "bin"), "HPCPREDICT_FORECAST_INTERVAL_S": "1",
         "HPCPREDICT_FORECAST_USER_REQUESTS_PER_MINUTE": "2"})
     os.chmod(world_dir / "data", 0o755)
     process.start()
@@ -169,11 +167,9 @@ def test_the_sbatch_line_carries_the_start_estimate_only_when_set(when_daemon, w
     script.chmod(0o644)
     plain = _predict_json(when_daemon, script)
     assert "likely to start" not in plain["user_message"]
-    bin_dir = slurm_stand_ins(world_dir / "bin-on")
     process = DaemonProcess(world_dir / "on", env={
         "HPCPREDICT_POLICY_MODE": "advise", "HPCPREDICT_MODELS_BUNDLED": "false",
-        "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{bin_dir}/scontrol show config",
-        "HPCPREDICT_FORECAST_SQUEUE_COMMAND": f"{bin_dir}/squeue", "HPCPREDICT_FORECAST_INTERVAL_S": "1",
+        **stand_in_settings(world_dir / "bin-on"), "HPCPREDICT_FORECAST_INTERVAL_S": "1",
         "HPCPREDICT_FORECAST_SBATCH_LINE": "true"})
     os.chmod(world_dir / "on", 0o755)
     with process:

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpcpredict.daemon.config import load_config
 from hpcpredict.daemon.forecast.simulate import MAX_JOBS
 from hpcpredict.daemon.forecast.types import QueuedJob
-from hpcpredict.daemon.server import Daemon
-from tests.forecast.stand_ins import slurm_stand_ins
+from tests.forecast.stand_ins import stand_in_daemon
 
 DEPTH = 2500
 
@@ -21,16 +19,7 @@ def deep_service(tmp_path: Path, max_jobs: str):
     lines = "".join(f"{n}|PENDING|u{n % 7}|debug|1|10:00|0:00|1796207263|N/A|{4294901758 - n}|\n"
                     for n in range(2, 2 + DEPTH))
     (tmp_path / "queue.txt").write_text(lines)
-    bin_dir = slurm_stand_ins(tmp_path / "bin", queue=tmp_path / "queue.txt")
-    environ = {"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(tmp_path / "data"),
-               "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(tmp_path),
-               "HPCPREDICT_POLICY_MODE": "advise", "HPCPREDICT_MODELS_BUNDLED": "false",
-               "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{bin_dir}/scontrol show config",
-               "HPCPREDICT_FORECAST_SQUEUE_COMMAND": f"{bin_dir}/squeue", "HPCPREDICT_FORECAST_RUNS": "2",
-               "HPCPREDICT_FORECAST_MAX_JOBS": max_jobs}
-    daemon = Daemon(load_config(None, environ=environ))
-    daemon.service.reload()
-    return daemon
+    return stand_in_daemon(tmp_path, queue=tmp_path / "queue.txt", runs="2", max_jobs=max_jobs)
 
 
 def test_a_queue_deeper_than_the_forecast_runs_is_forecast_on_its_first_jobs(tmp_path):

@@ -12,32 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from hpcpredict.daemon.config import ForecastConfig, load_config
+from hpcpredict.daemon.config import ForecastConfig
 from hpcpredict.daemon.forecast import probes
 from hpcpredict.daemon.forecast.probes import PLANNED_EDGES_S, ProbeTable
 from hpcpredict.daemon.forecast.queue import parse_squeue, snapshot_of
 from hpcpredict.daemon.forecast.types import StartForecast
-from hpcpredict.daemon.server import Daemon
 from hpcpredict.proto.v1 import hpcpredict_pb2 as pb
-from tests.forecast.stand_ins import slurm_stand_ins
+from tests.forecast.stand_ins import stand_in_daemon
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 PHRASE = "likely to start"
 
 
-
-
-def make_service(world_dir: Path, **forecast: str):
-    bin_dir = slurm_stand_ins(world_dir / "bin")
-    environ = {"HPCPREDICT_CONFIG_PATH": "", "HPCPREDICT_DATA_DIR": str(world_dir / "data"),
-               "HPCPREDICT_DAEMON_METRICS": "", "HPCPREDICT_DAEMON_HOOK_SOCKET": "", "HOME": str(world_dir),
-               "HPCPREDICT_POLICY_MODE": "advise", "HPCPREDICT_MODELS_BUNDLED": "false",
-               "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{bin_dir}/scontrol show config",
-               "HPCPREDICT_FORECAST_SQUEUE_COMMAND": f"{bin_dir}/squeue", "HPCPREDICT_FORECAST_RUNS": "8",
-               **{f"HPCPREDICT_FORECAST_{key.upper()}": value for key, value in forecast.items()}}
-    daemon = Daemon(load_config(None, environ=environ))   # built, not started: no socket, no thread
-    daemon.service.reload()
-    return daemon
 
 
 @pytest.fixture
@@ -46,7 +32,7 @@ def world(tmp_path):
 
     def build(**forecast):
         (tmp_path / str(len(daemons))).mkdir()
-        daemons.append(make_service(tmp_path / str(len(daemons)), **forecast))
+        daemons.append(stand_in_daemon(tmp_path / str(len(daemons)), **{"runs": "8", **forecast}))
         return daemons[-1].service
     yield build
     for daemon in daemons:
