@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
-import math
 import os
 import pwd
 import threading
@@ -53,6 +52,7 @@ from .faults import FaultBoard
 from .forecast import when as forecast_when
 from .forecast.belief import belief_from_interval
 from .forecast.keeper import ForecastKeeper, stored_belief
+from .forecast.probes import planned_length_s
 from .policy.controller import PolicyMode
 from .jobspec import job_spec_from_request, stored_request
 from .quotas import ROW_BYTES, StoreCap, StoredBytesBudget
@@ -170,16 +170,6 @@ def estimate_message(answer: Answer, prediction_id: str, start_phrase: str = "")
     if answer.comm_time_s is not None:
         message.comm_time_s = answer.comm_time_s
     return message
-
-
-def planned_length_s(limits, spec: JobSpec) -> float:
-    """What backfill plans a submitted job with (what moves its start, forecast/probes.py): the
-    --time-min set (ours or the user's), else the --time set, else the user's, else the
-    partition's DefaultTime, else its MaxTime; math.inf when none or UNLIMITED."""
-    if spec.time_limit_unlimited and not (limits.time_min_s or limits.time_limit_s or spec.time_min_s):
-        return math.inf
-    return float(limits.time_min_s or spec.time_min_s or limits.time_limit_s or spec.time_limit_s
-                 or spec.default_time_s or spec.max_time_s) or math.inf
 
 
 class PredictionService:
@@ -411,7 +401,7 @@ class PredictionService:
         # [forecast] sbatch_line: a look-up in the kept probe table (forecast/probes.py), never a forecast
         phrase = self.forecast.sbatch_phrase(spec.ntasks * spec.cpus_per_task or spec.nodes or 1,
                                              planned_length_s(answer.limits, spec)) \
-            if stage == "submit" and answer.user_message else ""
+            if stage == "submit" and answer.user_message and self.forecast.config.sbatch_line else ""
         prediction_id = self._new_prediction_id()
         if answer.fallback:
             self.metrics.fallbacks.inc()

@@ -30,9 +30,13 @@ import bisect
 import math
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from . import simulate
 from .types import QueuedJob, QueueSnapshot, StartForecast
+
+if TYPE_CHECKING:
+    from ..jobspec import JobSpec
 
 SIZE_FRACTIONS = (0.25, 0.5, 1.0)                  # beside one CPU
 PLANNED_EDGES_S = (600.0, 3600.0, 4 * 3600.0, 86400.0, 3 * 86400.0)
@@ -168,6 +172,16 @@ def _wait(seconds: float) -> tuple[float, str]:
 
 def _said(value: float, unit: str) -> str:
     return f"{value:g} {unit}"
+
+
+def planned_length_s(limits, spec: JobSpec) -> float:
+    """What backfill plans a submitted job with (what moves its start: the key of the probes' table): the
+    --time-min set (ours or the user's), else the --time set, else the user's, else the
+    partition's DefaultTime, else its MaxTime; math.inf when none or UNLIMITED."""
+    if spec.time_limit_unlimited and not (limits.time_min_s or limits.time_limit_s or spec.time_min_s):
+        return math.inf
+    return float(limits.time_min_s or spec.time_min_s or limits.time_limit_s or spec.time_limit_s
+                 or spec.default_time_s or spec.max_time_s) or math.inf
 
 
 def sbatch_phrase(table: ProbeTable | None, cpus: int, planned_s: float, *, now: float, max_age_s: float) -> str:
