@@ -38,7 +38,7 @@ from ..scheduling import (BACKFILL_TIME_MIN, NO_REQUEST_LIMIT_S, SLURM_BF_RESOLU
                           run_forward)
 from .types import QueuedJob, QueueSnapshot, RuntimeBelief, StartForecast
 
-MAX_JOBS = 2000        # running + pending: 32 runs over 2000 take ~8 s, over 500 ~0.6 s (one core, measured)
+MAX_JOBS = 2000        # running + pending: 32 runs over 2000 take ~20 s with the arrivals, over 500 ~2.7 s (one core, load 3)
 MAX_RUNS = 256
 # How much of a job's prediction error it shares with the user's other jobs in the queue (one
 # user's burst of jobs fails fast or runs long together). Chosen on KTH-SP2 (24.11, users' limits,
