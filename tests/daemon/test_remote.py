@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.daemonproc import DaemonProcess
-from tests.daemon.test_when import stand_ins
+from tests.forecast.stand_ins import slurm_stand_ins
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip") or not os.path.exists("/usr/sbin/munged"),
                                 reason="needs root, iproute2 and munged")
@@ -84,7 +84,7 @@ def site():
         for name, namespace, key in (("ctl", ctl, "site"), ("login", login, "site"), ("rogue", login, "other")):
             start_munged(name, namespace, key)
         data = base / "daemon"
-        queue_tools = stand_ins(base / "bin")        # the real 22.05 queue of test_when.py, for When
+        queue_tools = slurm_stand_ins(base / "bin")  # the real 22.05 queue (tests/data/slurm), for When
         daemon = DaemonProcess(data, prefix=("ip", "netns", "exec", ctl), env={
             "HPCPREDICT_POLICY_CONTROLLER_CONFIG_COMMAND": f"{queue_tools}/scontrol show config",
             "HPCPREDICT_FORECAST_SQUEUE_COMMAND": f"{queue_tools}/squeue", "HPCPREDICT_FORECAST_INTERVAL_S": "1",
